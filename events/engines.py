@@ -1,0 +1,90 @@
+"""Database engines for the two backends: a SQLite file (embedded) and PostgreSQL."""
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import orjson
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import make_url
+
+log = logging.getLogger(__name__)
+
+
+def _json_dumps(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def make_engine(url: str, **kwargs: Any) -> Engine:
+    """An engine for `url` (`sqlite:///path` or `postgresql+psycopg://…`), tuned for the log."""
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend == "sqlite":
+        return _sqlite_engine(url, **kwargs)
+    if backend == "postgresql":
+        if parsed.drivername == "postgresql":
+            url = parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+        return create_engine(
+            url,
+            json_serializer=_json_dumps,
+            json_deserializer=orjson.loads,
+            pool_pre_ping=True,
+            **kwargs,
+        )
+    raise ValueError(
+        f"unsupported database URL scheme {parsed.drivername!r}: use sqlite or postgresql"
+    )
+
+
+def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
+    database = make_url(url).database
+    if database and database != ":memory:":
+        Path(database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(
+        url,
+        json_serializer=_json_dumps,
+        json_deserializer=orjson.loads,
+        connect_args={"timeout": 60, "check_same_thread": False},
+        **kwargs,
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Let SQLAlchemy's "begin" hook emit BEGIN itself, so appends can ask for
+        # BEGIN IMMEDIATE: a deferred transaction that later writes can fail with
+        # SQLITE_BUSY at once instead of waiting (the single-writer rule).
+        dbapi_conn.isolation_level = None
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA busy_timeout=60000")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        mode = conn.get_execution_options().get("sqlite_begin", "DEFERRED")
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+    return engine
+
+
+def is_postgres(engine: Engine) -> bool:
+    """Whether the engine talks to PostgreSQL."""
+    return engine.dialect.name == "postgresql"
+
+
+def lock_for_append(conn: Connection) -> Connection:
+    """Serialize appenders so positions are committed in order (see DESIGN: the log).
+
+    PostgreSQL: an EXCLUSIVE table lock (readers still read), as the eventsourcing
+    library does, so a tailer never passes a position that a slower transaction
+    fills later. SQLite: the connection must be opened with `writer_options`.
+    """
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql("LOCK TABLE events IN EXCLUSIVE MODE")
+    return conn
+
+
+WRITER_OPTIONS = {"sqlite_begin": "IMMEDIATE"}
+"""Execution options for a connection that will write the log."""

@@ -1,0 +1,21 @@
+"""Errors of the write side; one shallow hierarchy, a line each."""
+
+
+class EventError(Exception):
+    """Base of every error raised by the events package."""
+
+
+class ConflictError(EventError):
+    """An append names a stream version that is taken or not next: the producer was stale."""
+
+
+class UnknownSchemaVersion(EventError):
+    """A stored event was written by a newer labrxiv than the one reading it."""
+
+
+class BlobMismatch(EventError):
+    """A blob's content does not hash to the name it was sent under."""
+
+
+class MessageRejected(EventError):
+    """A published message cannot be read at all (not JSON, wrong shape, too large)."""

@@ -1,0 +1,48 @@
+"""Every payload type, joined in one discriminated union on `type`.
+
+To add an event type: write its model in the module of its domain (or a new one),
+add it to `PAYLOAD_TYPES`, and document it in docs/events.md.
+"""
+
+from typing import Annotated, Union
+
+from pydantic import Field
+
+from events.payloads.base import Payload
+from events.payloads.campaign import CampaignFinished, CampaignStarted
+from events.payloads.experiment import ExperimentScored
+from events.payloads.run import Budget, RunFinished, RunStarted
+from events.payloads.tool import FileDigest, ToolInvoked, ToolReturned
+
+PAYLOAD_TYPES: tuple[type[Payload], ...] = (
+    CampaignStarted,
+    CampaignFinished,
+    RunStarted,
+    RunFinished,
+    ToolInvoked,
+    ToolReturned,
+    ExperimentScored,
+)
+
+AnyPayload = Annotated[
+    Union[PAYLOAD_TYPES],  # noqa: UP007 - a union built from the one list of types
+    Field(discriminator="type"),
+]
+
+BY_TYPE: dict[str, type[Payload]] = {cls.model_fields["type"].default: cls for cls in PAYLOAD_TYPES}
+
+__all__ = [
+    "AnyPayload",
+    "BY_TYPE",
+    "Budget",
+    "CampaignFinished",
+    "CampaignStarted",
+    "ExperimentScored",
+    "FileDigest",
+    "PAYLOAD_TYPES",
+    "Payload",
+    "RunFinished",
+    "RunStarted",
+    "ToolInvoked",
+    "ToolReturned",
+]

@@ -1,0 +1,29 @@
+"""Campaign events: a set of labs run together on one task."""
+
+from typing import Literal
+
+from pydantic import Field
+
+from events.payloads.base import Payload
+
+
+class CampaignStarted(Payload):
+    """A campaign began; its labs' runs carry its id as correlation id."""
+
+    type: Literal["campaign.started"] = "campaign.started"
+    task: str
+    """The task bundle id the labs work on."""
+    labs: int = Field(ge=1)
+    """How many labs run in the campaign."""
+    mode: Literal["isolated", "archive"]
+    """`archive`: labs read each other's papers; `isolated`: they read none."""
+    seed: int = 0
+    """The seed the campaign's labs derive theirs from."""
+
+
+class CampaignFinished(Payload):
+    """A campaign ended: every lab's run finished, or it was stopped."""
+
+    type: Literal["campaign.finished"] = "campaign.finished"
+    reason: Literal["done", "budget", "error", "cancelled"]
+    """Why it ended."""

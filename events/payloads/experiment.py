@@ -1,0 +1,23 @@
+"""Experiment events: scores produced by a task's trusted grader, never by the agent."""
+
+from typing import Literal
+
+from pydantic import Field
+
+from events.payloads.base import Payload
+
+
+class ExperimentScored(Payload):
+    """The grader scored an attempt of the run."""
+
+    type: Literal["experiment.scored"] = "experiment.scored"
+    attempt: int = Field(ge=1)
+    """1 for the run's first scored attempt, then 2, 3…"""
+    subtask_scores: dict[str, float]
+    """Raw metric value per subtask, as the grader reported it."""
+    score: float
+    """The task's primary score for this attempt."""
+    normalized_score: float | None = None
+    """`score / SOTA`, clipped as ResearchGym does; `None` when the task has no SOTA."""
+    grader: str = "grader"
+    """Which trusted grader produced the scores."""

@@ -1,0 +1,55 @@
+"""Tool events: an action of a lab in its sandboxed workspace."""
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from events.blobs import BlobRef
+from events.payloads.base import Payload
+
+ToolName = str
+
+
+class FileDigest(BaseModel):
+    """A file a tool touched, with the hash of its content at that moment."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    """Path relative to the run's workspace."""
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """Hex digest of the content."""
+
+
+class ToolInvoked(Payload):
+    """A lab asked for a tool to run; written before the tool runs."""
+
+    type: Literal["tool.invoked"] = "tool.invoked"
+    call_id: str
+    """Pairs this event with its `tool.returned`."""
+    tool: ToolName
+    """The tool's name (bash, python, read_file, evaluate…)."""
+    args: dict[str, JsonValue] = {}
+    """The arguments as the policy gave them."""
+
+
+class ToolReturned(Payload):
+    """A tool finished (or was stopped by a limit)."""
+
+    type: Literal["tool.returned"] = "tool.returned"
+    call_id: str
+    """The `call_id` of the matching `tool.invoked`."""
+    tool: ToolName
+    """The tool's name."""
+    exit_code: int
+    """0 for success; non-zero for failure or a limit."""
+    duration_s: float = Field(ge=0)
+    """Wall-clock seconds the tool took."""
+    preview: str = Field(default="", max_length=4000)
+    """The first part of the output, bounded so the log stays small."""
+    output: BlobRef | None = None
+    """The full output, in the blob table, when it is longer than the preview."""
+    files_read: list[FileDigest] = []
+    """Files the tool read."""
+    files_written: list[FileDigest] = []
+    """Files the tool wrote."""

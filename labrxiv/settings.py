@@ -1,0 +1,73 @@
+"""Settings from `LABRXIV_*` environment variables, validated once at start-up."""
+
+from pathlib import Path
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class SettingsError(Exception):
+    """An environment variable has a wrong value; the message names it."""
+
+
+class Settings(BaseSettings):
+    """How this labrxiv process finds its database and broker."""
+
+    model_config = SettingsConfigDict(env_prefix="LABRXIV_", extra="ignore", frozen=True)
+
+    data_dir: Path = Path(".labrxiv")
+    """Where the embedded SQLite log and reports live."""
+    database_url: str | None = None
+    """`postgresql://…` for a shared log; unset means a SQLite file in `data_dir`."""
+    redis_url: str | None = None
+    """`redis://host:port/db` for Celery; unset means the in-process bus (one process)."""
+    visibility_timeout: int = Field(default=1800, ge=1)
+    """Seconds before an unacknowledged task is delivered again to another worker."""
+    max_message_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
+    """A published message larger than this is dead-lettered unread."""
+    log_level: str = "INFO"
+    """Python logging level name."""
+
+    @field_validator("database_url")
+    @classmethod
+    def _known_database(cls, value: str | None) -> str | None:
+        if value and not value.startswith(("sqlite:", "postgresql:", "postgresql+psycopg:")):
+            raise ValueError("must start with sqlite: or postgresql:")
+        return value or None
+
+    @field_validator("redis_url")
+    @classmethod
+    def _known_redis(cls, value: str | None) -> str | None:
+        if value and not value.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("must start with redis://, rediss:// or unix://")
+        return value or None
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        level = value.upper()
+        if level not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+            raise ValueError("must be DEBUG, INFO, WARNING, ERROR or CRITICAL")
+        return level
+
+    @property
+    def store_url(self) -> str:
+        """The database the log lives in."""
+        return self.database_url or f"sqlite:///{self.data_dir / 'labrxiv.db'}"
+
+    @property
+    def embedded(self) -> bool:
+        """True when no Redis is configured: everything runs in this process."""
+        return self.redis_url is None
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read the environment once; a wrong value raises `SettingsError` naming the variable."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"LABRXIV_{str(err['loc'][0]).upper()}={err.get('input')!r}: {err['msg']}"
+            for err in exc.errors()
+        )
+        raise SettingsError(f"bad setting: {problems}") from None

@@ -1,0 +1,92 @@
+"""Builds the store, bus and worker context from settings: the one place that wires parts."""
+
+import os
+from dataclasses import dataclass
+
+from celery import Celery
+
+from events import EventStore
+from labrxiv.settings import Settings
+from projections.catalogue import all_projectors
+from projections.runner import ProjectionRunner
+from workers.app import make_celery, register_tasks
+from workers.bus.base import Bus
+from workers.bus.celery import CeleryBus
+from workers.bus.local import LocalBus
+from workers.context import WorkerContext
+from workers.handlers import run_handler
+
+
+@dataclass
+class Embedded:
+    """Everything in one process: store, in-process bus, worker context, projections."""
+
+    store: EventStore
+    bus: LocalBus
+    ctx: WorkerContext
+    runner: ProjectionRunner
+
+    def settle(self) -> None:
+        """Wait for every queued task, then bring the read models up to date."""
+        self.bus.join()
+        self.runner.catch_up()
+
+    def close(self) -> None:
+        """Stop the bus threads and close database connections."""
+        self.bus.close()
+        self.store.engine.dispose()
+
+
+def open_store(settings: Settings) -> EventStore:
+    """The event store the settings name, with its tables created."""
+    return EventStore.from_url(settings.store_url)
+
+
+def open_runner(settings: Settings, store: EventStore | None = None) -> ProjectionRunner:
+    """A projection runner over every shipped read model."""
+    return ProjectionRunner(store or open_store(settings), all_projectors())
+
+
+def open_embedded(settings: Settings, threads: int = 2) -> Embedded:
+    """Start the embedded system: SQLite (or the configured database) and a local bus."""
+    store = open_store(settings)
+    bus = LocalBus(threads=threads)
+    ctx = WorkerContext(store=store, bus=bus, max_message_bytes=settings.max_message_bytes)
+    bus.start(lambda task, args: run_handler(ctx, task, args))
+    return Embedded(store=store, bus=bus, ctx=ctx, runner=open_runner(settings, store))
+
+
+def open_bus(settings: Settings) -> Bus:
+    """A producer's bus: Celery on Redis when configured, else the embedded one."""
+    if settings.redis_url is None:
+        return open_embedded(settings).bus
+    return CeleryBus(make_celery(settings.redis_url, settings.visibility_timeout))
+
+
+class ProcessContext:
+    """A worker context built lazily in each worker process (engines do not survive fork)."""
+
+    def __init__(self, settings: Settings, bus: Bus) -> None:
+        self.settings = settings
+        self.bus = bus
+        self._ctx: WorkerContext | None = None
+        self._pid = 0
+
+    def __call__(self) -> WorkerContext:
+        if self._ctx is None or self._pid != os.getpid():
+            self._ctx = WorkerContext(
+                store=open_store(self.settings),
+                bus=self.bus,
+                max_message_bytes=self.settings.max_message_bytes,
+            )
+            self._pid = os.getpid()
+        return self._ctx
+
+
+def celery_worker_app(settings: Settings) -> Celery:
+    """The Celery app a `labrxiv worker` process runs, with every task registered."""
+    if settings.redis_url is None:
+        raise ValueError("LABRXIV_REDIS_URL is not set: a worker needs Redis")
+    app = make_celery(settings.redis_url, settings.visibility_timeout)
+    register_tasks(app, ProcessContext(settings, CeleryBus(app)))
+    return app

@@ -1,0 +1,26 @@
+"""The projector interface: fold a page of stored events into its read-model tables.
+
+Idempotency rule: `apply` runs inside the transaction that also moves the
+projector's checkpoint, so a page is applied exactly once in effect; a projector
+killed mid-page leaves neither the rows nor the checkpoint, and starts that page again.
+"""
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+from sqlalchemy import Connection, Table
+
+from events.recorded import Recorded
+
+
+class Projector(ABC):
+    """A read model and the fold that builds it from the log."""
+
+    name: str
+    """Unique name; the checkpoint's key."""
+    tables: Sequence[Table]
+    """The tables it owns; `rebuild` drops and recreates them."""
+
+    @abstractmethod
+    def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:
+        """Fold `events` (consecutive, in position order) into the tables, on `conn`."""

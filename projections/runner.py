@@ -1,0 +1,107 @@
+"""Runs projectors over the log: catch up, follow, rebuild from position 0."""
+
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from sqlalchemy import delete
+
+from events import EventStore
+from events.recorded import Recorded
+from projections.checkpoints import CHECKPOINTS, advance_checkpoint, read_checkpoint
+from projections.projector import Projector
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Lag:
+    """How far a projector is behind the log."""
+
+    name: str
+    checkpoint: int
+    head: int
+
+    @property
+    def behind(self) -> int:
+        """Positions not yet applied (an upper bound on events: positions may have gaps)."""
+        return max(0, self.head - self.checkpoint)
+
+
+class ProjectionRunner:
+    """Applies the log to a set of projectors, each at its own checkpoint."""
+
+    def __init__(self, store: EventStore, projectors: Sequence[Projector], page: int = 5000):
+        self.store = store
+        self.projectors = list(projectors)
+        self.page = page
+
+    def create_schema(self) -> None:
+        """Create the checkpoint table and every projector's tables (idempotent)."""
+        tables = [CHECKPOINTS, *(t for p in self.projectors for t in p.tables)]
+        CHECKPOINTS.metadata.create_all(self.store.engine, tables=tables)
+
+    def catch_up(self, limit: int | None = None) -> int:
+        """Apply every event not yet applied (at most `limit` per projector); returns how many."""
+        self.create_schema()
+        total = 0
+        for projector in self.projectors:
+            total += self._catch_up_one(projector, limit)
+        return total
+
+    def _catch_up_one(self, projector: Projector, limit: int | None) -> int:
+        with self.store.engine.connect() as conn:
+            seen = read_checkpoint(conn, projector.name)
+        applied = 0
+        for page in _prefetched_pages(self.store, seen, self.page):
+            if limit is not None and applied >= limit:
+                break
+            page = page if limit is None else page[: limit - applied]
+            to = page[-1].position
+            with self.store.engine.begin() as conn:
+                projector.apply(conn, page)
+                if not advance_checkpoint(conn, projector.name, seen, to):
+                    conn.rollback()
+                    log.info("%s: checkpoint moved by another projector; stopping", projector.name)
+                    return applied
+            seen = to
+            applied += len(page)
+        return applied
+
+    def follow(self, poll_seconds: float = 0.5, stop_after: float | None = None) -> None:
+        """Keep applying new events as they are recorded (Ctrl-C to stop)."""
+        started = time.monotonic()
+        while stop_after is None or time.monotonic() - started < stop_after:
+            if self.catch_up() == 0:
+                time.sleep(poll_seconds)
+
+    def rebuild(self) -> int:
+        """Drop every read model and its checkpoint, then replay the log from position 0."""
+        self.create_schema()
+        for projector in self.projectors:
+            for table in projector.tables:
+                table.drop(self.store.engine, checkfirst=True)
+            with self.store.engine.begin() as conn:
+                conn.execute(delete(CHECKPOINTS).where(CHECKPOINTS.c.name == projector.name))
+        return self.catch_up()
+
+    def lag(self) -> list[Lag]:
+        """Each projector's checkpoint against the head of the log."""
+        self.create_schema()
+        head = self.store.max_position()
+        with self.store.engine.connect() as conn:
+            return [Lag(p.name, read_checkpoint(conn, p.name), head) for p in self.projectors]
+
+
+def _prefetched_pages(store: EventStore, after: int, page: int) -> Iterator[list[Recorded]]:
+    """Pages of the log after `after`; the next page is read while this one is applied."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="labrxiv-prefetch") as pool:
+        pending = pool.submit(store.read_records, after, page)
+        while True:
+            batch = pending.result()
+            if not batch:
+                return
+            pending = pool.submit(store.read_records, batch[-1].position, page)
+            yield batch

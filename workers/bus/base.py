@@ -1,0 +1,26 @@
+"""The bus interface every implementation keeps."""
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from events import Event
+from events.wire import encode_batch
+
+RECORD_TASK = "labrxiv.record"
+"""The recorder's task name; its queue is `events`."""
+
+
+class Bus(Protocol):
+    """Delivers task messages at least once; handlers make redelivery harmless."""
+
+    def send(self, task: str, *args: Any) -> None:
+        """Queue `task(*args)` for a worker (JSON-able arguments only)."""
+
+    def close(self) -> None:
+        """Release connections and threads."""
+
+
+def publish(bus: Bus, events: Sequence[Event], blobs: Mapping[str, bytes] | None = None) -> None:
+    """Publish a batch of events (and their blobs) for the recorder to append."""
+    if events or blobs:
+        bus.send(RECORD_TASK, encode_batch(events, blobs))

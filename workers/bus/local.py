@@ -1,0 +1,69 @@
+"""The in-process bus: the embedded default, needing no Redis.
+
+Tasks go on a `queue.Queue` and run on worker threads in this process, through the
+same handlers that Celery runs, so `labrxiv demo` on a bare machine exercises the
+same write path as a cluster. A handler's exception is logged and counted, never
+lost silently; there is no redelivery (the process is the failure domain).
+"""
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+Runner = Callable[[str, tuple[Any, ...]], Any]
+
+
+class LocalBus:
+    """Runs sent tasks on `threads` background threads of this process."""
+
+    def __init__(self, threads: int = 1) -> None:
+        self._queue: queue.Queue[tuple[str, tuple[Any, ...]] | None] = queue.Queue()
+        self._threads_wanted = threads
+        self._threads: list[threading.Thread] = []
+        self._runner: Runner | None = None
+        self.failures: list[tuple[str, BaseException]] = []
+        """Tasks that raised, with the exception (for the caller to report)."""
+
+    def start(self, runner: Runner) -> None:
+        """Begin running tasks with `runner(task, args)`."""
+        self._runner = runner
+        for index in range(self._threads_wanted):
+            thread = threading.Thread(target=self._loop, name=f"labrxiv-local-{index}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def send(self, task: str, *args: Any) -> None:
+        """Queue a task; it runs on a bus thread."""
+        self._queue.put((task, args))
+
+    def join(self) -> None:
+        """Wait until every queued task (and what they queued) has run."""
+        self._queue.join()
+
+    def close(self) -> None:
+        """Stop the threads after the queue drains."""
+        for _ in self._threads:
+            self._queue.put(None)
+        for thread in self._threads:
+            thread.join()
+        self._threads.clear()
+
+    def _loop(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is None:
+                    return
+                task, args = item
+                assert self._runner is not None
+                try:
+                    self._runner(task, args)
+                except Exception as exc:  # a handler bug must not kill the bus thread
+                    log.exception("task %s failed", task)
+                    self.failures.append((task, exc))
+            finally:
+                self._queue.task_done()

@@ -1,0 +1,21 @@
+"""What a task handler gets: the store, the bus and the reactions, passed explicitly."""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from events import Event, EventStore
+from workers.bus.base import Bus
+
+Reaction = Callable[["WorkerContext", Sequence[Event]], None]
+"""Called after an append with the events just recorded (e.g. schedule a run's next step)."""
+
+
+@dataclass
+class WorkerContext:
+    """Everything a handler may touch; built once per worker process."""
+
+    store: EventStore
+    bus: Bus
+    reactions: list[Reaction] = field(default_factory=list)
+    max_message_bytes: int = 16 * 1024 * 1024
+    """Messages larger than this are dead-lettered, not parsed."""

@@ -1,0 +1,9 @@
+"""Errors of the workers; a line each."""
+
+
+class WorkerError(Exception):
+    """Base of every error raised by the workers package."""
+
+
+class NotConfigured(WorkerError):
+    """A worker was asked for something its settings do not provide (e.g. no Redis URL)."""

@@ -1,0 +1,174 @@
+"""The recorder: validates published batches and appends them to the log.
+
+Idempotency rule: recording the same message twice is safe. Event ids are chosen by
+producers, and the store skips ids it already holds, so a redelivered message (a
+worker killed mid-batch, a visibility timeout) leaves one copy in the log.
+
+Nothing a producer sends can stop the recorder: a message that is not a batch, an
+event that fails validation, or a batch whose versions conflict goes to the
+dead-letter table with the reason, and the rest of the message is recorded.
+"""
+
+import base64
+import binascii
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from pydantic import TypeAdapter, ValidationError
+
+from events import ConflictError, Event
+from events.blobs import digest
+from events.errors import UnknownSchemaVersion
+from events.upgrade import upgrade
+from workers.context import WorkerContext
+
+log = logging.getLogger(__name__)
+
+_EVENTS = TypeAdapter(list[Event])
+_EVENT = TypeAdapter(Event)
+RAW_LIMIT = 64 * 1024
+"""How much of a rejected message is kept in the dead-letter table."""
+
+
+@dataclass(frozen=True)
+class RecordOutcome:
+    """What recording one message did."""
+
+    appended: int
+    skipped: int
+    dead: int
+
+
+def record_message(ctx: WorkerContext, message: str) -> RecordOutcome:
+    """Validate and append one published message; dead-letter whatever is bad in it."""
+    size = len(message.encode())
+    if size > ctx.max_message_bytes:
+        return _reject(
+            ctx, f"message of {size} bytes exceeds the {ctx.max_message_bytes} limit", message
+        )
+    try:
+        body = orjson.loads(message)
+    except orjson.JSONDecodeError as exc:
+        return _reject(ctx, f"message is not JSON: {exc}", message)
+    if not isinstance(body, dict) or not isinstance(body.get("events"), list):
+        return _reject(ctx, "message is not an object with an 'events' list", message)
+    try:
+        blobs = _decode_blobs(body.get("blobs") or {})
+    except ValueError as exc:
+        return _reject(ctx, str(exc), message)
+    events, dead = _validate(ctx, body["events"])
+    appended, skipped, conflicted = _append(ctx, events, blobs)
+    dead += conflicted
+    return RecordOutcome(appended=appended, skipped=skipped, dead=dead)
+
+
+def _reject(ctx: WorkerContext, reason: str, message: str) -> RecordOutcome:
+    log.warning("dead letter: %s", reason)
+    ctx.store.dead_letter(reason, message[:RAW_LIMIT])
+    return RecordOutcome(appended=0, skipped=0, dead=1)
+
+
+def _decode_blobs(raw: Any) -> dict[str, bytes]:
+    if not isinstance(raw, dict):
+        raise ValueError("'blobs' is not an object of hash → base64 content")
+    blobs = {}
+    for key, text in raw.items():
+        try:
+            data = base64.b64decode(text, validate=True)
+        except (binascii.Error, TypeError) as exc:
+            raise ValueError(f"blob {key} is not valid base64: {exc}") from exc
+        if digest(data) != key:
+            raise ValueError(f"blob sent as {key} hashes to {digest(data)}")
+        blobs[key] = data
+    return blobs
+
+
+def _validate(ctx: WorkerContext, items: list[Any]) -> tuple[list[Event], int]:
+    """All valid events of the batch, in order; each invalid one is dead-lettered."""
+    try:
+        return _EVENTS.validate_python([_upgraded(i) for i in items]), 0
+    except (ValidationError, UnknownSchemaVersion):
+        pass  # find the bad ones below; the good ones are still recorded
+    good: list[Event] = []
+    dead = 0
+    for item in items:
+        try:
+            good.append(_EVENT.validate_python(_upgraded(item)))
+        except (ValidationError, UnknownSchemaVersion) as exc:
+            dead += 1
+            _dead_event(ctx, f"invalid event: {_explain(exc)}", item)
+    return good, dead
+
+
+def _upgraded(item: Any) -> Any:
+    return upgrade(item) if isinstance(item, dict) else item
+
+
+def _explain(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '<event>'}: {err['msg']}"
+            for err in exc.errors()
+            if err["type"] != "default_factory_not_called"  # a consequence, not a cause
+        )
+    return str(exc)
+
+
+def _dead_event(ctx: WorkerContext, reason: str, item: Any) -> None:
+    event_id = item.get("id") if isinstance(item, dict) else None
+    stream = item.get("stream") if isinstance(item, dict) else None
+    raw = orjson.dumps(item, option=orjson.OPT_NON_STR_KEYS, default=str).decode()
+    log.warning("dead letter: %s", reason)
+    ctx.store.dead_letter(
+        reason,
+        raw[:RAW_LIMIT],
+        event_id=str(event_id)[:64] if event_id else None,
+        stream=str(stream)[:200] if stream else None,
+    )
+
+
+def _append(
+    ctx: WorkerContext, events: Sequence[Event], blobs: dict[str, bytes]
+) -> tuple[int, int, int]:
+    """Append the batch; on a conflict, append stream by stream so one stale stream
+    does not hold back the others. Returns (appended, skipped, dead-lettered)."""
+    if not events and not blobs:
+        return 0, 0, 0
+    try:
+        result = ctx.store.append(events, blobs)
+    except ConflictError:
+        return _append_by_stream(ctx, events, blobs)
+    _react(ctx, result.appended)
+    return len(result.appended), result.skipped, 0
+
+
+def _append_by_stream(
+    ctx: WorkerContext, events: Sequence[Event], blobs: dict[str, bytes]
+) -> tuple[int, int, int]:
+    by_stream: dict[str, list[Event]] = {}
+    for event in events:
+        by_stream.setdefault(event.stream, []).append(event)
+    appended = skipped = dead = 0
+    ctx.store.append([], blobs)
+    for stream_events in by_stream.values():
+        try:
+            result = ctx.store.append(stream_events)
+        except ConflictError as exc:
+            for event in stream_events:
+                dead += 1
+                _dead_event(ctx, f"version conflict: {exc}", event.model_dump(mode="json"))
+            continue
+        appended += len(result.appended)
+        skipped += result.skipped
+        _react(ctx, result.appended)
+    return appended, skipped, dead
+
+
+def _react(ctx: WorkerContext, appended: list[Event]) -> None:
+    if not appended:
+        return
+    for reaction in ctx.reactions:
+        reaction(ctx, appended)
