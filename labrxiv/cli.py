@@ -41,8 +41,8 @@ def demo() -> None:
 @app.command()
 def worker(
     queues: str = typer.Option("events,steps", help="Comma-separated queues to consume."),
-    concurrency: int = typer.Option(1, min=1, help="Worker processes or threads."),
-    pool: str = typer.Option("prefork", help="prefork, threads or solo."),
+    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Processes or threads."),
+    pool: str = typer.Option("prefork", "--pool", "-P", help="prefork, threads or solo."),
 ) -> None:
     """Run a Celery worker on Redis (needs LABRXIV_REDIS_URL)."""
     from labrxiv.wiring import celery_worker_app
