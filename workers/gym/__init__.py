@@ -1,0 +1,1 @@
+"""Research task bundles (`gym/<id>/`): their cards, validation and loading."""

@@ -1,0 +1,100 @@
+"""The task card (`gym/<id>/task.toml`): what a task asks, how it is scored, what it allows.
+
+A task bundle is a folder:
+- `task.toml`: this card;
+- `workspace/`: the starter files copied into each run's workspace;
+- `grader/`: the trusted grader, run as a separate process, never copied;
+- `hidden/`: data the agent must never see (labels, test splits), never copied;
+- `baselines/`: scripts that reproduce the card's baseline and reference scores.
+"""
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+Policy = Literal["search", "llm"]
+ParamValue = int | float | str | bool
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Subtask(_Strict):
+    """One scored part of the task."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    """Key of the subtask in the grader's output."""
+    metric: str
+    """What is measured (accuracy, forgetting, ndcg…)."""
+    direction: Literal["maximize", "minimize"]
+    """Whether higher or lower is better."""
+    baseline: float
+    """The score of the bundle's baseline method (reproduced by `reproduce.baselines`)."""
+    sota: float
+    """The best known (reference) score, for normalization."""
+    description: str = ""
+    """What the subtask measures, for people and for LLM labs."""
+
+
+class Budgets(_Strict):
+    """Default per-lab budgets for runs on the task (a campaign may override them)."""
+
+    attempts: int = Field(default=8, ge=1)
+    """Scored experiments (calls to `evaluate`)."""
+    wall_seconds: float = Field(default=600, gt=0)
+    """Elapsed time of a run."""
+
+
+class Grader(_Strict):
+    """How the trusted grader is run: `command` inside the bundle, workspace path appended."""
+
+    command: list[str] = Field(min_length=1)
+    """Argv relative to the bundle folder; `python` means this interpreter."""
+    timeout_seconds: float = Field(default=300, gt=0)
+    """The grader is killed after this long and the attempt is scored as failed."""
+
+
+class Reproduce(_Strict):
+    """Commands that reproduce the card's numbers, run from the bundle folder."""
+
+    baselines: str
+    """Prints the baseline and reference scores the card records."""
+
+
+class TaskCard(_Strict):
+    """Everything labrxiv needs to know about a task."""
+
+    id: str = Field(pattern=r"^[a-z][a-z0-9-]*$")
+    """The task id; equals the bundle folder's name."""
+    title: str
+    goal: str
+    """The research goal, as a lab is told it."""
+    primary: str
+    """The subtask whose score is the run's score (best-so-far curves use it)."""
+    policies: list[Policy] = Field(default_factory=lambda: ["search", "llm"])
+    """Which policies can work on the task."""
+    subtasks: list[Subtask] = Field(min_length=1)
+    budgets: Budgets = Budgets()
+    grader: Grader
+    reproduce: Reproduce
+    search_space: dict[str, list[ParamValue]] = Field(default_factory=dict)
+    """Parameters an offline search agent may set, each with its allowed values."""
+    entrypoint: str = "solution.py"
+    """The workspace file a lab edits and experiments run."""
+
+    @model_validator(mode="after")
+    def _primary_is_a_subtask(self) -> "TaskCard":
+        names = [s.name for s in self.subtasks]
+        if len(set(names)) != len(names):
+            raise ValueError(f"subtask names repeat: {names}")
+        if self.primary not in names:
+            raise ValueError(f"primary {self.primary!r} is not one of the subtasks {names}")
+        for key, values in self.search_space.items():
+            if not values:
+                raise ValueError(f"search_space.{key} lists no values")
+        return self
+
+    def subtask(self, name: str) -> Subtask:
+        """The subtask called `name`."""
+        return next(s for s in self.subtasks if s.name == name)

@@ -1,0 +1,80 @@
+"""The sandbox interface (exec, read, write, cleanup) and what it returns.
+
+Every implementation passes tests/workers/test_sandbox_conformance.py. Events about
+sandbox work are emitted by the tool layer that wraps a sandbox, never here.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol
+
+LimitHit = Literal["time", "cpu", "memory", "output", "file_size"]
+ViolationKind = Literal[
+    "path_traversal", "absolute_path", "symlink_escape", "protected_path", "network"
+]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one process tree in the sandbox."""
+
+    wall_seconds: float = 120.0
+    """Killed (the whole process group) after this long."""
+    cpu_seconds: int = 120
+    """RLIMIT_CPU: SIGXCPU past it."""
+    memory_bytes: int = 2 * 1024**3
+    """RLIMIT_AS: allocations fail past it (MemoryError in Python)."""
+    file_bytes: int = 64 * 1024**2
+    """RLIMIT_FSIZE: no single file written may grow past it (SIGXFSZ)."""
+    output_bytes: int = 256 * 1024
+    """stdout+stderr kept; a process printing more than 4x this is killed."""
+    processes: int = 256
+    """RLIMIT_NPROC for the sandbox user."""
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What a command did."""
+
+    exit_code: int
+    """The process's exit status; negative for a signal."""
+    stdout: str
+    stderr: str
+    duration_s: float
+    limit: LimitHit | None = None
+    """The limit that stopped it, if one did."""
+    truncated: bool = False
+    """Output was longer than the limit and was cut."""
+
+
+class SandboxViolation(Exception):
+    """An action tried to leave the workspace or touch what it must not: refused."""
+
+    def __init__(self, kind: ViolationKind, detail: str, path: str = "") -> None:
+        super().__init__(detail)
+        self.kind: ViolationKind = kind
+        self.detail = detail
+        self.path = path
+
+
+class SandboxUnavailable(Exception):
+    """This machine cannot isolate processes (no unshare/setpriv or not permitted)."""
+
+
+class Sandbox(Protocol):
+    """A workspace and a way to run processes in it."""
+
+    root: Path
+    """The workspace folder; nothing outside it is reachable."""
+
+    def exec(self, argv: list[str], limits: Limits | None = None, stdin: str = "") -> ExecResult:
+        """Run `argv` with cwd at the root, under `limits`, with no network."""
+
+    def read(self, path: str, max_bytes: int | None = None) -> bytes:
+        """The content of a workspace file (relative path)."""
+
+    def write(self, path: str, data: bytes) -> None:
+        """Create or replace a workspace file (relative path)."""
+
+    def cleanup(self) -> None:
+        """Remove the workspace."""
