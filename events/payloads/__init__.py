@@ -11,6 +11,8 @@ from pydantic import Field
 from events.payloads.base import Payload
 from events.payloads.campaign import CampaignFinished, CampaignStarted
 from events.payloads.experiment import ExperimentScored
+from events.payloads.integrity import BudgetExceeded, IntegrityViolation
+from events.payloads.paper import Claim, PapersRetrieved, PaperSubmitted
 from events.payloads.run import Budget, RunFinished, RunStarted
 from events.payloads.tool import FileDigest, ToolInvoked, ToolReturned
 
@@ -22,6 +24,10 @@ PAYLOAD_TYPES: tuple[type[Payload], ...] = (
     ToolInvoked,
     ToolReturned,
     ExperimentScored,
+    PaperSubmitted,
+    PapersRetrieved,
+    IntegrityViolation,
+    BudgetExceeded,
 )
 
 AnyPayload = Annotated[
@@ -35,6 +41,11 @@ __all__ = [
     "AnyPayload",
     "BY_TYPE",
     "Budget",
+    "BudgetExceeded",
+    "Claim",
+    "IntegrityViolation",
+    "PaperSubmitted",
+    "PapersRetrieved",
     "CampaignFinished",
     "CampaignStarted",
     "ExperimentScored",

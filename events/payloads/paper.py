@@ -1,0 +1,54 @@
+"""Archive events (AgentRxiv): papers submitted by labs and papers retrieved by labs."""
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from events.payloads.base import Payload
+
+
+class Claim(BaseModel):
+    """A number a paper reports, tied to the scored attempt that measured it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    subtask: str
+    """The task's subtask the number is for."""
+    metric: str
+    """What the number measures (accuracy, ndcg…)."""
+    value: float
+    """The number as reported."""
+    attempt: int | None = Field(default=None, ge=1)
+    """The run's scored attempt (`experiment.scored`) it comes from; None if not measured."""
+
+
+class PaperSubmitted(Payload):
+    """A lab published a paper to the shared archive."""
+
+    type: Literal["paper.submitted"] = "paper.submitted"
+    paper_id: str = Field(pattern=r"^[A-Za-z0-9_.:-]{1,80}$")
+    """The archive id, unique across the archive."""
+    task: str
+    """The task the paper reports on."""
+    title: str = Field(min_length=1, max_length=300)
+    abstract: str = Field(max_length=5000)
+    body: str = Field(max_length=200_000)
+    """Markdown: method, results table, discussion."""
+    method: dict[str, JsonValue] = {}
+    """The configuration the paper's best result used (lets other labs start from it)."""
+    claims: list[Claim] = []
+    """The numbers the paper reports, structured."""
+    cited: list[str] = []
+    """Archive ids of the papers it builds on."""
+    revises: str | None = None
+    """The paper id this one is a new version of, if any."""
+
+
+class PapersRetrieved(Payload):
+    """A lab searched the archive and was shown these papers (lineage: who read what)."""
+
+    type: Literal["papers.retrieved"] = "papers.retrieved"
+    query: str
+    """What the lab searched for."""
+    paper_ids: list[str]
+    """The papers returned, best first."""
