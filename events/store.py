@@ -188,12 +188,21 @@ class EventStore:
     # -- reading ---------------------------------------------------------------
 
     def read_records(
-        self, after: int = 0, limit: int = 1000, stream: str | None = None
+        self,
+        after: int = 0,
+        limit: int = 1000,
+        stream: str | None = None,
+        types: Sequence[str] | None = None,
     ) -> list[Recorded]:
-        """Stored events with position > `after`, in position order, at most `limit`."""
+        """Stored events with position > `after`, in position order, at most `limit`.
+
+        `stream` and `types` narrow the read to one stream and to some event types.
+        """
         query = select(*_COLUMNS).where(EVENTS.c.position > after)
         if stream is not None:
             query = query.where(EVENTS.c.stream == stream)
+        if types is not None:
+            query = query.where(EVENTS.c.type.in_(list(types)))
         query = query.order_by(EVENTS.c.position).limit(limit)
         with self.engine.connect() as conn:
             return rows_to_records(conn.execute(query).all())
