@@ -1,0 +1,1 @@
+"""The tools a lab acts through, declared once; `invoke` runs one and says what happened."""

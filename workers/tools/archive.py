@@ -1,0 +1,77 @@
+"""Archive tools: search the shared archive, read a paper, submit one."""
+
+import hashlib
+import json
+from typing import Annotated, Any
+
+from pydantic import Field, ValidationError
+
+from events.payloads import Claim, PapersRetrieved, PaperSubmitted
+from workers.tools.base import ToolError, ToolResult, tool
+from workers.tools.env import ToolEnv
+
+
+@tool
+def search_archive(
+    env: ToolEnv,
+    query: Annotated[str, Field(description="What to look for.")],
+    k: Annotated[int, Field(ge=1, le=20, description="How many papers.")] = 5,
+) -> ToolResult:
+    """Search the shared archive of papers on this task; best matches first."""
+    if not env.run.reads_archive:
+        raise ToolError("this run does not read the archive (isolated mode)")
+    hits = env.archive.search(env.run.task, query, k)
+    lines = [
+        f"{h.paper_id} [{h.lab}] {h.title} (claimed {h.best_score}) method={json.dumps(h.method)}"
+        for h in hits
+    ]
+    retrieved = PapersRetrieved(query=query, paper_ids=[h.paper_id for h in hits])
+    return ToolResult("\n".join(lines) or "no papers yet", events=[retrieved])
+
+
+@tool
+def read_paper(
+    env: ToolEnv, paper_id: Annotated[str, Field(description="The paper's archive id.")]
+) -> ToolResult:
+    """Read a paper of the archive in full."""
+    if not env.run.reads_archive:
+        raise ToolError("this run does not read the archive (isolated mode)")
+    paper = env.archive.get(paper_id)
+    if paper is None:
+        raise ToolError(f"no paper {paper_id}")
+    text = f"# {paper['title']}\n\n{paper['abstract']}\n\n{paper['body']}"
+    return ToolResult(
+        text, events=[PapersRetrieved(query=f"read {paper_id}", paper_ids=[paper_id])]
+    )
+
+
+@tool
+def submit_paper(
+    env: ToolEnv,
+    title: Annotated[str, Field(min_length=1, max_length=300)],
+    abstract: Annotated[str, Field(max_length=5000)],
+    body: Annotated[str, Field(description="Markdown: method, results table, discussion.")],
+    claims: Annotated[
+        list[dict[str, Any]],
+        Field(description="Numbers reported: [{subtask, metric, value, attempt}]."),
+    ] = [],  # noqa: B006 - a pydantic field default, copied per call
+    method: Annotated[dict[str, Any], Field(description="The configuration used.")] = {},  # noqa: B006
+    cited: Annotated[list[str], Field(description="Archive ids the paper builds on.")] = [],  # noqa: B006
+) -> ToolResult:
+    """Publish a paper to the shared archive."""
+    seed = f"{env.run.stream}:paper:{env.run.papers}"  # the same on a redelivered step
+    paper_id = "p-" + hashlib.sha256(seed.encode()).hexdigest()[:12]
+    try:
+        paper = PaperSubmitted(
+            paper_id=paper_id,
+            task=env.run.task,
+            title=title,
+            abstract=abstract,
+            body=body,
+            method=method,
+            claims=[Claim.model_validate(c) for c in claims],
+            cited=cited,
+        )
+    except ValidationError as exc:
+        raise ToolError(f"the paper is malformed: {exc.errors()[0]['msg']}") from None
+    return ToolResult(f"submitted {paper_id}", events=[paper])

@@ -1,0 +1,60 @@
+"""What a tool may use: the run's sandbox, its task bundle, the archive, and what the run did."""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from workers.gym.card import TaskCard
+from workers.sandbox.local import LocalSandbox
+
+
+@dataclass(frozen=True)
+class PaperHit:
+    """A paper as retrieval shows it."""
+
+    paper_id: str
+    title: str
+    abstract: str
+    lab: str
+    method: dict[str, Any]
+    best_score: float | None
+    """The paper's claimed score on the task's primary subtask."""
+
+
+class Archive(Protocol):
+    """The shared preprint archive, as labs read it."""
+
+    def search(self, task: str, query: str, k: int) -> list[PaperHit]:
+        """The `k` papers on `task` best matching `query`."""
+
+    def get(self, paper_id: str) -> dict[str, Any] | None:
+        """A paper's full submitted payload."""
+
+
+@dataclass
+class RunView:
+    """What tools need to know about the run they act for."""
+
+    stream: str
+    lab: str
+    task: str
+    campaign: str | None
+    reads_archive: bool
+    attempts: int
+    """Scored or failed evaluations so far."""
+    scores: dict[int, dict[str, float]] = field(default_factory=dict)
+    """Subtask scores by attempt number."""
+    papers: int = 0
+
+
+@dataclass
+class ToolEnv:
+    """Everything a tool call may touch."""
+
+    sandbox: LocalSandbox
+    card: TaskCard
+    bundle: Path
+    archive: Archive
+    run: RunView
+    protected: dict[str, str] = field(default_factory=dict)
+    """sha256 of every grader and hidden file at the run's start, by bundle-relative path."""

@@ -1,0 +1,92 @@
+"""File tools: read, write, search and patch files in the workspace."""
+
+import fnmatch
+import hashlib
+import os
+import re
+from typing import Annotated
+
+from pydantic import Field
+
+from events.payloads import FileDigest
+from workers.sandbox.paths import confine
+from workers.tools.base import ToolError, ToolResult, tool
+from workers.tools.env import ToolEnv
+
+MAX_READ = 64 * 1024
+
+
+@tool
+def read_file(
+    env: ToolEnv,
+    path: Annotated[str, Field(description="Path relative to the workspace.")],
+) -> ToolResult:
+    """Read a text file of the workspace (the first 64 KiB)."""
+    try:
+        data = env.sandbox.read(path, max_bytes=MAX_READ + 1)
+    except (FileNotFoundError, IsADirectoryError) as exc:
+        raise ToolError(f"{path}: {exc.strerror}") from None
+    text = data[:MAX_READ].decode("utf-8", errors="replace")
+    return ToolResult(text + ("\n[… cut at 64 KiB]" if len(data) > MAX_READ else ""))
+
+
+@tool
+def write_file(
+    env: ToolEnv,
+    path: Annotated[str, Field(description="Path relative to the workspace.")],
+    content: Annotated[str, Field(description="The whole new content of the file.")],
+) -> ToolResult:
+    """Create or replace a file in the workspace."""
+    data = content.encode()
+    env.sandbox.write(path, data)
+    digest = FileDigest(path=path, sha256=hashlib.sha256(data).hexdigest())
+    return ToolResult(f"wrote {len(data)} bytes to {path}", files_written=[digest])
+
+
+@tool
+def apply_patch(
+    env: ToolEnv,
+    path: Annotated[str, Field(description="Path relative to the workspace.")],
+    old: Annotated[str, Field(description="Exact text to replace; must occur exactly once.")],
+    new: Annotated[str, Field(description="The replacement text.")],
+) -> ToolResult:
+    """Replace one exact occurrence of `old` with `new` in a workspace file."""
+    try:
+        text = env.sandbox.read(path).decode("utf-8")
+    except FileNotFoundError:
+        raise ToolError(f"{path}: no such file") from None
+    count = text.count(old)
+    if count != 1:
+        raise ToolError(f"{path}: the old text occurs {count} times; it must occur exactly once")
+    data = text.replace(old, new).encode()
+    env.sandbox.write(path, data)
+    digest = FileDigest(path=path, sha256=hashlib.sha256(data).hexdigest())
+    return ToolResult(f"patched {path}", files_written=[digest])
+
+
+@tool
+def search_files(
+    env: ToolEnv,
+    pattern: Annotated[str, Field(description="A regular expression to look for.")],
+    glob: Annotated[str, Field(description="Which files, e.g. '*.py'.")] = "*",
+) -> ToolResult:
+    """Find lines matching a regular expression in workspace files (at most 100 hits)."""
+    try:
+        regex = re.compile(pattern)
+    except re.error as exc:
+        raise ToolError(f"bad pattern: {exc}") from None
+    hits: list[str] = []
+    for base, _dirs, names in os.walk(env.sandbox.root):
+        for name in sorted(names):
+            relative = os.path.relpath(os.path.join(base, name), env.sandbox.root)
+            if not fnmatch.fnmatch(name, glob) or relative.startswith(".tmp"):
+                continue
+            real = confine(env.sandbox.root, relative)
+            if real.stat().st_size > 1024 * 1024:
+                continue
+            for number, line in enumerate(real.read_text(errors="replace").splitlines(), 1):
+                if regex.search(line):
+                    hits.append(f"{relative}:{number}: {line[:200]}")
+                    if len(hits) >= 100:
+                        return ToolResult("\n".join(hits + ["[… first 100 hits]"]))
+    return ToolResult("\n".join(hits) or "no match")

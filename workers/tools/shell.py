@@ -1,0 +1,75 @@
+"""Process tools: bash and python, run jailed in the workspace."""
+
+from typing import Annotated
+
+from pydantic import Field
+
+from events.payloads import IntegrityViolation
+from workers.sandbox.base import ExecResult, Limits, SandboxViolation
+from workers.tools.base import ToolResult, tool
+from workers.tools.env import ToolEnv
+
+_UNREACHABLE = ("Network is unreachable", "[Errno 101]", "Temporary failure in name resolution")
+
+
+@tool
+def bash(
+    env: ToolEnv,
+    command: Annotated[str, Field(description="A shell command, run in the workspace.")],
+    timeout_s: Annotated[float, Field(gt=0, le=3600, description="Wall-clock limit.")] = 120,
+) -> ToolResult:
+    """Run a shell command in the workspace (no network; time, memory and output limits)."""
+    _refuse_protected(env, command)
+    return _result(env, env.sandbox.exec(["bash", "-c", command], _limits(env, timeout_s)))
+
+
+@tool
+def python(
+    env: ToolEnv,
+    code: Annotated[str, Field(description="Python source to run in the workspace.")],
+    timeout_s: Annotated[float, Field(gt=0, le=3600, description="Wall-clock limit.")] = 120,
+) -> ToolResult:
+    """Run Python code in the workspace with the project's interpreter (numpy, scikit-learn)."""
+    _refuse_protected(env, code)
+    return _result(env, env.sandbox.exec(["python", "-c", code], _limits(env, timeout_s)))
+
+
+def _limits(env: ToolEnv, timeout_s: float) -> Limits:
+    base = env.sandbox.limits
+    return Limits(
+        wall_seconds=timeout_s,
+        cpu_seconds=max(1, int(timeout_s)),
+        memory_bytes=base.memory_bytes,
+        file_bytes=base.file_bytes,
+        output_bytes=base.output_bytes,
+        processes=base.processes,
+    )
+
+
+def _refuse_protected(env: ToolEnv, text: str) -> None:
+    """Refuse (and so record) a command that names the grader or hidden data outright.
+
+    The jail hides those paths anyway; naming them is still an attempt worth a record.
+    """
+    for guarded in env.sandbox.hidden:
+        if str(guarded) in text:
+            raise SandboxViolation(
+                "protected_path", f"the command names {guarded}, which is off limits", str(guarded)
+            )
+
+
+def _result(env: ToolEnv, result: ExecResult) -> ToolResult:
+    output = result.stdout + (f"\n[stderr]\n{result.stderr}" if result.stderr else "")
+    if result.limit:
+        output += f"\n[stopped: {result.limit} limit]"
+    if result.truncated:
+        output += "\n[output cut]"
+    events = []
+    if any(marker in result.stderr for marker in _UNREACHABLE):
+        events.append(
+            IntegrityViolation(
+                kind="network",
+                detail="a process tried to open a network connection; experiments run offline",
+            )
+        )
+    return ToolResult(output=output, exit_code=result.exit_code, events=events)
