@@ -25,6 +25,8 @@ class Settings(BaseSettings):
     """Seconds before an unacknowledged task is delivered again to another worker."""
     max_message_bytes: int = Field(default=16 * 1024 * 1024, ge=1024)
     """A published message larger than this is dead-lettered unread."""
+    gym_path: list[Path] = Field(default_factory=list)
+    """Extra folders of task bundles, as a JSON list (e.g. '["/data/tasks"]')."""
     log_level: str = "INFO"
     """Python logging level name."""
 

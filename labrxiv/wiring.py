@@ -2,6 +2,7 @@
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from celery import Celery
 
@@ -15,6 +16,12 @@ from workers.bus.celery import CeleryBus
 from workers.bus.local import LocalBus
 from workers.context import WorkerContext
 from workers.handlers import run_handler
+from workers.lab.archive_log import LogArchive
+from workers.lab.reactions import schedule_next_steps
+from workers.lab.services import LabServices
+
+BUILTIN_GYM = Path(__file__).resolve().parent.parent / "gym"
+"""The task bundles shipped with labrxiv (the repository's gym/ folder)."""
 
 
 @dataclass
@@ -37,6 +44,28 @@ class Embedded:
         self.store.engine.dispose()
 
 
+def worker_context(settings: Settings, store: EventStore, bus: Bus) -> WorkerContext:
+    """A worker's context: the recorder, and lab steps with their services and reactions."""
+    labs = LabServices(
+        workspaces=(settings.data_dir / "workspaces").resolve(),
+        gym_dirs=gym_dirs(settings),
+        archive=LogArchive(store),
+        hidden=[settings.data_dir.resolve()],
+    )
+    return WorkerContext(
+        store=store,
+        bus=bus,
+        reactions=[schedule_next_steps],
+        max_message_bytes=settings.max_message_bytes,
+        labs=labs,
+    )
+
+
+def gym_dirs(settings: Settings) -> list[Path]:
+    """The built-in task folder, then the user's (LABRXIV_GYM_PATH)."""
+    return [BUILTIN_GYM, *settings.gym_path]
+
+
 def open_store(settings: Settings) -> EventStore:
     """The event store the settings name, with its tables created."""
     return EventStore.from_url(settings.store_url)
@@ -51,7 +80,7 @@ def open_embedded(settings: Settings, threads: int = 2) -> Embedded:
     """Start the embedded system: SQLite (or the configured database) and a local bus."""
     store = open_store(settings)
     bus = LocalBus(threads=threads)
-    ctx = WorkerContext(store=store, bus=bus, max_message_bytes=settings.max_message_bytes)
+    ctx = worker_context(settings, store, bus)
     bus.start(lambda task, args: run_handler(ctx, task, args))
     return Embedded(store=store, bus=bus, ctx=ctx, runner=open_runner(settings, store))
 
@@ -74,11 +103,7 @@ class ProcessContext:
 
     def __call__(self) -> WorkerContext:
         if self._ctx is None or self._pid != os.getpid():
-            self._ctx = WorkerContext(
-                store=open_store(self.settings),
-                bus=self.bus,
-                max_message_bytes=self.settings.max_message_bytes,
-            )
+            self._ctx = worker_context(self.settings, open_store(self.settings), self.bus)
             self._pid = os.getpid()
         return self._ctx
 

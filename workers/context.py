@@ -2,6 +2,7 @@
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from events import Event, EventStore
 from workers.bus.base import Bus
@@ -19,3 +20,5 @@ class WorkerContext:
     reactions: list[Reaction] = field(default_factory=list)
     max_message_bytes: int = 16 * 1024 * 1024
     """Messages larger than this are dead-lettered, not parsed."""
+    labs: Any = None
+    """`workers.lab.services.LabServices` on workers that take lab steps."""

@@ -5,6 +5,7 @@ from typing import Any
 
 from workers.bus.base import RECORD_TASK
 from workers.context import WorkerContext
+from workers.lab.step import LAB_STEP_TASK, lab_step
 from workers.recorder import record_message
 
 Handler = Callable[..., Any]
@@ -12,6 +13,7 @@ Handler = Callable[..., Any]
 
 HANDLERS: dict[str, tuple[Handler, str]] = {
     RECORD_TASK: (record_message, "events"),
+    LAB_STEP_TASK: (lab_step, "steps"),
 }
 """Every task a worker can run, with the queue it is routed to."""
 

@@ -40,6 +40,10 @@ class RunStarted(Payload):
     """The run's own seed, for policies that draw at random."""
     budget: Budget = Budget()
     """The limits the run must stay within."""
+    reads_archive: bool = False
+    """Whether the lab may read the shared archive (campaign mode `archive`)."""
+    papers: int = Field(default=1, ge=1)
+    """How many papers the lab is asked to write before it finishes."""
 
 
 class RunFinished(Payload):

@@ -28,6 +28,8 @@ def confine(root: Path, relative: str, protected: Sequence[Path] = ()) -> Path:
     real = Path(os.path.realpath(real_root / pure))
     for guarded in protected:
         guarded_real = Path(os.path.realpath(guarded))
+        if guarded_real == real_root or guarded_real in real_root.parents:
+            continue  # a folder that holds the workspace is covered for processes only
         if real == guarded_real or guarded_real in real.parents:
             raise SandboxViolation(
                 "protected_path", f"{relative}: the grader and hidden data are off limits", relative

@@ -22,7 +22,9 @@ def search_archive(
         raise ToolError("this run does not read the archive (isolated mode)")
     hits = env.archive.search(env.run.task, query, k)
     lines = [
-        f"{h.paper_id} [{h.lab}] {h.title} (claimed {h.best_score}) method={json.dumps(h.method)}"
+        f"{h.paper_id} [{h.lab}] {h.title}\n  claims: "
+        + ", ".join(f"{c['subtask']}={c['value']}" for c in h.claims)
+        + f"\n  method: {json.dumps(h.method, sort_keys=True)}"
         for h in hits
     ]
     retrieved = PapersRetrieved(query=query, paper_ids=[h.paper_id for h in hits])

@@ -17,8 +17,9 @@ class PaperHit:
     abstract: str
     lab: str
     method: dict[str, Any]
-    best_score: float | None
-    """The paper's claimed score on the task's primary subtask."""
+    """The configuration the paper's best result used."""
+    claims: list[dict[str, Any]]
+    """The numbers the paper reports: [{subtask, metric, value, attempt}]."""
 
 
 class Archive(Protocol):

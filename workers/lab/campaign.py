@@ -1,0 +1,67 @@
+"""Starting a campaign: N labs on one task, isolated or sharing the archive."""
+
+import uuid
+from dataclasses import dataclass
+from typing import Literal
+
+from events import Event
+from events.ids import new_id, utcnow
+from events.payloads import Budget, CampaignStarted, RunStarted
+from workers.bus.base import Bus, publish
+
+
+@dataclass(frozen=True)
+class CampaignPlan:
+    """What a campaign runs."""
+
+    task: str
+    labs: int
+    papers: int
+    mode: Literal["isolated", "archive"]
+    seed: int
+    attempts: int
+    """Per-lab attempts budget (split evenly over the lab's papers)."""
+    wall_seconds: float | None = None
+    policy: str = "search"
+
+
+def start_campaign(bus: Bus, plan: CampaignPlan) -> tuple[str, list[str]]:
+    """Publish the campaign's and its runs' start events; returns (campaign id, run streams)."""
+    campaign = uuid.uuid4().hex[:12]
+    now = utcnow()
+    started = Event(
+        id=new_id(),
+        stream=f"campaign-{campaign}",
+        version=0,
+        occurred_at=now,
+        correlation_id=campaign,
+        actor="labrxiv",
+        payload=CampaignStarted(task=plan.task, labs=plan.labs, mode=plan.mode, seed=plan.seed),
+    )
+    runs = []
+    events = [started]
+    for index in range(plan.labs):
+        stream = f"run-{campaign}-{index}"
+        runs.append(stream)
+        events.append(
+            Event(
+                id=new_id(),
+                stream=stream,
+                version=0,
+                occurred_at=now,
+                causation_id=started.id,
+                correlation_id=campaign,
+                actor=f"lab-{index}",
+                payload=RunStarted(
+                    task=plan.task,
+                    lab=f"lab-{index}",
+                    policy=plan.policy,
+                    seed=plan.seed * 1000 + index,
+                    budget=Budget(attempts=plan.attempts, wall_seconds=plan.wall_seconds),
+                    reads_archive=plan.mode == "archive",
+                    papers=plan.papers,
+                ),
+            )
+        )
+    publish(bus, events)
+    return campaign, runs

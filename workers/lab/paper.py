@@ -1,0 +1,104 @@
+"""Writing a paper from what a run measured: every number comes from a graded attempt."""
+
+from typing import Any
+
+from workers.gym.bundle import Bundle
+from workers.gym.card import Subtask
+from workers.gym.scoring import better
+from workers.lab.state import Attempt, RunState
+
+
+def write_paper(state: RunState, bundle: Bundle, published: list[dict[str, Any]]) -> dict[str, Any]:
+    """The `submit_paper` arguments for the round the run just finished."""
+    card = bundle.card
+    primary = card.subtask(card.primary)
+    scored = [a for a in state.attempts if a.scores is not None]
+    best = _best(scored, primary)
+    round_attempts = state.attempts_since_paper()
+    cited = [p["paper_id"] for p in published if best and _same_method(p["method"], best.config)]
+    number = len(state.papers) + 1
+    if best is None:
+        title = f"{card.title}: no configuration scored ({state.lab}, report {number})"
+        abstract = "Every attempt of this round failed to produce scores."
+        claims: list[dict[str, Any]] = []
+        method: dict[str, Any] = {}
+    else:
+        value = best.scores[primary.name]  # type: ignore[index]
+        changed = _changes(best.config, bundle.starter_config())
+        title = f"{card.title}: {primary.name} {value:.4f} with {changed or 'the baseline setup'}"
+        abstract = (
+            f"We searched the task's configuration space with {len(state.attempts)} graded "
+            f"attempts. Our best configuration reaches {primary.name} = {value:.4f} "
+            f"(baseline {primary.baseline}, reference {primary.sota})."
+            + (f" It starts from {', '.join(cited)}." if cited else "")
+        )
+        claims = [
+            {
+                "subtask": s.name,
+                "metric": s.metric,
+                "value": best.scores[s.name],
+                "attempt": best.number,
+            }  # type: ignore[index]
+            for s in card.subtasks
+        ]
+        method = dict(best.config)
+    body = _body(card.goal, round_attempts, scored, best, card.subtasks, cited)
+    return {
+        "title": title[:300],
+        "abstract": abstract,
+        "body": body,
+        "claims": claims,
+        "method": method,
+        "cited": cited,
+    }
+
+
+def _best(scored: list[Attempt], primary: Subtask) -> Attempt | None:
+    best: Attempt | None = None
+    for attempt in scored:
+        value = attempt.scores[primary.name]  # type: ignore[index]
+        if best is None or better(primary, value, best.scores[primary.name]):  # type: ignore[index]
+            best = attempt
+    return best
+
+
+def _changes(config: dict[str, Any], starter: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(config.items()) if starter.get(k) != v)
+
+
+def _same_method(method: dict[str, Any], config: dict[str, Any]) -> bool:
+    return bool(method) and all(config.get(k) == v for k, v in method.items())
+
+
+def _body(
+    goal: str,
+    round_attempts: list[Attempt],
+    scored: list[Attempt],
+    best: Attempt | None,
+    subtasks: list[Subtask],
+    cited: list[str],
+) -> str:
+    header = "| attempt | configuration | " + " | ".join(s.name for s in subtasks) + " |"
+    rule = "|---|---|" + "---|" * len(subtasks)
+    rows = []
+    for attempt in round_attempts:
+        cells = [f"{attempt.scores[s.name]:.4f}" if attempt.scores else "failed" for s in subtasks]
+        config = ", ".join(f"{k}={v}" for k, v in sorted(attempt.config.items()))
+        rows.append(f"| {attempt.number} | {config} | " + " | ".join(cells) + " |")
+    parts = [
+        "## Goal",
+        goal.strip(),
+        "## Method",
+        "Local search (the labrxiv `search` baseline agent): each configuration changes one "
+        "or two parameters of the best configuration known so far"
+        + (", starting from the cited papers' published configurations." if cited else "."),
+        "## Results (this round; scores from the task's grader)",
+        header,
+        rule,
+        *rows,
+    ]
+    if best is not None:
+        config = ", ".join(f"{k}={v}" for k, v in sorted(best.config.items()))
+        parts += ["## Best configuration", f"Attempt {best.number}: {config}"]
+    parts += [f"Scored attempts in the whole run: {len(scored)}."]
+    return "\n\n".join(parts)

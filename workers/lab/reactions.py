@@ -1,0 +1,55 @@
+"""Reactions to appended events: schedule each run's next step; close finished campaigns.
+
+Both are idempotent: a step is addressed by the version it follows, and a campaign's
+`campaign.finished` has an id derived from the campaign, so doing either twice is harmless.
+"""
+
+from collections.abc import Sequence
+
+from events import Event
+from events.ids import derived_id, utcnow
+from events.payloads import CampaignFinished
+from workers.bus.base import publish
+from workers.context import WorkerContext
+from workers.lab.step import LAB_STEP_TASK
+
+
+def schedule_next_steps(ctx: WorkerContext, appended: Sequence[Event]) -> None:
+    """Send the next step of every run that moved and is not finished."""
+    last: dict[str, Event] = {}
+    for event in appended:
+        if event.stream.startswith("run-"):
+            last[event.stream] = event
+    for stream, event in last.items():
+        if event.type == "run.finished":
+            if event.correlation_id:
+                close_campaign_if_done(ctx, event.correlation_id)
+        else:
+            ctx.bus.send(LAB_STEP_TASK, stream, event.version)
+
+
+def close_campaign_if_done(ctx: WorkerContext, campaign: str) -> None:
+    """Append `campaign.finished` once every run of the campaign has finished."""
+    stream = f"campaign-{campaign}"
+    events = ctx.store.read_stream(stream)
+    if not events or any(e.type == "campaign.finished" for e in events):
+        return
+    started = events[0].payload
+    records = ctx.store.read_records(limit=100_000, types=["run.started", "run.finished"])
+    mine = [r for r in records if r.correlation_id == campaign]
+    runs = {r.stream for r in mine if r.type == "run.started"}
+    done = {r.stream for r in mine if r.type == "run.finished"}
+    if len(runs) < getattr(started, "labs", 0) or runs - done:
+        return
+    reasons = {r.payload["reason"] for r in mine if r.type == "run.finished"}
+    version = events[-1].version + 1
+    finished = Event(
+        id=derived_id(f"{stream}:{version}", events[0].occurred_at),
+        stream=stream,
+        version=version,
+        occurred_at=utcnow(),
+        correlation_id=campaign,
+        actor="labrxiv",
+        payload=CampaignFinished(reason="done" if reasons <= {"done", "budget"} else "error"),
+    )
+    publish(ctx.bus, [finished])

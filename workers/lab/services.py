@@ -1,0 +1,83 @@
+"""What lab steps need beyond the store and bus: bundles, workspaces, the archive, policies."""
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from workers.errors import WorkerError
+from workers.gym.bundle import Bundle, load_bundle
+from workers.gym.grading import protected_digests
+from workers.lab.policy import Policy
+from workers.lab.search import SearchPolicy
+from workers.lab.state import RunState
+from workers.sandbox.base import Limits
+from workers.sandbox.local import LocalSandbox
+from workers.tools.env import Archive, RunView, ToolEnv
+
+
+@dataclass
+class LabServices:
+    """Built once per worker process by the application shell."""
+
+    workspaces: Path
+    """Where run workspaces live; shared by all workers of a deployment."""
+    gym_dirs: list[Path]
+    """Folders holding task bundles, searched in order."""
+    archive: Archive
+    hidden: list[Path] = field(default_factory=list)
+    """Further folders processes must not see (the data folder with the log)."""
+    limits: Limits = field(default_factory=Limits)
+    policies: dict[str, Policy] = field(default_factory=lambda: {"search": SearchPolicy()})
+    _bundles: dict[str, Bundle] = field(default_factory=dict)
+    _protected: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def bundle(self, task: str) -> Bundle:
+        """The bundle of `task` (cached)."""
+        if task not in self._bundles:
+            for folder in self.gym_dirs:
+                if (folder / task / "task.toml").exists():
+                    self._bundles[task] = load_bundle(folder / task)
+                    break
+            else:
+                raise WorkerError(
+                    f"no task bundle {task!r} in {', '.join(map(str, self.gym_dirs))}"
+                )
+        return self._bundles[task]
+
+    def policy(self, name: str) -> Policy:
+        """The policy called `name`."""
+        if name not in self.policies:
+            raise WorkerError(f"no policy {name!r}; known: {', '.join(sorted(self.policies))}")
+        return self.policies[name]
+
+    def env_for(self, state: RunState) -> ToolEnv:
+        """The run's tool environment; its workspace is created from the starter on first use."""
+        bundle = self.bundle(state.task)
+        root = self.workspaces / state.stream
+        hidden = [*self.gym_dirs, self.workspaces, *self.hidden]
+        sandbox = LocalSandbox(root, hidden=hidden, limits=self.limits)
+        if not (root / ".labrxiv-ready").exists():
+            shutil.rmtree(root, ignore_errors=True)
+            shutil.copytree(bundle.workspace_dir, root)
+            (root / ".labrxiv-ready").write_text(state.stream)
+            sandbox.prepare()
+        if bundle.id not in self._protected:
+            self._protected[bundle.id] = protected_digests(bundle.path)
+        run = RunView(
+            stream=state.stream,
+            lab=state.lab,
+            task=state.task,
+            campaign=state.campaign,
+            reads_archive=state.started.reads_archive,
+            attempts=len(state.attempts),
+            scores={a.number: a.scores for a in state.attempts if a.scores},
+            papers=len(state.papers),
+        )
+        return ToolEnv(
+            sandbox=sandbox,
+            card=bundle.card,
+            bundle=bundle.path,
+            archive=self.archive,
+            run=run,
+            protected=self._protected[bundle.id],
+        )
