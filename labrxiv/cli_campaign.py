@@ -1,0 +1,73 @@
+"""`labrxiv campaign`: run N labs on a task, isolated or sharing the archive."""
+
+from typing import Literal
+
+import typer
+from rich.console import Console
+
+from labrxiv.campaigns import run_campaign
+from labrxiv.settings import Settings
+from workers.lab.campaign import CampaignPlan
+
+console = Console()
+
+
+def campaign(
+    task: str = typer.Option(..., "--task", help="Task bundle id (see `labrxiv tasks list`)."),
+    labs: int = typer.Option(3, "--labs", min=1, help="Labs running in parallel."),
+    papers: int = typer.Option(2, "--papers", min=1, help="Papers each lab writes."),
+    mode: str = typer.Option("archive", "--mode", help="isolated or archive."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the labs' policies."),
+    attempts: int = typer.Option(8, "--attempts", min=1, help="Graded attempts per lab."),
+    wall_seconds: float | None = typer.Option(None, "--wall-seconds", help="Time per lab."),
+    policy: str = typer.Option("search", "--policy", help="The labs' policy."),
+    timeout: float = typer.Option(3600, "--timeout", help="Stop watching after this long."),
+) -> None:
+    """Run a campaign and watch its labs until every run has finished."""
+    from labrxiv.cli import _settings
+
+    if mode not in ("isolated", "archive"):
+        console.print(f"[red]--mode must be isolated or archive, not {mode!r}[/]")
+        raise typer.Exit(2)
+    settings: Settings = _settings()
+    plan = CampaignPlan(
+        task=task,
+        labs=labs,
+        papers=papers,
+        mode=_mode(mode),
+        seed=seed,
+        attempts=attempts,
+        wall_seconds=wall_seconds,
+        policy=policy,
+    )
+    outcome = _run(settings, plan, timeout)
+    console.print(
+        f"campaign {outcome.campaign}: {'finished' if outcome.finished else 'NOT finished'} "
+        f"in {outcome.seconds:.1f}s ({len(outcome.runs)} runs)"
+    )
+    raise typer.Exit(0 if outcome.finished else 1)
+
+
+def _mode(value: str) -> Literal["isolated", "archive"]:
+    return "archive" if value == "archive" else "isolated"
+
+
+def _run(settings: Settings, plan: CampaignPlan, timeout: float):  # type: ignore[no-untyped-def]
+    from labrxiv.wiring import open_bus, open_embedded, open_runner, open_store
+
+    if settings.embedded:
+        system = open_embedded(settings, threads=max(2, plan.labs))
+        try:
+            outcome = run_campaign(system.bus, system.store, plan, console, timeout)
+            system.settle()
+            return outcome
+        finally:
+            system.close()
+    store = open_store(settings)
+    bus = open_bus(settings)
+    try:
+        outcome = run_campaign(bus, store, plan, console, timeout)
+        open_runner(settings, store).catch_up()
+        return outcome
+    finally:
+        bus.close()
