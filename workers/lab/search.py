@@ -67,7 +67,7 @@ class SearchPolicy:
         tried = [a.config for a in state.attempts]
         if best not in tried:
             return best  # reproduce the best published configuration first
-        rng = random.Random(f"{state.started.seed}:{state.stream}:{len(state.attempts)}")
+        rng = random.Random(f"{state.started.seed}:{state.lab}:{len(state.attempts)}")
         space = bundle.card.search_space
         for _ in range(50):
             # Mostly small moves around the best; sometimes a jump, since parameters
