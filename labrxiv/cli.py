@@ -3,18 +3,24 @@
 import logging
 import time
 import uuid
+from pathlib import Path
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from labrxiv.cli_campaign import campaign
+from labrxiv.cli_tasks import tasks_app
 from labrxiv.settings import Settings, SettingsError, load_settings
 from labrxiv.views import events_table, runs_table
 
 app = typer.Typer(help="Autonomous research labs on an event-sourced log.", no_args_is_help=True)
 events_app = typer.Typer(help="Read the event log.", no_args_is_help=True)
 app.add_typer(events_app, name="events")
+app.add_typer(tasks_app, name="tasks")
+app.command()(campaign)
 console = Console()
+DEFAULT_REPORT = Path("report")
 
 
 def _settings() -> Settings:
@@ -30,12 +36,27 @@ def _settings() -> Settings:
 
 
 @app.command()
-def demo() -> None:
-    """Run the demo on embedded defaults (no Redis, no database server, no API key)."""
+def demo(
+    labs: int = typer.Option(3, min=1, help="Labs per campaign."),
+    papers: int = typer.Option(3, min=1, help="Papers per lab."),
+    attempts: int = typer.Option(9, min=1, help="Graded attempts per lab."),
+    seed: int = typer.Option(0, help="Seed of the labs."),
+    task: str = typer.Option("continual-digits", help="Built-in task to run."),
+    report: Path = typer.Option(DEFAULT_REPORT, help="Folder for the report."),
+) -> None:
+    """Isolated labs vs labs sharing an archive, on embedded defaults (no Redis, no API key)."""
     from labrxiv.demo import run_demo
 
-    result = run_demo(_settings(), console)
-    raise typer.Exit(0 if result.rebuilt_equal else 1)
+    run_demo(
+        _settings(),
+        console,
+        task=task,
+        labs=labs,
+        papers=papers,
+        attempts=attempts,
+        seed=seed,
+        report=report,
+    )
 
 
 @app.command()
@@ -114,9 +135,11 @@ def status() -> None:
 @app.command()
 def runs() -> None:
     """The runs read model."""
-    from labrxiv.wiring import open_store
+    from labrxiv.wiring import open_runner
 
-    console.print(runs_table(open_store(_settings())))
+    runner = open_runner(_settings())
+    runner.create_schema()  # before any projector ran there is no table: show it empty
+    console.print(runs_table(runner.store))
 
 
 @events_app.command("tail")
