@@ -6,6 +6,7 @@ distributed (workers on Redis do it; this process only publishes and watches the
 
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 
 from rich.console import Console
 from rich.live import Live
@@ -14,6 +15,7 @@ from rich.table import Table
 from events import EventStore
 from workers.bus.base import Bus
 from workers.lab.campaign import CampaignPlan, start_campaign
+from workers.lab.reaper import reap
 from workers.lab.state import RunState, fold
 
 
@@ -34,11 +36,17 @@ def run_campaign(
     console: Console,
     timeout: float = 3600,
     title: str = "",
+    stall_seconds: float = 600,
 ) -> CampaignOutcome:
-    """Start `plan` and show a live table of its labs until the campaign finishes."""
+    """Start `plan` and show a live table of its labs until the campaign finishes.
+
+    A run with no new event for `stall_seconds` has lost its next step (see
+    `workers.lab.reaper`): the step is sent again.
+    """
     started = time.monotonic()
     campaign, runs = start_campaign(bus, plan)
     finished = False
+    last_reap = started
     with Live(console=console, refresh_per_second=4, transient=False) as live:
         while time.monotonic() - started < timeout:
             states = _states(store, runs)
@@ -46,6 +54,9 @@ def run_campaign(
             if _campaign_finished(store, campaign):
                 finished = True
                 break
+            if time.monotonic() - last_reap > min(stall_seconds, 30):
+                reap(bus, store, runs, timedelta(seconds=stall_seconds))
+                last_reap = time.monotonic()
             time.sleep(0.25)
     return CampaignOutcome(campaign, runs, time.monotonic() - started, finished)
 

@@ -1,5 +1,6 @@
 """`labrxiv campaign`: run N labs on a task, isolated or sharing the archive."""
 
+from datetime import timedelta
 from typing import Literal
 
 import typer
@@ -71,3 +72,24 @@ def _run(settings: Settings, plan: CampaignPlan, timeout: float):  # type: ignor
         return outcome
     finally:
         bus.close()
+
+
+def reap_command(
+    quiet: float = typer.Option(600, "--quiet", help="Seconds without an event that mean lost."),
+) -> None:
+    """Send the next step again for every unfinished run that has stalled (lost messages)."""
+    from labrxiv.cli import _settings
+    from labrxiv.wiring import open_bus, open_store
+    from workers.lab.reaper import reap, unfinished_runs
+
+    settings = _settings()
+    if settings.embedded:
+        console.print("[red]reap sends steps to workers: set LABRXIV_REDIS_URL[/]")
+        raise typer.Exit(2)
+    store = open_store(settings)
+    bus = open_bus(settings)
+    try:
+        sent = reap(bus, store, unfinished_runs(store), timedelta(seconds=quiet))
+    finally:
+        bus.close()
+    console.print(f"sent {sent} lost steps again")

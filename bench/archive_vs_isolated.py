@@ -1,0 +1,87 @@
+"""Do labs that read a shared archive do better than isolated labs on the same budget?
+
+Runs, for each seed, an isolated campaign and an archive campaign of `search` labs on
+a built-in task (embedded system, real experiments graded by the task's grader) and
+prints the best normalized score after each paper index, as mean ± standard deviation
+over the seeds, and the mean per-seed difference (archive − isolated) with its spread.
+
+    python bench/archive_vs_isolated.py --seeds 5 --labs 3 --papers 3 --attempts 9
+"""
+
+import argparse
+import logging
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from labrxiv.campaigns import run_campaign  # noqa: E402
+from labrxiv.report import summarize  # noqa: E402
+from labrxiv.settings import load_settings  # noqa: E402
+from labrxiv.wiring import open_embedded  # noqa: E402
+from workers.lab.campaign import CampaignPlan  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", default="continual-digits")
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--labs", type=int, default=3)
+    parser.add_argument("--papers", type=int, default=3)
+    parser.add_argument("--attempts", type=int, default=9)
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    quiet = Console(file=open("/dev/null", "w"))  # noqa: SIM115 - the live tables go nowhere
+    curves: dict[str, list[list[float]]] = {"isolated": [], "archive": []}
+    started = time.perf_counter()
+    for seed in range(args.seeds):
+        with tempfile.TemporaryDirectory() as folder:
+            system = open_embedded(load_settings(data_dir=Path(folder)), threads=args.labs)
+            try:
+                bundle = system.ctx.labs.bundle(args.task)
+                for mode in ("isolated", "archive"):
+                    plan = CampaignPlan(
+                        task=args.task,
+                        labs=args.labs,
+                        papers=args.papers,
+                        mode=mode,  # type: ignore[arg-type]
+                        seed=seed,
+                        attempts=args.attempts,
+                    )
+                    outcome = run_campaign(system.bus, system.store, plan, quiet)
+                    system.bus.join()
+                    summary = summarize(system.store, outcome.campaign, outcome.runs, bundle)
+                    curves[mode].append(summary.best_per_paper)
+            finally:
+                system.close()
+        print(
+            f"seed {seed}: isolated {curves['isolated'][-1][-1]:.3f}  "
+            f"archive {curves['archive'][-1][-1]:.3f}",
+            flush=True,
+        )
+    elapsed = time.perf_counter() - started
+    papers = min(len(c) for mode in curves.values() for c in mode)
+    print(
+        f"\n{args.task}: {args.seeds} seeds, {args.labs} labs × {args.papers} papers × "
+        f"{args.attempts} attempts per campaign ({elapsed:.0f} s)"
+    )
+    print("paper  isolated (mean ± sd)  archive (mean ± sd)  archive − isolated (mean ± sd)")
+    for index in range(papers):
+        iso = [c[index] for c in curves["isolated"]]
+        arc = [c[index] for c in curves["archive"]]
+        diff = [a - i for a, i in zip(arc, iso, strict=True)]
+        print(f"{index + 1:>5}  {_fmt(iso):>20}  {_fmt(arc):>19}  {_fmt(diff):>30}")
+
+
+def _fmt(values: list[float]) -> str:
+    spread = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.mean(values):.3f} ± {spread:.3f}"
+
+
+if __name__ == "__main__":
+    main()

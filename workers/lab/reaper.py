@@ -1,0 +1,58 @@
+"""The reaper: finds runs whose next step was lost and sends it again.
+
+A step message can be lost outside the log's control (Redis restarted empty; kombu's
+window between BRPOP and the unacked record). The log still says which runs are not
+finished and when they last moved; sending their next step again is safe, because a
+step is addressed by the version it follows.
+"""
+
+import logging
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from events import EventStore
+from events.ids import utcnow
+from workers.bus.base import Bus
+from workers.lab.step import LAB_STEP_TASK
+
+log = logging.getLogger(__name__)
+
+
+def stalled_runs(
+    store: EventStore, streams: Iterable[str], quiet_for: timedelta, now: datetime | None = None
+) -> list[tuple[str, int]]:
+    """(stream, last version) of each unfinished run with no event for `quiet_for`."""
+    now = now or utcnow()
+    stalled = []
+    for stream in streams:
+        events = store.read_records(stream=stream, limit=1_000_000)
+        if not events or events[-1].type == "run.finished":
+            continue
+        if now - events[-1].recorded_at >= quiet_for:
+            stalled.append((stream, events[-1].version))
+    return stalled
+
+
+def reap(bus: Bus, store: EventStore, streams: Iterable[str], quiet_for: timedelta) -> int:
+    """Send the next step of every stalled run among `streams`; returns how many."""
+    stalled = stalled_runs(store, streams, quiet_for)
+    for stream, version in stalled:
+        log.warning(
+            "%s: no event for %s; sending its step after v%d again", stream, quiet_for, version
+        )
+        bus.send(LAB_STEP_TASK, stream, version)
+    return len(stalled)
+
+
+def unfinished_runs(store: EventStore) -> list[str]:
+    """Every run stream that has started and not finished."""
+    started: set[str] = set()
+    finished: set[str] = set()
+    after = 0
+    while True:
+        page = store.read_records(after=after, limit=5000, types=["run.started", "run.finished"])
+        if not page:
+            return sorted(started - finished)
+        for record in page:
+            (started if record.type == "run.started" else finished).add(record.stream)
+        after = page[-1].position
