@@ -9,7 +9,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from labrxiv.cli_campaign import campaign
+from labrxiv.cli_campaign import campaign, reap_command
+from labrxiv.cli_read import curves, ledger, papers_app
 from labrxiv.cli_tasks import tasks_app
 from labrxiv.settings import Settings, SettingsError, load_settings
 from labrxiv.views import events_table, runs_table
@@ -19,6 +20,10 @@ events_app = typer.Typer(help="Read the event log.", no_args_is_help=True)
 app.add_typer(events_app, name="events")
 app.add_typer(tasks_app, name="tasks")
 app.command()(campaign)
+app.command("reap")(reap_command)
+app.add_typer(papers_app, name="papers")
+app.command()(ledger)
+app.command()(curves)
 console = Console()
 DEFAULT_REPORT = Path("report")
 
@@ -61,7 +66,9 @@ def demo(
 
 @app.command()
 def worker(
-    queues: str = typer.Option("events,steps", help="Comma-separated queues to consume."),
+    queues: str = typer.Option(
+        "events,steps", "--queues", "-Q", help="Comma-separated queues to consume."
+    ),
     concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Processes or threads."),
     pool: str = typer.Option("prefork", "--pool", "-P", help="prefork, threads or solo."),
 ) -> None:
@@ -101,10 +108,15 @@ def rebuild() -> None:
 
     runner = open_runner(_settings())
     started = time.perf_counter()
-    applied = runner.rebuild()
+    runner.rebuild()
     seconds = time.perf_counter() - started
-    rate = applied / seconds if seconds else 0.0
-    console.print(f"rebuilt from {applied} events in {seconds:.2f}s ({rate:,.0f} events/s)")
+    # Each read model replays the whole log: count the log's events once, not once each.
+    events = runner.store.count()
+    rate = events / seconds if seconds else 0.0
+    console.print(
+        f"rebuilt {len(runner.projectors)} read models from {events} events "
+        f"in {seconds:.2f}s ({rate:,.0f} events/s)"
+    )
 
 
 @app.command()

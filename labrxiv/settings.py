@@ -1,9 +1,12 @@
 """Settings from `LABRXIV_*` environment variables, validated once at start-up."""
 
+import os
+import re
 from pathlib import Path
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsError as SourceError
 
 
 class SettingsError(Exception):
@@ -73,3 +76,10 @@ def load_settings(**overrides: object) -> Settings:
             for err in exc.errors()
         )
         raise SettingsError(f"bad setting: {problems}") from None
+    except SourceError as exc:
+        # A list or object setting that is not JSON fails before validation, with a
+        # message that names the field but not the variable.
+        found = re.search(r'field "(\w+)"', str(exc))
+        name = f"LABRXIV_{found.group(1).upper()}" if found else "a LABRXIV_ variable"
+        value = os.environ.get(name, "")
+        raise SettingsError(f"bad setting: {name}={value!r}: not valid JSON") from None

@@ -1,9 +1,12 @@
 """The read models labrxiv ships, in the order they are applied."""
 
+from projections.archive import ArchiveProjector
+from projections.curves import CurvesProjector
+from projections.ledger import LedgerProjector
 from projections.projector import Projector
 from projections.runs import RunsProjector
 
 
 def all_projectors() -> list[Projector]:
     """A fresh instance of every projector."""
-    return [RunsProjector()]
+    return [RunsProjector(), ArchiveProjector(), LedgerProjector(), CurvesProjector()]

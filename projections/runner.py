@@ -9,8 +9,15 @@ from dataclasses import dataclass
 from sqlalchemy import delete
 
 from events import EventStore
+from events.engines import WRITER_OPTIONS
 from events.recorded import Recorded
-from projections.checkpoints import CHECKPOINTS, advance_checkpoint, read_checkpoint
+from projections.checkpoints import (
+    CHECKPOINTS,
+    advance_checkpoint,
+    claim_checkpoint,
+    ensure_checkpoint,
+    read_checkpoint,
+)
 from projections.projector import Projector
 
 log = logging.getLogger(__name__)
@@ -60,12 +67,17 @@ class ProjectionRunner:
                 break
             page = page if limit is None else page[: limit - applied]
             to = page[-1].position
-            with self.store.engine.begin() as conn:
-                projector.apply(conn, page)
-                if not advance_checkpoint(conn, projector.name, seen, to):
-                    conn.rollback()
-                    log.info("%s: checkpoint moved by another projector; stopping", projector.name)
-                    return applied
+            with self.store.engine.connect().execution_options(**WRITER_OPTIONS) as conn:
+                with conn.begin():
+                    ensure_checkpoint(conn, projector.name)
+                    if claim_checkpoint(conn, projector.name) != seen:
+                        log.info("%s: another projector moved on; stopping", projector.name)
+                        return applied
+                    projector.apply(conn, page)
+                    if not advance_checkpoint(conn, projector.name, seen, to):
+                        conn.rollback()
+                        log.info("%s: checkpoint moved by another projector", projector.name)
+                        return applied
             seen = to
             applied += len(page)
         return applied

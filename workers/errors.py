@@ -7,3 +7,7 @@ class WorkerError(Exception):
 
 class NotConfigured(WorkerError):
     """A worker was asked for something its settings do not provide (e.g. no Redis URL)."""
+
+
+class BundleError(WorkerError):
+    """A task bundle cannot be found or is broken; the message names every problem."""

@@ -19,5 +19,9 @@ class CeleryBus:
         self.app.send_task(task, args=list(args), queue=queue)
 
     def close(self) -> None:
-        """Release the broker connection pool."""
-        self.app.pool.force_close_all()
+        """Nothing to release by hand.
+
+        kombu keeps producer pools in a process-wide registry keyed by broker URL;
+        force-closing them here broke the next bus opened on the same URL in this
+        process ("Acquire on closed pool"). They go with the process.
+        """

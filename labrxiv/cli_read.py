@@ -1,0 +1,149 @@
+"""`labrxiv papers`, `labrxiv ledger`, `labrxiv curves`: the archive, ledger and curve read models.
+
+They read the read models as the projector left them (`labrxiv projector` keeps them
+current; `labrxiv projector --once` catches up once) and never write the log.
+"""
+
+import enum
+import logging
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from labrxiv.settings import SettingsError, load_settings
+from labrxiv.views_read import ledger_table, paper_view, papers_table, search_table, top_table
+from projections.archive import get_paper, list_papers
+from projections.archive_search import search_papers, top_papers
+from projections.curves import curve_points, paper_points
+from projections.ledger import ledger_totals
+from projections.runner import ProjectionRunner
+
+papers_app = typer.Typer(
+    help="The paper archive (AgentRxiv): list, show, search, top.", no_args_is_help=True
+)
+console = Console()
+
+
+class RollUpBy(enum.StrEnum):
+    """What the ledger is rolled up by."""
+
+    run = "run"
+    lab = "lab"
+    campaign = "campaign"
+
+
+class LinesBy(enum.StrEnum):
+    """What one line of a curve stands for."""
+
+    lab = "lab"
+    campaign = "campaign"
+
+
+class Direction(enum.StrEnum):
+    """Whether a higher or a lower claimed value is better."""
+
+    maximize = "maximize"
+    minimize = "minimize"
+
+
+def _runner() -> ProjectionRunner:
+    """The projection runner on the configured store, with every read model's table created."""
+    from labrxiv.wiring import open_runner
+
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        console.print(f"[red]{escape(str(exc))}[/]")
+        raise typer.Exit(2) from None
+    logging.basicConfig(
+        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    runner = open_runner(settings)
+    runner.create_schema()  # before any projector ran there are no tables: show them empty
+    return runner
+
+
+@papers_app.command("list")
+def papers_list(
+    task: str | None = typer.Option(None, help="Only papers on this task."),
+    campaign: str | None = typer.Option(None, help="Only papers of this campaign."),
+    lab: str | None = typer.Option(None, help="Only papers of this lab."),
+) -> None:
+    """Every paper in the archive, in submission order."""
+    runner = _runner()
+    with runner.store.engine.connect() as conn:
+        papers = list_papers(conn, task=task, campaign=campaign, lab=lab)
+    console.print(papers_table(papers, f"papers ({len(papers)})"))
+
+
+@papers_app.command("show")
+def papers_show(paper_id: str = typer.Argument(..., help="The paper's archive id.")) -> None:
+    """One paper in full: claims, method, citations, who cited and who retrieved it, body."""
+    runner = _runner()
+    with runner.store.engine.connect() as conn:
+        detail = get_paper(conn, paper_id)
+    if detail is None:
+        console.print(f"[red]no paper {escape(paper_id)} in the archive[/]")
+        raise typer.Exit(1)
+    console.print(paper_view(detail))
+
+
+@papers_app.command("search")
+def papers_search(
+    query: str = typer.Argument(..., help="Words to look for."),
+    task: str | None = typer.Option(None, help="Only papers on this task."),
+    k: int = typer.Option(10, "-k", min=1, help="How many papers."),
+) -> None:
+    """Full-text search (BM25 over title, abstract and body), best match first."""
+    runner = _runner()
+    with runner.store.engine.connect() as conn:
+        hits = search_papers(conn, query, task=task, k=k)
+    if not hits:
+        console.print(f"no paper matches {escape(query)!r}")
+        return
+    console.print(search_table(hits, query))
+
+
+@papers_app.command("top")
+def papers_top(
+    task: str = typer.Argument(..., help="The task."),
+    k: int = typer.Option(10, "-k", min=1, help="How many papers."),
+    subtask: str | None = typer.Option(None, help="Rank by this subtask (default: headline)."),
+    direction: Direction = typer.Option(Direction.maximize, help="Which way is better."),
+) -> None:
+    """The task's papers with the best claimed value."""
+    runner = _runner()
+    with runner.store.engine.connect() as conn:
+        ranked = top_papers(conn, task, k=k, subtask=subtask, direction=direction.value)
+    console.print(top_table(ranked, task))
+
+
+def ledger(
+    by: RollUpBy = typer.Option(RollUpBy.run, "--by", help="Roll up per run, lab or campaign."),
+    campaign: str | None = typer.Option(None, help="Only calls of this campaign."),
+) -> None:
+    """Calls, compute seconds, tokens and dollars per run, lab or campaign."""
+    runner = _runner()
+    with runner.store.engine.connect() as conn:
+        totals = ledger_totals(conn, by=by.value, campaign=campaign)
+    console.print(ledger_table(totals, by.value))
+
+
+def curves(
+    out: Path = typer.Option(..., "--out", help="Folder to write the PNG files to."),
+    campaign: str | None = typer.Option(None, help="Only this campaign."),
+    by: LinesBy = typer.Option(LinesBy.lab, "--by", help="One line per lab (run) or campaign."),
+) -> None:
+    """Best score vs time, attempts, tokens and cost, and per paper (AgentRxiv), as PNGs."""
+    from labrxiv.plots import write_curves  # matplotlib is slow to import: only when asked
+
+    runner = _runner()
+    with runner.store.engine.connect() as conn:
+        points = curve_points(conn, campaign=campaign)
+        papers = paper_points(conn, campaign=campaign)
+    written = write_curves(points, papers, out, by=by.value)
+    console.print(f"{len(points)} scored attempts, {len(papers)} papers")
+    for path in written:
+        console.print(f"wrote {escape(str(path))}")

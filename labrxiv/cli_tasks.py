@@ -1,0 +1,129 @@
+"""`labrxiv tasks`: list, show and validate research task bundles (`gym/<id>/`)."""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.padding import Padding
+from rich.table import Table
+
+from workers.errors import BundleError
+from workers.gym.bundle import Bundle, load_bundle, validate_bundle
+from workers.gym.registry import bundle_dirs, find_bundle
+
+tasks_app = typer.Typer(help="Research task bundles: list, show, validate.", no_args_is_help=True)
+console = Console()
+
+GymPath = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--gym-path",
+        help="A further folder of task bundles (or a bundle); repeatable. Added to "
+        "LABRXIV_GYM_PATH (a JSON list, e.g. '[\"/data/tasks\"]').",
+    ),
+]
+
+
+def _extra_dirs(gym_path: list[Path] | None) -> list[Path]:
+    """The user's task folders: LABRXIV_GYM_PATH, then --gym-path options."""
+    from labrxiv.cli import _settings
+
+    return [*_settings().gym_path, *(gym_path or [])]
+
+
+def _folders(gym_path: list[Path] | None) -> dict[str, Path]:
+    try:
+        return bundle_dirs(_extra_dirs(gym_path))
+    except BundleError as exc:
+        console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+@tasks_app.command("list")
+def tasks_list(gym_path: GymPath = None) -> None:
+    """Every task found: id, title, subtasks (primary first) and the policies it supports."""
+    table = Table(title="tasks")
+    table.add_column("id", no_wrap=True)
+    table.add_column("title", overflow="fold")
+    table.add_column("subtasks", no_wrap=True)
+    table.add_column("policies", no_wrap=True)
+    for task_id, folder in _folders(gym_path).items():
+        try:
+            card = load_bundle(folder).card
+        except BundleError:
+            invalid = f"[red]invalid: labrxiv tasks validate {escape(str(folder))}[/]"
+            table.add_row(task_id, invalid, "", "")
+            continue
+        names = [card.primary] + [s.name for s in card.subtasks if s.name != card.primary]
+        table.add_row(card.id, escape(card.title), "\n".join(names), ", ".join(card.policies))
+    console.print(table)
+
+
+@tasks_app.command("show")
+def tasks_show(
+    task_id: str = typer.Argument(..., help="The task's id (its folder's name)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the card as JSON."),
+    gym_path: GymPath = None,
+) -> None:
+    """One task's card in full, with its folder and the command that reproduces its numbers."""
+    try:
+        bundle = find_bundle(task_id, _extra_dirs(gym_path))
+    except BundleError as exc:
+        console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
+        raise typer.Exit(1) from None
+    if as_json:
+        typer.echo(bundle.card.model_dump_json(indent=2))
+        return
+    _print_card(bundle)
+
+
+def _print_card(bundle: Bundle) -> None:
+    card = bundle.card
+    lines = [
+        f"[bold]{card.id}[/]: {escape(card.title)}",
+        f"folder: {escape(str(bundle.path))}",
+        f"policies supported: {', '.join(card.policies)}",
+        f"primary subtask: {card.primary}",
+        f"experiment: python {escape(card.entrypoint)} (in a copy of workspace/)",
+        f"budgets: {card.budgets.attempts} attempts, {card.budgets.wall_seconds:g} s per run",
+        f"grader: {escape(' '.join(card.grader.command))} <workspace>"
+        f" (timeout {card.grader.timeout_seconds:g} s)",
+        f"reproduce: cd {escape(str(bundle.path))} && {escape(card.reproduce.baselines)}",
+    ]
+    for line in lines:
+        console.print(line, soft_wrap=True)
+    console.print("\n[bold]goal[/]")
+    console.print(escape(card.goal.strip()))
+    console.print("\n[bold]subtasks[/]")
+    for s in card.subtasks:
+        role = " (primary)" if s.name == card.primary else ""
+        console.print(
+            f"[bold]{s.name}[/]{role}: {escape(s.metric)}, {s.direction};"
+            f" baseline {s.baseline:g}, sota {s.sota:g}",
+            soft_wrap=True,
+        )
+        if s.description:
+            console.print(Padding(escape(s.description.strip()), (0, 0, 0, 2)))
+    if card.search_space:
+        starter = bundle.starter_config()
+        space = Table(title="search space")
+        for column in ("parameter", "values", "starter"):
+            space.add_column(column)
+        for key, values in card.search_space.items():
+            space.add_row(key, ", ".join(map(str, values)), str(starter.get(key, "-")))
+        console.print(space)
+
+
+@tasks_app.command("validate")
+def tasks_validate(path: Annotated[Path, typer.Argument(help="A bundle folder.")]) -> None:
+    """Check a bundle folder: print every problem and exit 1, or print ok."""
+    problems = validate_bundle(path)
+    if not problems:
+        console.print("ok")
+        return
+    console.print(f"[red]{len(problems)} problem(s) in {escape(str(path))}:[/]", soft_wrap=True)
+    for problem in problems:
+        console.print(f"- {escape(problem)}", soft_wrap=True)
+    raise typer.Exit(1)

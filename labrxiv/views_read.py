@@ -1,0 +1,165 @@
+"""Rich renderings of the archive, ledger and curve read models, for the CLI."""
+
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+from rich.console import Group, RenderableType
+from rich.markdown import Markdown
+from rich.markup import escape
+from rich.rule import Rule
+from rich.table import Table
+from rich.text import Text
+
+from projections.archive import PaperDetail, PaperSummary
+from projections.archive_search import ClaimedPaper, SearchHit
+from projections.ledger import LedgerTotals
+
+
+def _headline(claims: Sequence[dict[str, Any]]) -> str:
+    if not claims:
+        return "-"
+    first = claims[0]
+    return f"{first['subtask']}={first['value']:.4f}"
+
+
+def _when(paper: PaperSummary) -> str:
+    return f"{paper.submitted_at:%Y-%m-%d %H:%M:%S}"
+
+
+def papers_table(papers: Sequence[PaperSummary], title: str = "papers") -> Table:
+    """The archive listing: one line per paper, in submission order."""
+    table = Table(title=title)
+    for name in ("paper", "task", "campaign", "lab", "v", "submitted", "headline claim"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("title", overflow="fold")
+    for p in papers:
+        table.add_row(
+            p.paper_id,
+            p.task,
+            p.campaign or "-",
+            p.lab or "-",
+            str(p.version),
+            _when(p),
+            _headline(p.claims),
+            escape(p.title),
+        )
+    return table
+
+
+def search_table(hits: Sequence[SearchHit], query: str) -> Table:
+    """Search hits, best first, with their BM25 scores."""
+    table = Table(title=f"papers matching {escape(query)!r}")
+    for name in ("#", "score", "paper", "lab", "campaign", "headline claim"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("title", overflow="fold")
+    for rank, hit in enumerate(hits, start=1):
+        p = hit.paper
+        table.add_row(
+            str(rank),
+            f"{hit.score:.3f}",
+            p.paper_id,
+            p.lab or "-",
+            p.campaign or "-",
+            _headline(p.claims),
+            escape(p.title),
+        )
+    return table
+
+
+def top_table(ranked: Sequence[ClaimedPaper], task: str) -> Table:
+    """Papers ranked by a claimed value."""
+    table = Table(title=f"top papers on {escape(task)}")
+    for name in ("#", "paper", "lab", "campaign", "subtask", "value"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("title", overflow="fold")
+    for rank, item in enumerate(ranked, start=1):
+        p = item.paper
+        table.add_row(
+            str(rank),
+            p.paper_id,
+            p.lab or "-",
+            p.campaign or "-",
+            item.subtask,
+            f"{item.value:.4f}",
+            escape(p.title),
+        )
+    return table
+
+
+def paper_view(detail: PaperDetail) -> RenderableType:
+    """A paper in full: metadata, claims, method, lineage both ways, then the body."""
+    p = detail.paper
+    version = f"version {p.version}" + (f", revises {p.revises}" if p.revises else "")
+    header: list[RenderableType] = [
+        Text(p.title, style="bold"),
+        Text(f"{p.paper_id} · {p.task} · {version}"),
+        Text(
+            f"lab {p.lab or '-'} · run {p.run} (paper {detail.number_in_run} of the run)"
+            f" · campaign {p.campaign or '-'} · submitted {_when(p)}"
+        ),
+        Rule("abstract"),
+        Text(detail.abstract),
+    ]
+    claims = Table(title="claims")
+    for name in ("subtask", "metric", "value", "attempt"):
+        claims.add_column(name)
+    for claim in p.claims:
+        attempt = claim.get("attempt")
+        claims.add_row(
+            claim["subtask"],
+            claim["metric"],
+            f"{claim['value']:.4f}",
+            "-" if attempt is None else str(attempt),
+        )
+    method = orjson.dumps(detail.method, option=orjson.OPT_SORT_KEYS).decode()
+    lineage = Table(title="lineage")
+    for name in ("relation", "paper", "lab", "title"):
+        lineage.add_column(name, overflow="fold")
+    for cited_id, title in detail.cites:
+        lineage.add_row("cites", cited_id, "", escape(title or "(not in the archive)"))
+    for other in detail.cited_by:
+        lineage.add_row("cited by", other.paper_id, other.lab or "-", escape(other.title))
+    for other in detail.revisions:
+        lineage.add_row("revised by", other.paper_id, other.lab or "-", escape(other.title))
+    retrieved = Table(title=f"retrieved {len(detail.retrievals)} time(s)")
+    for name in ("at", "run", "lab", "rank", "query"):
+        retrieved.add_column(name, overflow="fold")
+    for r in detail.retrievals:
+        retrieved.add_row(
+            f"{r.at:%Y-%m-%d %H:%M:%S}", r.run, r.lab or "-", str(r.rank), escape(r.query)
+        )
+    return Group(
+        *header,
+        claims,
+        Text(f"method: {method}"),
+        lineage,
+        retrieved,
+        Rule("body"),
+        Markdown(detail.body),
+    )
+
+
+def ledger_table(totals: Sequence[LedgerTotals], by: str) -> Table:
+    """Roll-ups of the ledger, one line per run, lab or campaign."""
+    table = Table(title=f"ledger by {by}")
+    for name in (by, "calls", "tool", "model", "compute s"):
+        table.add_column(name, no_wrap=name == by)
+    for name in ("input tok", "cached", "output", "reasoning", "tokens", "dollars", "unknown $"):
+        table.add_column(name, justify="right")
+    for t in totals:
+        table.add_row(
+            t.key or "-",
+            str(t.calls),
+            str(t.tool_calls),
+            str(t.model_calls),
+            f"{t.compute_seconds:.1f}",
+            f"{t.input_tokens:,}",
+            f"{t.cached_input_tokens:,}",
+            f"{t.output_tokens:,}",
+            f"{t.reasoning_tokens:,}",
+            f"{t.tokens:,}",
+            f"{t.dollars:.4f}",
+            str(t.unknown_cost_calls),
+        )
+    return table

@@ -1,0 +1,290 @@
+"""Efficiency curves (ResearchGym) and the paper curve (AgentRxiv), as read models.
+
+`curve_points`: one row per `experiment.scored`, with what the run had used when it
+was scored: seconds since its `run.started`, compute seconds (sum of its
+`tool.returned` durations up to and including the graded call), tokens and dollars
+(0 until model call events exist), and its best score so far.
+
+`curve_papers`: one row per `paper.submitted`, numbered in the campaign's submission
+order (log order), with the submitting run's best score at that moment: AgentRxiv's
+"best score per paper" plot.
+
+Best so far is the highest normalized score (`score / SOTA`, clipped to [0, 1] by
+the grader: higher is always better); for a task without SOTA, whose scores carry
+no normalized value, it is the highest raw score.
+
+`curve_runs` holds each run's running totals, which the fold needs across pages.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import BigInteger, Column, Connection, DateTime, delete, func, insert, or_, select
+from sqlmodel import Field, SQLModel
+
+from events.envelope import as_utc
+from events.recorded import Recorded
+from projections.projector import Projector
+
+CURVE_TYPES = frozenset({"run.started", "tool.returned", "experiment.scored", "paper.submitted"})
+"""The event types the curves fold (model call events join when they exist)."""
+
+
+class CurveRunRow(SQLModel, table=True):
+    """A run's running totals: what it had used by its last event so far."""
+
+    __tablename__ = "curve_runs"
+
+    run: str = Field(primary_key=True, max_length=200)
+    task: str | None = Field(default=None, max_length=200)
+    lab: str | None = Field(default=None, max_length=200)
+    campaign: str | None = Field(default=None, max_length=200, index=True)
+    started_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+    """When its `run.started` occurred (else its first event folded here)."""
+    attempts: int = 0
+    """Scored attempts so far."""
+    compute_seconds: float = 0.0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    best_so_far: float | None = None
+    papers: int = 0
+
+
+class CurvePointRow(SQLModel, table=True):
+    """One scored attempt on the efficiency curves."""
+
+    __tablename__ = "curve_points"
+
+    position: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    """The log position of the `experiment.scored` event."""
+    run: str = Field(max_length=200, index=True)
+    task: str | None = Field(default=None, max_length=200)
+    lab: str | None = Field(default=None, max_length=200)
+    campaign: str | None = Field(default=None, max_length=200, index=True)
+    attempt: int
+    at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+    elapsed_s: float
+    """Seconds from the run's start to the scoring."""
+    tokens: int
+    """Model tokens the run had used (0 until model call events exist)."""
+    cost_usd: float
+    """Dollars the run had spent, at known prices."""
+    compute_seconds: float
+    """Tool seconds the run had used, the graded call included."""
+    score: float
+    normalized_score: float | None = None
+    best_so_far: float
+    """The run's best normalized score up to this attempt (raw score without SOTA)."""
+
+
+class CurvePaperRow(SQLModel, table=True):
+    """One paper on the AgentRxiv curve."""
+
+    __tablename__ = "curve_papers"
+
+    position: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
+    """The log position of the `paper.submitted` event."""
+    paper_id: str = Field(max_length=80)
+    campaign: str | None = Field(default=None, max_length=200, index=True)
+    paper_index: int
+    """1 for the campaign's first paper, in submission (log) order."""
+    run: str = Field(max_length=200)
+    task: str | None = Field(default=None, max_length=200)
+    lab: str | None = Field(default=None, max_length=200)
+    at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+    elapsed_s: float
+    """Seconds from the submitting run's start."""
+    attempts: int
+    """Scored attempts of the submitting run so far."""
+    best_so_far: float | None = None
+    """The submitting run's best score when it submitted; None if nothing was scored."""
+
+
+CURVE_RUNS = CurveRunRow.__table__
+CURVE_POINTS = CurvePointRow.__table__
+CURVE_PAPERS = CurvePaperRow.__table__
+_RUN_COLUMNS = [c.name for c in CURVE_RUNS.c]
+
+
+class CurvesProjector(Projector):
+    """Folds run streams into curve points, paper points and running totals."""
+
+    name = "curves"
+    tables = (CURVE_RUNS, CURVE_POINTS, CURVE_PAPERS)
+
+    def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:
+        """Load the touched runs' totals, fold the page, write totals and new points."""
+        relevant = [e for e in events if e.type in CURVE_TYPES and e.stream.startswith("run-")]
+        if not relevant:
+            return
+        touched = sorted({e.stream for e in relevant})
+        runs = {
+            row["run"]: dict(row)
+            for row in conn.execute(
+                select(CURVE_RUNS).where(CURVE_RUNS.c.run.in_(touched))
+            ).mappings()
+        }
+        stored = set(runs)
+        indexes = _paper_counts(conn, {e.correlation_id for e in relevant if _is_paper(e)})
+        points: list[dict[str, Any]] = []
+        papers: list[dict[str, Any]] = []
+        for event in relevant:
+            run = runs.setdefault(event.stream, _new_run(event))
+            if event.type == "run.started":
+                _start(run, event)
+            elif event.type == "tool.returned":
+                run["compute_seconds"] += event.payload["duration_s"]
+            elif event.type == "experiment.scored":
+                points.append(_score(run, event))
+            elif _is_paper(event):
+                indexes[event.correlation_id] = indexes.get(event.correlation_id, 0) + 1
+                papers.append(_paper(run, event, indexes[event.correlation_id]))
+            # Model call events add their tokens and known cost to the run here
+            # (`tokens`, `cost_usd`) when they exist.
+        if stored:
+            conn.execute(delete(CURVE_RUNS).where(CURVE_RUNS.c.run.in_(sorted(stored))))
+        conn.execute(insert(CURVE_RUNS), [runs[r] for r in sorted(runs)])
+        if points:
+            conn.execute(insert(CURVE_POINTS), points)
+        if papers:
+            conn.execute(insert(CURVE_PAPERS), papers)
+
+
+def _is_paper(event: Recorded) -> bool:
+    return event.type == "paper.submitted"
+
+
+def _paper_counts(conn: Connection, campaigns: set[str | None]) -> dict[str | None, int]:
+    """Papers already numbered in each of `campaigns` (None: papers of no campaign)."""
+    if not campaigns:
+        return {}
+    named = sorted(c for c in campaigns if c is not None)
+    where = or_(CURVE_PAPERS.c.campaign.in_(named), CURVE_PAPERS.c.campaign.is_(None))
+    query = select(CURVE_PAPERS.c.campaign, func.count()).where(where)
+    return dict(conn.execute(query.group_by(CURVE_PAPERS.c.campaign)).all())
+
+
+def _new_run(event: Recorded) -> dict[str, Any]:
+    return {name: None for name in _RUN_COLUMNS} | {
+        "run": event.stream,
+        "campaign": event.correlation_id,
+        "started_at": event.occurred_at,
+        "attempts": 0,
+        "compute_seconds": 0.0,
+        "tokens": 0,
+        "cost_usd": 0.0,
+        "papers": 0,
+    }
+
+
+def _start(run: dict[str, Any], event: Recorded) -> None:
+    run["task"], run["lab"] = event.payload["task"], event.payload["lab"]
+    run["started_at"] = event.occurred_at
+
+
+def _elapsed(run: dict[str, Any], event: Recorded) -> float:
+    return (event.occurred_at - as_utc(run["started_at"])).total_seconds()
+
+
+def _score(run: dict[str, Any], event: Recorded) -> dict[str, Any]:
+    payload = event.payload
+    normalized = payload.get("normalized_score")
+    value = payload["score"] if normalized is None else normalized
+    if run["best_so_far"] is None or value > run["best_so_far"]:
+        run["best_so_far"] = value
+    run["attempts"] += 1
+    return {
+        "position": event.position,
+        "run": run["run"],
+        "task": run["task"],
+        "lab": run["lab"],
+        "campaign": run["campaign"],
+        "attempt": payload["attempt"],
+        "at": event.occurred_at,
+        "elapsed_s": _elapsed(run, event),
+        "tokens": run["tokens"],
+        "cost_usd": run["cost_usd"],
+        "compute_seconds": run["compute_seconds"],
+        "score": payload["score"],
+        "normalized_score": normalized,
+        "best_so_far": run["best_so_far"],
+    }
+
+
+def _paper(run: dict[str, Any], event: Recorded, index: int) -> dict[str, Any]:
+    run["papers"] += 1
+    return {
+        "position": event.position,
+        "paper_id": event.payload["paper_id"],
+        "campaign": event.correlation_id,
+        "paper_index": index,
+        "run": run["run"],
+        "task": event.payload["task"],
+        "lab": run["lab"] or event.actor,
+        "at": event.occurred_at,
+        "elapsed_s": _elapsed(run, event),
+        "attempts": run["attempts"],
+        "best_so_far": run["best_so_far"],
+    }
+
+
+# -- reading -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """A scored attempt with what its run had used by then."""
+
+    position: int
+    run: str
+    task: str | None
+    lab: str | None
+    campaign: str | None
+    attempt: int
+    at: datetime
+    elapsed_s: float
+    tokens: int
+    cost_usd: float
+    compute_seconds: float
+    score: float
+    normalized_score: float | None
+    best_so_far: float
+
+
+@dataclass(frozen=True)
+class PaperPoint:
+    """A paper with its place in its campaign and its run's best score when submitted."""
+
+    position: int
+    paper_id: str
+    campaign: str | None
+    paper_index: int
+    run: str
+    task: str | None
+    lab: str | None
+    at: datetime
+    elapsed_s: float
+    attempts: int
+    best_so_far: float | None
+
+
+def curve_points(conn: Connection, campaign: str | None = None) -> list[CurvePoint]:
+    """Every scored attempt (of one campaign, if given), in log order."""
+    query = select(CURVE_POINTS).order_by(CURVE_POINTS.c.position)
+    if campaign is not None:
+        query = query.where(CURVE_POINTS.c.campaign == campaign)
+    return [
+        CurvePoint(**{**row, "at": as_utc(row["at"])}) for row in conn.execute(query).mappings()
+    ]
+
+
+def paper_points(conn: Connection, campaign: str | None = None) -> list[PaperPoint]:
+    """Every submitted paper (of one campaign, if given), in log order."""
+    query = select(CURVE_PAPERS).order_by(CURVE_PAPERS.c.position)
+    if campaign is not None:
+        query = query.where(CURVE_PAPERS.c.campaign == campaign)
+    return [
+        PaperPoint(**{**row, "at": as_utc(row["at"])}) for row in conn.execute(query).mappings()
+    ]

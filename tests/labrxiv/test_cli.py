@@ -1,0 +1,255 @@
+"""The `labrxiv` command line, run as a user runs it: exit codes and what it says.
+
+`labrxiv demo` runs once, as installed, in a temporary directory; the commands that
+read the log then run on the log it left.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from sqlalchemy import select
+from typer.testing import CliRunner
+
+from events import EventStore
+from labrxiv.cli import app
+from projections.catalogue import all_projectors
+from projections.runs import RUNS
+from workers.bus.local import LocalBus
+from workers.context import WorkerContext
+from workers.recorder import record_message
+
+
+def said(text: str) -> str:
+    """Output with whitespace collapsed, so a message wrapped by rich still matches."""
+    return " ".join(text.split())
+
+
+def has_row(out: str, *cells: object) -> bool:
+    """Whether a table line holds `cells` in order, whatever the box characters."""
+    pattern = r"\W+".join(re.escape(str(cell)) for cell in cells)
+    return re.search(rf"(?m)^\W*{pattern}\W", out) is not None
+
+
+def clean_env(**settings: str) -> dict[str, str | None]:
+    """No LABRXIV_* variable from the caller's shell, then `settings`; a wide terminal."""
+    unset: dict[str, str | None] = {k: None for k in os.environ if k.startswith("LABRXIV_")}
+    return {**unset, "COLUMNS": "200", **settings}
+
+
+def invoke(*args: str, **settings: str) -> tuple[int, str]:
+    """Run the CLI in this process; returns the exit code and everything it printed."""
+    result = CliRunner().invoke(app, list(args), env=clean_env(**settings))
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.output
+
+
+def model_rows(store: EventStore) -> dict[str, list[tuple[object, ...]]]:
+    """Every row of every read model's tables, in primary-key order (all columns if none)."""
+    rows = {}
+    with store.engine.connect() as conn:
+        for projector in all_projectors():
+            for table in projector.tables:
+                order = list(table.primary_key.columns) or list(table.columns)
+                rows[table.name] = [tuple(r) for r in conn.execute(select(table).order_by(*order))]
+    return rows
+
+
+@dataclass(frozen=True)
+class Demo:
+    """A finished `labrxiv demo`: where it ran, what it printed, the log it left."""
+
+    workdir: Path
+    returncode: int
+    output: str
+    data_dir: Path
+    """The demo's own data directory (it runs in `<LABRXIV_DATA_DIR>/demo`)."""
+
+    @property
+    def store(self) -> EventStore:
+        return EventStore.from_url(f"sqlite:///{self.data_dir / 'labrxiv.db'}")
+
+    def cli(self, *args: str) -> tuple[int, str]:
+        """A command on the demo's log."""
+        return invoke(*args, LABRXIV_DATA_DIR=str(self.data_dir))
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Demo:
+    """`labrxiv demo` as `make demo` runs it: the console script, in a bare directory."""
+    workdir = tmp_path_factory.mktemp("demo")
+    script = Path(sys.executable).with_name("labrxiv")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "labrxiv.cli"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LABRXIV_")}
+    env["COLUMNS"] = "200"
+    done = subprocess.run(
+        [*command, "demo"], cwd=workdir, env=env, capture_output=True, text=True, timeout=900
+    )
+    return Demo(workdir, done.returncode, done.stdout + done.stderr, workdir / ".labrxiv" / "demo")
+
+
+@pytest.mark.slow
+def test_demo_runs_on_a_bare_directory(demo: Demo) -> None:
+    assert demo.returncode == 0, demo.output
+    assert "report written to report/" in said(demo.output)
+    assert (demo.workdir / "report" / "summary.md").is_file()
+
+    store = demo.store
+    with store.engine.connect() as conn:
+        runs = [dict(r) for r in conn.execute(select(RUNS)).mappings()]
+    assert runs, "the demo made no runs"
+    # Every run got all of its events into the log, in order, to its end.
+    for run in runs:
+        versions = [e.version for e in store.read_stream(run["stream"])]
+        assert versions == list(range(run["event_count"])), run["stream"]
+        assert run["status"] == "finished", run["stream"]
+    assert store.dead_letter_count() == 0
+
+
+@pytest.mark.slow
+def test_rebuild_equals_the_demos_incremental_read_models(demo: Demo) -> None:
+    store = demo.store
+    incremental = model_rows(store)
+    assert incremental["runs"]
+    code, out = demo.cli("rebuild")
+    assert code == 0, out
+    assert f"rebuilt {len(all_projectors())} read models from {store.count()} events" in out
+    assert model_rows(store) == incremental
+
+
+@pytest.mark.slow
+def test_status(demo: Demo) -> None:
+    code, out = demo.cli("status")
+    assert code == 0, out
+    store = demo.store
+    head = store.max_position()
+    assert has_row(out, "bus", "embedded (in-process)")
+    assert has_row(out, "events", store.count())
+    assert has_row(out, "head position", head)
+    for projector in all_projectors():  # the demo leaves every read model caught up
+        assert has_row(out, f"projector {projector.name}", f"at {head}, 0 behind")
+    assert has_row(out, "dead letters", 0)
+
+
+@pytest.mark.slow
+def test_projector_once_on_a_caught_up_log(demo: Demo) -> None:
+    code, out = demo.cli("projector", "--once")
+    assert code == 0, out
+    assert "applied 0 events" in out
+
+
+@pytest.mark.slow
+def test_events_tail(demo: Demo) -> None:
+    store = demo.store
+    head = store.max_position()
+    code, out = demo.cli("events", "tail", "--limit", "3")
+    assert code == 0, out
+    last = store.read_records(after=head - 4, limit=4)
+    for record in last[1:]:
+        assert has_row(out, record.position, record.stream, record.version, record.type)
+    assert not has_row(out, last[0].position, last[0].stream)
+
+    stream = last[0].stream
+    code, out = demo.cli("events", "tail", "--stream", stream, "--limit", "10000")
+    assert code == 0, out
+    records = store.read_records(limit=10_000, stream=stream)
+    for record in records:
+        assert has_row(out, record.position, record.stream, record.version, record.type)
+    assert len(re.findall(rf"(?m)^\W*\d+\W+{re.escape(stream)}\W", out)) == len(records)
+
+
+@pytest.mark.slow
+def test_events_show(demo: Demo) -> None:
+    first = demo.store.read_records(limit=1)[0]
+    code, out = demo.cli("events", "show", str(first.id))
+    assert code == 0, out
+    shown = json.loads(out)
+    assert shown["id"] == str(first.id)
+    assert shown["stream"] == first.stream and shown["position"] == first.position
+    assert shown["payload"]["type"] == first.type
+
+
+@pytest.mark.slow
+def test_events_show_bad_id(demo: Demo) -> None:
+    code, out = demo.cli("events", "show", "not-an-id")
+    assert code == 2
+    assert "'not-an-id' is not an event id (a UUID)" in said(out)
+
+
+@pytest.mark.slow
+def test_events_show_unknown_id(demo: Demo) -> None:
+    code, out = demo.cli("events", "show", "00000000-0000-7000-8000-000000000000")
+    assert code == 1
+    assert "no event 00000000-0000-7000-8000-000000000000" in said(out)
+
+
+@pytest.mark.slow
+def test_runs(demo: Demo) -> None:
+    with demo.store.engine.connect() as conn:
+        runs = conn.execute(select(RUNS.c.stream, RUNS.c.finish_reason)).all()
+    code, out = demo.cli("runs")
+    assert code == 0, out
+    for stream, _reason in runs:
+        assert has_row(out, stream)
+    done = sum(1 for _stream, reason in runs if reason == "done")
+    assert out.count("finished (done)") == done
+
+
+def test_runs_before_any_projector(tmp_path: Path) -> None:
+    code, out = invoke("runs", LABRXIV_DATA_DIR=str(tmp_path))
+    assert code == 0, out
+    assert "run-" not in out
+
+
+def test_events_dead_and_status_show_what_the_recorder_rejected(tmp_path: Path) -> None:
+    store = EventStore.from_url(f"sqlite:///{tmp_path / 'labrxiv.db'}")
+    ctx = WorkerContext(store=store, bus=LocalBus())
+    record_message(ctx, '{"events": [{"id": "not-a-uuid", "stream": "run-x"}]}')
+    record_message(ctx, "this is not json")
+
+    code, out = invoke("events", "dead", LABRXIV_DATA_DIR=str(tmp_path))
+    assert code == 0, out
+    assert "invalid event: id: Input should be a valid UUID" in said(out)
+    assert '"not-a-uuid"' in out
+    assert "message is not JSON" in said(out) and "this is not json" in out
+
+    code, out = invoke("status", LABRXIV_DATA_DIR=str(tmp_path))
+    assert code == 0, out
+    assert has_row(out, "dead letters", 2)
+    assert "message is not JSON" in said(out)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("LABRXIV_VISIBILITY_TIMEOUT", "abc"),
+        ("LABRXIV_VISIBILITY_TIMEOUT", "0"),
+        ("LABRXIV_DATABASE_URL", "mysql://x"),
+        ("LABRXIV_REDIS_URL", "http://localhost:6379"),
+        ("LABRXIV_LOG_LEVEL", "loud"),
+        ("LABRXIV_MAX_MESSAGE_BYTES", "12"),
+        ("LABRXIV_GYM_PATH", "/data/tasks"),  # a JSON list, not a PATH-like string
+    ],
+)
+@pytest.mark.parametrize("command", [["status"], ["demo"], ["events", "tail"], ["runs"]])
+def test_wrong_setting_names_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variable: str, value: str, command: list[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out = invoke(*command, **{variable: value})
+    assert code == 2, out
+    assert f"{variable}={value!r}" in said(out)
+    assert "Traceback" not in out
+    assert list(tmp_path.iterdir()) == []  # nothing was started
+
+
+def test_worker_without_redis(tmp_path: Path) -> None:
+    code, out = invoke("worker", LABRXIV_DATA_DIR=str(tmp_path))
+    assert code == 2
+    assert "LABRXIV_REDIS_URL is not set: a worker needs Redis" in said(out)

@@ -1,0 +1,207 @@
+"""`labrxiv papers`, `ledger` and `curves` as a user runs them, on a small hand-made log."""
+
+import os
+import re
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from events import Event, EventStore
+from events.ids import derived_id
+from events.payloads import (
+    Claim,
+    ExperimentScored,
+    PapersRetrieved,
+    PaperSubmitted,
+    Payload,
+    RunStarted,
+    ToolInvoked,
+    ToolReturned,
+)
+from labrxiv.cli import app
+
+T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+PNG = b"\x89PNG\r\n\x1a\n"
+CURVES = {
+    "best_vs_time.png",
+    "best_vs_attempts.png",
+    "best_vs_tokens.png",
+    "best_vs_cost.png",
+    "best_per_paper.png",
+}
+
+
+def said(text: str) -> str:
+    """Output with whitespace collapsed, so a message wrapped by rich still matches."""
+    return " ".join(text.split())
+
+
+def has_row(out: str, *cells: object) -> bool:
+    """Whether a table line holds `cells` in order, whatever the box characters."""
+    pattern = r"\W+".join(re.escape(str(cell)) for cell in cells)
+    return re.search(rf"(?m)^\W*{pattern}\W", out) is not None
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty directory to run in, with no LABRXIV_* setting from the caller's shell."""
+    for name in list(os.environ):
+        if name.startswith("LABRXIV_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    """Run the CLI in this process; returns the exit code and everything it printed."""
+    result = CliRunner().invoke(app, list(args))
+    if result.exception and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.output
+
+
+def run_events(run: str, lab: str, payloads: list[tuple[float, Payload]]) -> list[Event]:
+    stream = f"run-{run}"
+    return [
+        Event(
+            id=derived_id(f"{stream}:{version}", T0 + timedelta(seconds=seconds)),
+            stream=stream,
+            version=version,
+            occurred_at=T0 + timedelta(seconds=seconds),
+            correlation_id="camp1",
+            actor="grader:digits" if payload.type == "experiment.scored" else lab,
+            payload=payload,
+        )
+        for version, (seconds, payload) in enumerate(payloads)
+    ]
+
+
+@pytest.fixture
+def read_log(workdir: Path) -> EventStore:
+    """Two labs of campaign camp1: x scores and publishes, y reads x's paper and cites it."""
+    store = EventStore.from_url(f"sqlite:///{workdir / '.labrxiv' / 'labrxiv.db'}")
+    x = run_events(
+        "x",
+        "lab-x",
+        [
+            (0, RunStarted(task="digits", lab="lab-x", policy="handmade")),
+            (1, ToolInvoked(call_id="c1", tool="evaluate")),
+            (3.5, ToolReturned(call_id="c1", tool="evaluate", exit_code=0, duration_s=2.5)),
+            (
+                4,
+                ExperimentScored(
+                    attempt=1, subtask_scores={"acc": 0.6}, score=0.6, normalized_score=0.75
+                ),
+            ),
+            (
+                5,
+                PaperSubmitted(
+                    paper_id="p-one",
+                    task="digits",
+                    title="Replay with herding",
+                    abstract="Herding picks exemplars.",
+                    body="## Method\nreplay",
+                    claims=[Claim(subtask="acc", metric="accuracy", value=0.6, attempt=1)],
+                ),
+            ),
+        ],
+    )
+    y = run_events(
+        "y",
+        "lab-y",
+        [
+            (0, RunStarted(task="digits", lab="lab-y", policy="handmade")),
+            (6, PapersRetrieved(query="replay", paper_ids=["p-one"])),
+            (
+                7,
+                PaperSubmitted(
+                    paper_id="p-two",
+                    task="digits",
+                    title="Fine-tuning again",
+                    abstract="No memory.",
+                    body="plain",
+                    cited=["p-one"],
+                ),
+            ),
+        ],
+    )
+    store.append(sorted(x + y, key=lambda e: e.occurred_at))
+    code, out = invoke("projector", "--once")
+    assert code == 0 and "applied" in out, out
+    return store
+
+
+def test_papers_list(read_log: EventStore) -> None:
+    code, out = invoke("papers", "list")
+    assert code == 0, out
+    assert has_row(out, "p-one", "digits", "camp1", "lab-x", 1)
+    assert has_row(out, "p-two", "digits", "camp1", "lab-y", 1)
+    assert "acc=0.6000" in out
+    code, out = invoke("papers", "list", "--task", "other")
+    assert code == 0 and "p-one" not in out and "papers (0)" in out
+    code, out = invoke("papers", "list", "--campaign", "camp1")
+    assert "p-one" in out and "p-two" in out
+
+
+def test_papers_show_with_citations_and_readers(read_log: EventStore) -> None:
+    code, out = invoke("papers", "show", "p-one")
+    assert code == 0, out
+    text = said(out)
+    assert "Replay with herding" in text and "Herding picks exemplars." in text
+    assert has_row(out, "acc", "accuracy", "0.6000", 1)
+    assert has_row(out, "cited by", "p-two", "lab-y", "Fine-tuning again")
+    assert has_row(out, "2026-03-01 09:00:06", "run-y", "lab-y", 1, "replay")
+    code, out = invoke("papers", "show", "p-two")
+    assert has_row(out, "cites", "p-one", "Replay with herding")
+    code, out = invoke("papers", "show", "p-nope")
+    assert code == 1 and "no paper p-nope" in said(out)
+
+
+def test_papers_search_and_top(read_log: EventStore) -> None:
+    code, out = invoke("papers", "search", "herding exemplars", "-k", "5")
+    assert code == 0, out
+    assert has_row(out, 1) and "p-one" in out and "p-two" not in out
+    code, out = invoke("papers", "search", "memory", "--task", "digits")
+    assert "p-two" in out and "p-one" not in out
+    code, out = invoke("papers", "search", "quantum")
+    assert code == 0 and "no paper matches 'quantum'" in said(out)
+    code, out = invoke("papers", "top", "digits", "--subtask", "acc")
+    assert code == 0 and has_row(out, 1, "p-one", "lab-x", "camp1", "acc", "0.6000")
+
+
+def test_ledger_roll_ups(read_log: EventStore) -> None:
+    code, out = invoke("ledger", "--by", "lab")
+    assert code == 0, out
+    assert has_row(out, "lab-x", 1, 1, 0, "2.5")
+    code, out = invoke("ledger", "--by", "campaign")
+    assert has_row(out, "camp1", 1, 1, 0, "2.5")
+    code, out = invoke("ledger")
+    assert has_row(out, "run-x", 1, 1, 0, "2.5")
+    code, out = invoke("ledger", "--by", "model")
+    assert code == 2
+
+
+def test_curves_write_every_png(read_log: EventStore, workdir: Path) -> None:
+    code, out = invoke("curves", "--out", "plots", "--campaign", "camp1")
+    assert code == 0, out
+    assert "1 scored attempts, 2 papers" in said(out)
+    written = {p.name for p in (workdir / "plots").iterdir()}
+    assert written == CURVES
+    for name in CURVES:
+        assert (workdir / "plots" / name).read_bytes().startswith(PNG), name
+    code, out = invoke("curves", "--out", "by-campaign", "--by", "campaign")
+    assert code == 0 and {p.name for p in (workdir / "by-campaign").iterdir()} == CURVES
+
+
+def test_read_commands_on_an_empty_log(workdir: Path) -> None:
+    """Before any projector ran: empty tables, and still every plot (with a note)."""
+    code, out = invoke("papers", "list")
+    assert code == 0 and "papers (0)" in out
+    code, out = invoke("ledger")
+    assert code == 0 and "ledger by run" in out
+    code, out = invoke("curves", "--out", "empty")
+    assert code == 0 and "0 scored attempts, 0 papers" in said(out)
+    assert {p.name for p in (workdir / "empty").iterdir()} == CURVES

@@ -1,0 +1,137 @@
+"""The ledger read model: a row per call, paired across pages, and its roll-ups.
+
+Durations are binary fractions so sums are exact on SQLite and PostgreSQL alike.
+"""
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from handmade_log import RunLog, at, build, interleave, rows, snapshot
+from sqlalchemy import insert
+
+from events import Event
+from projections.ledger import LEDGER, LedgerProjector, LedgerTotals, ledger_calls, ledger_totals
+from projections.runner import ProjectionRunner
+
+
+def ledger_log() -> list[Event]:
+    """Run a (lab-a, c1): 3 calls, one never returned; run b (lab-b, c1): 2 calls;
+    run c (lab-a again, c2): 1 call; run d (no campaign): 1 call."""
+    a = RunLog("a", "lab-a", campaign="c1")
+    b = RunLog("b", "lab-b", campaign="c1")
+    c = RunLog("c", "lab-a", campaign="c2")
+    d = RunLog("d", "lab-d")
+    for run in (a, b, c, d):
+        run.start(0)
+    a.tool("call-1", "python", 1, 2.5)
+    a.tool("call-2", "bash", 5, 0.5, exit_code=2)
+    a.invoke("call-3", "evaluate", 10)
+    b.tool("call-1", "python", 2, 4.0)
+    b.tool("call-2", "read_file", 7, 0.25)
+    c.tool("call-1", "python", 1, 1.0)
+    d.tool("call-1", "bash", 1, 0.125)
+    return interleave(a, b, c, d)
+
+
+@pytest.fixture(params=[1, None], ids=["page-by-page", "at-once"])
+def ledger(store_url: str, request: pytest.FixtureRequest) -> Iterator[ProjectionRunner]:
+    runner = build(store_url, ledger_log(), step=request.param)
+    yield runner
+    runner.store.engine.dispose()
+
+
+def test_one_row_per_call_with_its_return(ledger: ProjectionRunner) -> None:
+    keys = ("run", "call_id", "kind", "lab", "campaign", "tool", "status", "exit_code")
+    found = [(*(r[k] for k in keys), r["duration_s"]) for r in rows(ledger.store, LEDGER)]
+    assert found == [
+        ("run-a", "call-1", "tool", "lab-a", "c1", "python", "returned", 0, 2.5),
+        ("run-a", "call-2", "tool", "lab-a", "c1", "bash", "returned", 2, 0.5),
+        ("run-a", "call-3", "tool", "lab-a", "c1", "evaluate", "invoked", None, None),
+        ("run-b", "call-1", "tool", "lab-b", "c1", "python", "returned", 0, 4.0),
+        ("run-b", "call-2", "tool", "lab-b", "c1", "read_file", "returned", 0, 0.25),
+        ("run-c", "call-1", "tool", "lab-a", "c2", "python", "returned", 0, 1.0),
+        ("run-d", "call-1", "tool", "lab-d", None, "bash", "returned", 0, 0.125),
+    ]
+    with ledger.store.engine.connect() as conn:
+        calls = ledger_calls(conn, run="run-a")
+    assert [c["call_id"] for c in calls] == ["call-1", "call-2", "call-3"]
+    assert (calls[0]["invoked_at"], calls[0]["returned_at"]) == (at(1), at(3.5))
+    assert calls[2]["returned_at"] is None
+    # No model call yet: the model columns are there, empty.
+    assert all(c["model"] is None and c["total_tokens"] is None for c in calls)
+
+
+def totals(runner: ProjectionRunner, **kwargs: Any) -> list[tuple[str | None, int, float]]:
+    with runner.store.engine.connect() as conn:
+        return [(t.key, t.calls, t.compute_seconds) for t in ledger_totals(conn, **kwargs)]
+
+
+def test_roll_ups_per_run_lab_and_campaign(ledger: ProjectionRunner) -> None:
+    assert totals(ledger, by="run") == [
+        ("run-a", 3, 3.0),
+        ("run-b", 2, 4.25),
+        ("run-c", 1, 1.0),
+        ("run-d", 1, 0.125),
+    ]
+    assert totals(ledger, by="lab") == [("lab-a", 4, 4.0), ("lab-b", 2, 4.25), ("lab-d", 1, 0.125)]
+    assert totals(ledger, by="campaign") == [("c1", 5, 7.25), ("c2", 1, 1.0), (None, 1, 0.125)]
+    assert totals(ledger, by="lab", campaign="c1") == [("lab-a", 3, 3.0), ("lab-b", 2, 4.25)]
+    assert totals(ledger, by="run", campaign="nothing") == []
+
+
+def test_model_calls_count_tokens_and_keep_unknown_cost_apart(ledger: ProjectionRunner) -> None:
+    """Model events arrive later; the roll-up already sums their columns (rows put by hand)."""
+    base = {c.name: None for c in LEDGER.c} | {"lab": "lab-m", "campaign": "cm", "run": "run-m"}
+    priced = base | {
+        "call_id": "m-1",
+        "kind": "model",
+        "status": "returned",
+        "position": 1001,
+        "model": "some-model",
+        "input_tokens": 1000,
+        "cached_input_tokens": 200,
+        "output_tokens": 300,
+        "reasoning_tokens": 100,
+        "total_tokens": 1300,
+        "cost_usd": 0.5,
+        "cost_known": True,
+    }
+    unpriced = base | {
+        "call_id": "m-2",
+        "kind": "model",
+        "status": "returned",
+        "position": 1002,
+        "model": "local-model",
+        "input_tokens": 10,
+        "output_tokens": 5,
+        "total_tokens": 15,
+        "cost_known": False,
+    }
+    tool = base | {"call_id": "t-1", "kind": "tool", "status": "returned", "position": 1003}
+    tool |= {"tool": "bash", "duration_s": 1.5, "exit_code": 0}
+    with ledger.store.engine.begin() as conn:
+        conn.execute(insert(LEDGER), [priced, unpriced, tool])
+    with ledger.store.engine.connect() as conn:
+        (found,) = ledger_totals(conn, by="campaign", campaign="cm")
+    assert found == LedgerTotals(
+        key="cm",
+        calls=3,
+        tool_calls=1,
+        model_calls=2,
+        compute_seconds=1.5,
+        input_tokens=1010,
+        cached_input_tokens=200,
+        output_tokens=305,
+        reasoning_tokens=100,
+        tokens=1315,
+        dollars=0.5,
+        unknown_cost_calls=1,
+    )
+
+
+def test_rebuild_equals_the_incremental_ledger(ledger: ProjectionRunner) -> None:
+    tables = LedgerProjector().tables
+    incremental = snapshot(ledger.store, tables)
+    ledger.rebuild()
+    assert snapshot(ledger.store, tables) == incremental
