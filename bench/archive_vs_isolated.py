@@ -54,8 +54,8 @@ def main() -> None:
                         attempts=args.attempts,
                     )
                     outcome = run_campaign(system.bus, system.store, plan, quiet)
-                    system.bus.join()
-                    summary = summarize(system.store, outcome.campaign, outcome.runs, bundle)
+                    system.settle()
+                    summary = summarize(system.store, outcome.campaign, mode, bundle)
                     curves[mode].append(summary.best_per_paper)
             finally:
                 system.close()

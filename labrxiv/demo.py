@@ -7,16 +7,18 @@ from experiments that ran and were graded by the task's grader.
 """
 
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from labrxiv.campaigns import run_campaign
-from labrxiv.report import CampaignSummary, plot_per_paper, summarize
+from labrxiv.plots import write_curves
+from labrxiv.report import CampaignSummary, summarize
 from labrxiv.settings import Settings
 from labrxiv.wiring import open_embedded
+from projections.curves import curve_points, paper_points
 from workers.lab.campaign import CampaignPlan
 
 
@@ -46,7 +48,7 @@ def run_demo(
     system = open_embedded(demo_settings, threads=max(2, labs))
     try:
         bundle = system.ctx.labs.bundle(task)
-        summaries = {}
+        campaigns = {}
         for mode in ("isolated", "archive"):
             plan = CampaignPlan(
                 task=task, labs=labs, papers=papers, mode=mode, seed=seed, attempts=attempts
@@ -54,14 +56,22 @@ def run_demo(
             title = f"{mode} campaign: {labs} search labs on {task} (offline baseline agent)"
             outcome = run_campaign(system.bus, system.store, plan, console, title=title)
             system.bus.join()
-            summaries[mode] = summarize(system.store, outcome.campaign, outcome.runs, bundle)
+            campaigns[mode] = outcome.campaign
         system.settle()
+        summaries = {m: summarize(system.store, c, m, bundle) for m, c in campaigns.items()}
+        result = DemoResult(summaries["isolated"], summaries["archive"], report)
+        with system.store.engine.connect() as conn:
+            points = [p for c in campaigns.values() for p in curve_points(conn, c)]
+            paper_rows = [p for c in campaigns.values() for p in paper_points(conn, c)]
+        labels = {c: m for m, c in campaigns.items()}
+        points = [replace(p, campaign=labels[p.campaign]) for p in points]  # type: ignore[index]
+        paper_rows = [replace(p, campaign=labels[p.campaign]) for p in paper_rows]  # type: ignore[index]
+        plots = write_curves(points, paper_rows, report, by="campaign")
     finally:
         system.close()
-    result = DemoResult(summaries["isolated"], summaries["archive"], report)
     console.print(comparison_table(result))
-    write_report(result, task, labs, papers, attempts, seed)
-    console.print(f"report written to {report}/ (summary.md, best_per_paper.png)")
+    write_report(result, task, labs, papers, attempts, seed, [p.name for p in plots])
+    console.print(f"report written to {report}/ (summary.md, {', '.join(p.name for p in plots)})")
     return result
 
 
@@ -89,11 +99,16 @@ def comparison_table(result: DemoResult) -> Table:
 
 
 def write_report(
-    result: DemoResult, task: str, labs: int, papers: int, attempts: int, seed: int
+    result: DemoResult,
+    task: str,
+    labs: int,
+    papers: int,
+    attempts: int,
+    seed: int,
+    plots: list[str],
 ) -> None:
-    """`report/summary.md` and the plots."""
+    """`report/summary.md`, beside the plots."""
     result.report.mkdir(parents=True, exist_ok=True)
-    plot_per_paper([result.isolated, result.archive], result.report)
     lines = [
         "# labrxiv demo report",
         "",
@@ -120,7 +135,9 @@ def write_report(
         lines.append(
             f"| {label} | {'-' if a is None else f'{a:.3f}'} | {'-' if b is None else f'{b:.3f}'} |"
         )
-    lines += ["", "![best normalized score per paper](best_per_paper.png)", ""]
+    lines.append("")
+    lines += [f"![{name}]({name})" for name in plots]
+    lines.append("")
     lines.append(
         "One seed is an anecdote: `python bench/archive_vs_isolated.py` measures the "
         "difference over several seeds with its spread."

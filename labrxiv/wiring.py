@@ -15,13 +15,11 @@ from workers.bus.base import Bus
 from workers.bus.celery import CeleryBus
 from workers.bus.local import LocalBus
 from workers.context import WorkerContext
+from workers.gym.registry import builtin_gym_dir
 from workers.handlers import run_handler
 from workers.lab.archive_log import LogArchive
 from workers.lab.reactions import schedule_next_steps
 from workers.lab.services import LabServices
-
-BUILTIN_GYM = Path(__file__).resolve().parent.parent / "gym"
-"""The task bundles shipped with labrxiv (the repository's gym/ folder)."""
 
 
 @dataclass
@@ -63,7 +61,7 @@ def worker_context(settings: Settings, store: EventStore, bus: Bus) -> WorkerCon
 
 def gym_dirs(settings: Settings) -> list[Path]:
     """The built-in task folder, then the user's (LABRXIV_GYM_PATH)."""
-    return [BUILTIN_GYM, *settings.gym_path]
+    return [builtin_gym_dir(), *settings.gym_path]
 
 
 def open_store(settings: Settings) -> EventStore:

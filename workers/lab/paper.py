@@ -93,9 +93,7 @@ def _body(
         "or two parameters of the best configuration known so far"
         + (", starting from the cited papers' published configurations." if cited else "."),
         "## Results (this round; scores from the task's grader)",
-        header,
-        rule,
-        *rows,
+        "\n".join([header, rule, *rows]),  # one block: blank lines would split the table
     ]
     if best is not None:
         config = ", ".join(f"{k}={v}" for k, v in sorted(best.config.items()))

@@ -69,20 +69,38 @@ class SearchPolicy:
             return best  # reproduce the best published configuration first
         rng = random.Random(f"{state.started.seed}:{state.lab}:{len(state.attempts)}")
         space = bundle.card.search_space
+        stuck = _attempts_without_progress(state, primary)
         for _ in range(50):
-            # Mostly small moves around the best; sometimes a jump, since parameters
-            # interact (replay size matters only when the method replays).
+            # Small moves around the best while they pay; each attempt that does not
+            # improve widens the next move (parameters interact: replay size matters
+            # only when the method replays), and a fifth of the moves are jumps.
             candidate = dict(best)
-            moves = rng.choice([1, 1, 2, 3])
+            moves = min(len(space), 1 + stuck + rng.choice([0, 0, 1]))
             if rng.random() < 0.2:
                 moves = len(space)
-            for key in rng.sample(sorted(space), k=min(len(space), moves)):
+            for key in rng.sample(sorted(space), k=moves):
                 candidate[key] = rng.choice(space[key])
             if candidate not in tried:
                 return candidate
         return {key: rng.choice(values) for key, values in space.items()} | {
             k: v for k, v in starter.items() if k not in space
         }
+
+
+def _attempts_without_progress(state: RunState, primary: Subtask) -> int:
+    """How many of the latest scored attempts did not beat the best before them."""
+    best: float | None = None
+    stuck = 0
+    for attempt in state.attempts:
+        if attempt.scores is None:
+            stuck += 1
+            continue
+        value = attempt.scores[primary.name]
+        if best is None or better(primary, value, best):
+            best, stuck = value, 0
+        else:
+            stuck += 1
+    return stuck
 
 
 def _per_paper(state: RunState) -> int:

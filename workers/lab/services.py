@@ -5,8 +5,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workers.errors import WorkerError
-from workers.gym.bundle import Bundle, load_bundle
+from workers.gym.bundle import Bundle
 from workers.gym.grading import protected_digests
+from workers.gym.registry import find_bundle
 from workers.lab.policy import Policy
 from workers.lab.search import SearchPolicy
 from workers.lab.state import RunState
@@ -34,14 +35,7 @@ class LabServices:
     def bundle(self, task: str) -> Bundle:
         """The bundle of `task` (cached)."""
         if task not in self._bundles:
-            for folder in self.gym_dirs:
-                if (folder / task / "task.toml").exists():
-                    self._bundles[task] = load_bundle(folder / task)
-                    break
-            else:
-                raise WorkerError(
-                    f"no task bundle {task!r} in {', '.join(map(str, self.gym_dirs))}"
-                )
+            self._bundles[task] = find_bundle(task, self.gym_dirs)
         return self._bundles[task]
 
     def policy(self, name: str) -> Policy:

@@ -43,12 +43,14 @@ def lab_step(ctx: WorkerContext, stream: str, after_version: int) -> None:
     else:
         payloads, blobs = _act(ctx, state, stream, after_version)
     trigger = events[-1]
+    done_at = utcnow()
     out = [
         Event(
             id=derived_id(f"{stream}:{after_version + 1 + i}", trigger.occurred_at),
             stream=stream,
             version=after_version + 1 + i,
-            occurred_at=now,
+            # The call is stamped when it began; what it produced, when it ended.
+            occurred_at=now if payload.type == "tool.invoked" else done_at,
             causation_id=trigger.id,
             correlation_id=state.campaign,
             actor=_actor(payload, state),

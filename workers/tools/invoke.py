@@ -52,18 +52,20 @@ def invoke(env: ToolEnv, name: str, args: dict[str, Any], call_id: str) -> Invoc
         if isinstance(event, IntegrityViolation):
             event = event.model_copy(update={"tool": name, "call_id": call_id})
         extra.append(event)
-    data = result.output.encode()
-    blobs = {} if len(result.output) <= PREVIEW else {blob_ref(data).sha256: data}
+    # A NUL cannot be stored in PostgreSQL text: binary output is shown escaped.
+    output = result.output.replace("\x00", "\\x00")
+    data = output.encode()
+    blobs = {} if len(output) <= PREVIEW else {blob_ref(data).sha256: data}
     returned = ToolReturned(
         call_id=call_id,
         tool=name,
         exit_code=result.exit_code,
         duration_s=round(time.monotonic() - started, 3),
-        preview=result.output[:PREVIEW],
+        preview=output[:PREVIEW],
         output=blob_ref(data) if blobs else None,
         files_written=result.files_written,
     )
-    return Invocation([invoked, returned, *extra], blobs, result.finish, result.output)
+    return Invocation([invoked, returned, *extra], blobs, result.finish, output)
 
 
 def _call(env: ToolEnv, name: str, args: dict[str, Any]) -> ToolResult:
