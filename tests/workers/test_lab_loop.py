@@ -126,3 +126,28 @@ def test_unknown_tool_and_bad_arguments_are_told_not_raised(system: Embedded) ->
     assert "unknown tool" in unknown.payloads[1].preview  # type: ignore[attr-defined]
     bad = invoke(env, "read_file", {"file": "x"}, call_id="c2")  # type: ignore[arg-type]
     assert "bad arguments for read_file" in bad.payloads[1].preview  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("code", "limit"),
+    [
+        ("import time; time.sleep(30)", "time"),
+        ("x = bytearray(8 * 1024**3)", "memory"),
+        ("while True: print('y' * 100)", "output"),
+    ],
+)
+def test_limits_are_reported_in_the_tool_event(system: Embedded, code: str, limit: str) -> None:
+    env = _env(system)
+    outcome = invoke(env, "python", {"code": code, "timeout_s": 2}, call_id="c1")  # type: ignore[arg-type]
+    returned = outcome.payloads[1]
+    assert returned.type == "tool.returned"
+    assert returned.limit == limit  # type: ignore[attr-defined]
+    assert returned.exit_code != 0  # type: ignore[attr-defined]
+    assert f"[stopped: {limit} limit]" in outcome.output
+
+
+def test_binary_output_is_escaped_so_every_backend_stores_it(system: Embedded) -> None:
+    env = _env(system)
+    outcome = invoke(env, "python", {"code": "print('a\\x00b')"}, call_id="c1")  # type: ignore[arg-type]
+    assert "\x00" not in outcome.payloads[1].preview  # type: ignore[attr-defined]
+    assert "a\\x00b" in outcome.payloads[1].preview  # type: ignore[attr-defined]

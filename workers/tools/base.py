@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, create_model
 
 from events.payloads import FileDigest, Payload
+from workers.sandbox.base import LimitHit
 
 
 class ToolError(Exception):
@@ -30,6 +31,8 @@ class ToolResult:
     files_written: list[FileDigest] = field(default_factory=list)
     finish: bool = False
     """The lab declared its run done."""
+    limit: LimitHit | None = None
+    """The sandbox limit that stopped the tool's process, if one did."""
 
 
 @dataclass(frozen=True)

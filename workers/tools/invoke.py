@@ -64,6 +64,7 @@ def invoke(env: ToolEnv, name: str, args: dict[str, Any], call_id: str) -> Invoc
         preview=output[:PREVIEW],
         output=blob_ref(data) if blobs else None,
         files_written=result.files_written,
+        limit=result.limit,
     )
     return Invocation([invoked, returned, *extra], blobs, result.finish, output)
 

@@ -72,4 +72,4 @@ def _result(env: ToolEnv, result: ExecResult) -> ToolResult:
                 detail="a process tried to open a network connection; experiments run offline",
             )
         )
-    return ToolResult(output=output, exit_code=result.exit_code, events=events)
+    return ToolResult(output=output, exit_code=result.exit_code, events=events, limit=result.limit)
