@@ -13,6 +13,10 @@ class UnknownSchemaVersion(EventError):
     """A stored event was written by a newer labrxiv than the one reading it."""
 
 
+class UpgradeFailed(EventError):
+    """An old payload does not have the shape its upgrade to today's version expects."""
+
+
 class BlobMismatch(EventError):
     """A blob's content does not hash to the name it was sent under."""
 

@@ -8,6 +8,9 @@ from rich.console import Console
 
 from labrxiv.campaigns import run_campaign
 from labrxiv.settings import Settings
+from labrxiv.wiring import gym_dirs
+from workers.errors import BundleError
+from workers.gym.registry import find_bundle
 from workers.lab.campaign import CampaignPlan
 
 console = Console()
@@ -41,6 +44,16 @@ def campaign(
         wall_seconds=wall_seconds,
         policy=policy,
     )
+    try:
+        card = find_bundle(task, gym_dirs(settings)).card
+    except BundleError as exc:
+        console.print(f"[red]{exc}[/]")
+        raise typer.Exit(2) from None
+    if policy not in card.policies:
+        console.print(
+            f"[red]task {task} supports the {', '.join(card.policies)} policy, not {policy}[/]"
+        )
+        raise typer.Exit(2)
     outcome = _run(settings, plan, timeout)
     console.print(
         f"campaign {outcome.campaign}: {'finished' if outcome.finished else 'NOT finished'} "

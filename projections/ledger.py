@@ -4,11 +4,15 @@ A tool call is its `tool.invoked` and `tool.returned` pair (keyed by run and
 `call_id`); its compute seconds are the returned `duration_s`. A call whose return
 never came stays `invoked` with no duration, which is itself worth seeing.
 
-Model calls get rows of `kind="model"` in the same table, with the token counts
-(input, cached input, output, reasoning, total) and cost columns already in place;
-the model events that fill them arrive later (their fold goes in `_fold`). Cost is
-counted only where it is known: a call with `cost_known = false` adds nothing to
-the dollars and is counted in `unknown_cost_calls`, never as a silent 0.
+A model call is one physical attempt (`call_id`; retries are rows of their own that
+share a `request_id`): a row of `kind="model"` that is `called` from its
+`model.called` (written ahead of the request) until its `model.responded` (tokens as
+the provider reported them, cost at the price frozen in the event, latency) or
+`model.failed` (the error) arrives. A call still `called` has an unknown outcome (the
+worker died mid-call; the provider may have billed it): it is counted in
+`unknown_outcome_calls`. Cost is counted only where it is known: a call with
+`cost_known = false` (no price, or no usage reported) adds nothing to the dollars and
+is counted in `unknown_cost_calls`, never as a silent 0.
 """
 
 from collections.abc import Sequence
@@ -34,8 +38,10 @@ from events.envelope import as_utc
 from events.recorded import Recorded
 from projections.projector import Projector
 
-LEDGER_TYPES = frozenset({"tool.invoked", "tool.returned"})
-"""The event types the ledger folds (model call events join when they exist)."""
+TOOL_TYPES = frozenset({"tool.invoked", "tool.returned"})
+MODEL_TYPES = frozenset({"model.called", "model.responded", "model.failed"})
+LEDGER_TYPES = TOOL_TYPES | MODEL_TYPES
+"""The event types the ledger folds."""
 
 
 class LedgerRow(SQLModel, table=True):
@@ -54,7 +60,8 @@ class LedgerRow(SQLModel, table=True):
     tool: str | None = Field(default=None, max_length=100)
     """The tool's name (tool calls)."""
     status: str = Field(default="invoked", max_length=20)
-    """`invoked` until the call's outcome is in the log, then `returned`."""
+    """Tools: `invoked` until the call's outcome is in the log, then `returned`.
+    Models: `called` until then (unknown outcome), then `responded` or `failed`."""
     exit_code: int | None = None
     duration_s: float | None = None
     """Compute seconds: the wall-clock time the tool took."""
@@ -63,8 +70,19 @@ class LedgerRow(SQLModel, table=True):
     position: int = Field(sa_column=Column(BigInteger, nullable=False, index=True))
     """The log position of the call's first event: ledger order."""
     model: str | None = Field(default=None, max_length=200)
-    """The model called (model calls)."""
+    """The model called; once it answered, the model the provider says answered."""
     provider: str | None = Field(default=None, max_length=100)
+    """The endpoint's host[:port] (model calls)."""
+    request_id: str | None = Field(default=None, max_length=200)
+    """The logical model request; its retries share it (model calls)."""
+    attempt: int | None = None
+    """1 for a request's first attempt, 2 for its first retry… (model calls)."""
+    phase: str | None = Field(default=None, max_length=20)
+    """The research phase the model call was made in, if the lab said."""
+    latency_s: float | None = None
+    """Seconds from sending the request to its answer or failure (model calls)."""
+    error: str | None = Field(default=None, max_length=20)
+    """Why a failed model call failed (`rate_limited`, `timeout`…)."""
     input_tokens: int | None = None
     cached_input_tokens: int | None = None
     """Input tokens served from the provider's cache (part of `input_tokens`)."""
@@ -83,7 +101,7 @@ _COLUMNS = [c.name for c in LEDGER.c]
 
 
 class LedgerProjector(Projector):
-    """Folds tool (and later model) call events into `ledger` rows."""
+    """Folds tool and model call events into `ledger` rows."""
 
     name = "ledger"
     tables = (LEDGER,)
@@ -109,11 +127,12 @@ class LedgerProjector(Projector):
 
 
 def _new_row(event: Recorded) -> dict[str, Any]:
+    model = event.type in MODEL_TYPES
     return {name: None for name in _COLUMNS} | {
         "run": event.stream,
         "call_id": event.payload["call_id"],
-        "kind": "tool",
-        "status": "invoked",
+        "kind": "model" if model else "tool",
+        "status": "called" if model else "invoked",
         "position": event.position,
     }
 
@@ -128,8 +147,31 @@ def _fold(row: dict[str, Any], event: Recorded) -> None:
         row["tool"] = row["tool"] or payload["tool"]
         row["status"], row["returned_at"] = "returned", event.occurred_at
         row["exit_code"], row["duration_s"] = payload["exit_code"], payload["duration_s"]
-    # Model call events (called / responded / failed) fold here when they exist:
-    # kind="model", model, provider, the token counts, cost_usd and cost_known.
+    elif event.type in MODEL_TYPES:
+        _fold_model(row, event)
+
+
+def _fold_model(row: dict[str, Any], event: Recorded) -> None:
+    payload = event.payload
+    if event.type == "model.called":
+        row["model"], row["provider"] = row["model"] or payload["model"], payload["provider"]
+        row["request_id"], row["attempt"] = payload["request_id"], payload["attempt"]
+        row["phase"], row["invoked_at"] = payload.get("phase"), event.occurred_at
+        return
+    row["returned_at"], row["latency_s"] = event.occurred_at, payload["latency_s"]
+    if event.type == "model.failed":
+        row["status"], row["error"] = "failed", payload["error"]
+        return
+    row["status"], row["model"] = "responded", payload["model"]
+    row["cost_usd"], row["cost_known"] = payload["cost_usd"], payload["cost_known"]
+    usage = payload["usage"]
+    if usage is not None:
+        row["input_tokens"] = usage["input_tokens"]
+        row["cached_input_tokens"] = usage.get("cached_input_tokens", 0)
+        row["output_tokens"] = usage["output_tokens"]
+        row["reasoning_tokens"] = usage.get("reasoning_tokens", 0)
+        # Cached tokens are inside the input and reasoning inside the output: no double count.
+        row["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
 
 
 # -- roll-ups ------------------------------------------------------------------
@@ -157,7 +199,11 @@ class LedgerTotals:
     dollars: float
     """Sum of the known costs."""
     unknown_cost_calls: int
-    """Model calls with no known price: their cost is in no total."""
+    """Answered model calls whose cost is unknown (no price, or no usage): in no total."""
+    unknown_outcome_calls: int
+    """Model calls written ahead whose answer or failure never came (may have been billed)."""
+    failed_calls: int
+    """Model calls that failed (each retry is a call of its own)."""
 
 
 def ledger_totals(
@@ -184,6 +230,10 @@ def ledger_totals(
         func.sum(case((model & LEDGER.c.cost_known.is_(False), 1), else_=0)).label(
             "unknown_cost_calls"
         ),
+        func.sum(case((model & (LEDGER.c.status == "called"), 1), else_=0)).label(
+            "unknown_outcome_calls"
+        ),
+        func.sum(case((model & (LEDGER.c.status == "failed"), 1), else_=0)).label("failed_calls"),
     ).group_by(key)
     if campaign is not None:
         query = query.where(LEDGER.c.campaign == campaign)
@@ -201,6 +251,8 @@ def ledger_totals(
             tokens=int(row.tokens),
             dollars=float(row.dollars),
             unknown_cost_calls=int(row.unknown_cost_calls),
+            unknown_outcome_calls=int(row.unknown_outcome_calls),
+            failed_calls=int(row.failed_calls),
         )
         for row in conn.execute(query)
     ]

@@ -12,6 +12,15 @@ from events.payloads.base import Payload
 from events.payloads.campaign import CampaignFinished, CampaignStarted
 from events.payloads.experiment import ExperimentScored
 from events.payloads.integrity import BudgetExceeded, IntegrityViolation
+from events.payloads.model import (
+    ContextTruncated,
+    ModelCalled,
+    ModelFailed,
+    ModelResponded,
+    PhaseEntered,
+    Price,
+    Usage,
+)
 from events.payloads.paper import Claim, PapersRetrieved, PaperSubmitted
 from events.payloads.run import Budget, RunFinished, RunStarted
 from events.payloads.tool import FileDigest, ToolInvoked, ToolReturned
@@ -28,6 +37,11 @@ PAYLOAD_TYPES: tuple[type[Payload], ...] = (
     PapersRetrieved,
     IntegrityViolation,
     BudgetExceeded,
+    ModelCalled,
+    ModelResponded,
+    ModelFailed,
+    PhaseEntered,
+    ContextTruncated,
 )
 
 AnyPayload = Annotated[
@@ -43,6 +57,13 @@ __all__ = [
     "Budget",
     "BudgetExceeded",
     "Claim",
+    "ContextTruncated",
+    "ModelCalled",
+    "ModelFailed",
+    "ModelResponded",
+    "PhaseEntered",
+    "Price",
+    "Usage",
     "IntegrityViolation",
     "PaperSubmitted",
     "PapersRetrieved",

@@ -21,3 +21,6 @@ class ExperimentScored(Payload):
     """`score / SOTA`, clipped as ResearchGym does; `None` when the task has no SOTA."""
     grader: str = "grader"
     """Which trusted grader produced the scores."""
+    grader_usage: dict[str, int] | None = None
+    """Model usage of the grading itself (calls, input_tokens, output_tokens), when the
+    grader calls a model (e.g. math-prompting); None for graders that use none."""

@@ -53,6 +53,9 @@ class Grader(_Strict):
     """Argv relative to the bundle folder; `python` means this interpreter."""
     timeout_seconds: float = Field(default=300, gt=0)
     """The grader is killed after this long and the attempt is scored as failed."""
+    env: list[str] = Field(default_factory=list)
+    """Environment variables the grader needs (e.g. a model endpoint and key), passed
+    through from the worker when set; the grader gets no other variable of the worker."""
 
 
 class Reproduce(_Strict):

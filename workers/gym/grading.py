@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -23,6 +24,8 @@ class Grade:
     scores: dict[str, float]
     notes: str
     solution: ExecResult
+    usage: dict[str, int] | None = None
+    """Model usage the grader reported (calls, input and output tokens), if it used one."""
 
 
 def protected_digests(bundle: Path) -> dict[str, str]:
@@ -50,10 +53,20 @@ def grade(
         if solution.limit:
             reason += f" ({solution.limit} limit)"
         raise GradingFailed(f"{reason}:\n{solution.stderr[-2000:]}")
-    return Grade(*_run_grader(card, bundle, sandbox.root), solution=solution)
+    scores, notes, usage = _run_grader(card, bundle, sandbox.root)
+    return Grade(scores, notes, solution, usage)
 
 
-def _run_grader(card: TaskCard, bundle: Path, workspace: Path) -> tuple[dict[str, float], str]:
+def grader_env(card: TaskCard) -> dict[str, str]:
+    """The grader's whole environment: a minimal base and the variables its card names."""
+    env = {key: os.environ[key] for key in ("PATH", "LANG", "HOME") if key in os.environ}
+    env.update({key: os.environ[key] for key in card.grader.env if key in os.environ})
+    return env
+
+
+def _run_grader(
+    card: TaskCard, bundle: Path, workspace: Path
+) -> tuple[dict[str, float], str, dict[str, int] | None]:
     command = list(card.grader.command)
     if command[0] == "python":
         command[0] = sys.executable
@@ -64,6 +77,7 @@ def _run_grader(card: TaskCard, bundle: Path, workspace: Path) -> tuple[dict[str
             capture_output=True,
             text=True,
             timeout=card.grader.timeout_seconds,
+            env=grader_env(card),
             check=False,
         )
     except subprocess.TimeoutExpired:
@@ -78,4 +92,9 @@ def _run_grader(card: TaskCard, bundle: Path, workspace: Path) -> tuple[dict[str
     missing = [s.name for s in card.subtasks if s.name not in scores]
     if missing:
         raise GradingFailed(f"the grader gave no score for {', '.join(missing)}")
-    return scores, str(body.get("notes", ""))
+    usage = body.get("usage")
+    if isinstance(usage, dict):
+        usage = {str(k): int(v) for k, v in usage.items() if isinstance(v, int | float)}
+    else:
+        usage = None
+    return scores, str(body.get("notes", "")), usage

@@ -68,6 +68,9 @@ def _act(
     assert labs is not None
     try:
         bundle = labs.bundle(state.task)
+        if state.started.policy not in bundle.card.policies:
+            detail = f"task {state.task} does not support the {state.started.policy} policy"
+            return [RunFinished(reason="error", detail=detail)], {}
         action = labs.policy(state.started.policy).decide(state, bundle, labs.archive)
         env = labs.env_for(state)
     except Exception as exc:  # a policy or bundle bug ends this run, not the worker

@@ -32,6 +32,7 @@ def evaluate(env: ToolEnv) -> ToolResult:
         score=score,
         normalized_score=round(normalized(primary, score), 6),
         grader=f"{env.card.id}/{' '.join(env.card.grader.command)}",
+        grader_usage=result.usage,
     )
     table = ", ".join(f"{k}={v:.4f}" for k, v in result.scores.items())
     return ToolResult(f"attempt {attempt}: {table}", events=[scored])

@@ -1,0 +1,211 @@
+"""The LLM gateway: every physical attempt of a chat completion, written ahead and priced.
+
+The openai client runs with `max_retries=0`: its own retries would be invisible, and
+each one may be billed. We retry here, so each attempt is a `model.called` followed by
+its own `model.responded` or `model.failed`.
+
+Write-ahead use (the caller records `called` durably before anything is sent):
+
+    prepared = gateway.prepare(request, attempt)        # pure: same input, same ids
+    record(prepared.called, prepared.blobs)             # model.called is in the log
+    outcome = gateway.send(prepared)                    # the one network round trip
+    record(outcome.event, outcome.blobs)                # model.responded / model.failed
+    if outcome.retry_in_s is not None: wait, then attempt + 1
+
+`Gateway.call` is that loop with a `record` callback.
+"""
+
+import logging
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import httpx
+import openai
+from openai.types.chat import ChatCompletion
+
+from events.blobs import blob_ref
+from events.payloads import Payload
+from events.payloads.model import ModelFailed, ModelResponded, Usage
+from workers.backoff import backoff_seconds
+from workers.llm.failures import DETAIL, Failure, classify
+from workers.llm.prices import PriceTable, cost_usd
+from workers.llm.reply import MalformedResponse, Reply, read_completion
+from workers.llm.request import ModelRequest, PreparedCall, prepare_call
+from workers.llm.scrub import scrub, scrub_bytes
+
+log = logging.getLogger(__name__)
+
+PLACEHOLDER_KEY = "no-key"
+"""Sent to servers that check no key (Ollama, LM Studio, a local vLLM)."""
+
+Record = Callable[[Payload, Mapping[str, bytes]], None]
+"""Records one event with its blobs, returning only once it is in the log."""
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """What one attempt produced: its event, its blobs, and the parsed reply if it answered."""
+
+    event: ModelResponded | ModelFailed
+    blobs: dict[str, bytes]
+    reply: Reply | None
+    """The parsed first choice; None when the attempt failed."""
+    retry_in_s: float | None
+    """Seconds to wait before the next attempt; None when there is none to make."""
+
+
+class Gateway:
+    """Chat completions against one OpenAI-compatible endpoint, one recorded attempt at a time."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        prices: PriceTable,
+        *,
+        timeout: float = 120.0,
+        max_attempts: int = 4,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 30.0,
+        max_retry_after_s: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        self.base_url = base_url
+        self.provider = provider_of(base_url)
+        """The endpoint's host[:port], as events name it (never the key)."""
+        self.prices = prices
+        self.timeout = timeout
+        self.max_attempts = max_attempts
+        self.backoff_base, self.backoff_cap = backoff_base, backoff_cap
+        self.max_retry_after_s = max_retry_after_s
+        self._clock, self._sleep, self._rng = clock, sleep, rng or random.Random()
+        self._secrets = (api_key,) if api_key else ()
+        self._client = openai.OpenAI(
+            base_url=base_url,
+            api_key=api_key or PLACEHOLDER_KEY,
+            timeout=timeout,
+            max_retries=0,
+        )
+        # The SDK imports its resources on first use (about a second): pay it here, not
+        # inside the first call's recorded latency.
+        self._completions = self._client.chat.completions.with_raw_response
+
+    def __repr__(self) -> str:
+        return f"Gateway({self.base_url!r}, timeout={self.timeout}, attempts={self.max_attempts})"
+
+    def prepare(self, request: ModelRequest, attempt: int = 1) -> PreparedCall:
+        """Attempt number `attempt` of `request`, ready to record; sends nothing."""
+        return prepare_call(request, attempt, self.provider)
+
+    def send(self, prepared: PreparedCall) -> CallOutcome:
+        """Make the attempt (one HTTP request) and say what came of it; never raises for
+        the provider's errors, which are outcomes to record."""
+        started = self._clock()
+        try:
+            raw = self._completions.create(**prepared.body)
+            body, completion = raw.http_response.content, raw.parse()
+        except (openai.OpenAIError, httpx.HTTPError, ValueError) as exc:
+            return self._failed(prepared, classify(exc, self._secrets), self._clock() - started)
+        latency = self._clock() - started
+        try:
+            reply, usage = read_completion(completion, body, prepared.tool_names)
+        except MalformedResponse as exc:
+            detail = scrub(f"MalformedResponse: {exc}", self._secrets)[:DETAIL]
+            return self._failed(prepared, Failure("other", True, detail, 200), latency)
+        return self._responded(prepared, completion, reply, usage, body, latency)
+
+    def call(self, request: ModelRequest, record: Record) -> CallOutcome:
+        """Attempt `request` until it is answered, fails for good, or attempts run out,
+        recording each `model.called` before its attempt is sent."""
+        for attempt in range(1, self.max_attempts + 1):
+            prepared = self.prepare(request, attempt)
+            record(prepared.called, prepared.blobs)
+            outcome = self.send(prepared)
+            record(outcome.event, outcome.blobs)
+            if outcome.retry_in_s is None:
+                return outcome
+            self._sleep(outcome.retry_in_s)
+        raise AssertionError("the last attempt never asks for a retry")  # pragma: no cover
+
+    def close(self) -> None:
+        """Close the HTTP connections."""
+        self._client.close()
+
+    def _responded(
+        self,
+        prepared: PreparedCall,
+        completion: ChatCompletion,
+        reply: Reply,
+        usage: Usage | None,
+        body: bytes,
+        latency: float,
+    ) -> CallOutcome:
+        called = prepared.called
+        # A lax server may leave `model` out; the SDK does not validate, so look before use.
+        model = getattr(completion, "model", None) or called.model
+        price = self.prices.price_of(model) or self.prices.price_of(called.model)
+        cost = cost_usd(usage, price) if usage is not None and price is not None else None
+        data = scrub_bytes(body, self._secrets)
+        ref = blob_ref(data)
+        event = ModelResponded(
+            call_id=called.call_id,
+            model=model,
+            usage=usage,
+            latency_s=round(latency, 6),
+            price=price,
+            cost_usd=cost,
+            cost_known=cost is not None,
+            finish_reason=reply.finish_reason,
+            tool_calls=len(reply.tool_calls),
+            preview=scrub(reply.preview(), self._secrets)[:4000],
+            response=ref,
+        )
+        log.info(
+            "model call %s (%s): answered in %.3fs, usage %s, cost %s",
+            called.call_id,
+            model,
+            latency,
+            "unknown" if usage is None else usage.model_dump(),
+            "unknown" if cost is None else f"${cost:.6f}",
+        )
+        return CallOutcome(event, {ref.sha256: data}, reply, None)
+
+    def _failed(self, prepared: PreparedCall, failure: Failure, latency: float) -> CallOutcome:
+        called = prepared.called
+        will_retry = failure.retryable and called.attempt < self.max_attempts
+        event = ModelFailed(
+            call_id=called.call_id,
+            error=failure.error,
+            status_code=failure.status_code,
+            retry_after_s=failure.retry_after_s,
+            latency_s=round(latency, 6),
+            detail=failure.detail,
+            will_retry=will_retry,
+        )
+        wait = self._wait(called.attempt, failure) if will_retry else None
+        log.warning(
+            "model call %s (%s) failed: %s; %s",
+            called.call_id,
+            called.model,
+            failure.detail,
+            f"retrying in {wait:.2f}s" if wait is not None else "not retrying",
+        )
+        return CallOutcome(event, {}, None, wait)
+
+    def _wait(self, attempt: int, failure: Failure) -> float:
+        """The provider's `retry-after` (capped) when it gave one, else our backoff."""
+        if failure.retry_after_s is not None:
+            return min(failure.retry_after_s, self.max_retry_after_s)
+        return backoff_seconds(attempt, self.backoff_base, self.backoff_cap, self._rng)
+
+
+def provider_of(base_url: str) -> str:
+    """`host` or `host:port` of an endpoint URL; any user:password in it is left out."""
+    url = httpx.URL(base_url)
+    return url.host if url.port is None else f"{url.host}:{url.port}"

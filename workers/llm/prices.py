@@ -1,0 +1,117 @@
+"""Model prices: a table shipped with labrxiv, overridable by a user file, and the cost rule.
+
+A model no entry matches has no price: its calls are recorded with an unknown cost,
+never as $0 (MetaGPT #1840). Cached input tokens are part of the input tokens and
+reasoning tokens part of the output tokens, so each token is priced once (langfuse
+#5312, #10592 double-counted cached tokens).
+"""
+
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from events.payloads.model import Price, Usage
+from workers.errors import WorkerError
+
+BUILTIN = Path(__file__).with_name("prices.toml")
+"""The shipped table: list prices as published, to be checked before relying on them."""
+
+PER = 1_000_000
+"""Prices are in dollars per this many tokens."""
+
+
+class PriceTableError(WorkerError):
+    """A price table file cannot be read; the message names the file and the entry."""
+
+
+@dataclass(frozen=True)
+class PriceEntry:
+    """One entry of a price table: which model names it prices, and at what."""
+
+    key: str
+    pattern: re.Pattern[str] | None
+    """Matched against the whole model name; None: the name must equal `key`."""
+    price: Price
+
+    def matches(self, model: str) -> bool:
+        """Whether this entry prices `model`."""
+        if self.pattern is None:
+            return model == self.key
+        return self.pattern.fullmatch(model) is not None
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    """Entries in the order they are tried: user entries first, then the shipped ones."""
+
+    entries: tuple[PriceEntry, ...]
+
+    @classmethod
+    def load(cls, user_file: Path | None = None, builtin: Path | None = BUILTIN) -> "PriceTable":
+        """The shipped table (if `builtin`) overridden by `user_file` (if given)."""
+        user = _read(user_file, "user") if user_file is not None else []
+        shipped = _read(builtin, "builtin") if builtin is not None else []
+        return cls(tuple(user + shipped))
+
+    def price_of(self, model: str) -> Price | None:
+        """The price of `model`, or None when no entry matches (cost unknown).
+
+        A name equal to an entry's key wins over a pattern, and user entries win over
+        shipped ones at each of the two steps.
+        """
+        for entry in self.entries:
+            if entry.key == model:
+                return entry.price
+        for entry in self.entries:
+            if entry.pattern is not None and entry.matches(model):
+                return entry.price
+        return None
+
+
+def cost_usd(usage: Usage, price: Price) -> float:
+    """Dollars for `usage` at `price`: uncached input, cached input and output, each once."""
+    cached = min(usage.cached_input_tokens, usage.input_tokens)
+    uncached = usage.input_tokens - cached
+    dollars = (
+        uncached * price.input_per_mtok
+        + cached * price.cached_input_per_mtok
+        + usage.output_tokens * price.output_per_mtok
+    ) / PER
+    return round(dollars, 12)
+
+
+def _read(path: Path, origin: str) -> list[PriceEntry]:
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise PriceTableError(f"cannot read the price table {path}: {exc}") from None
+    models = data.get("models", {})
+    if not isinstance(models, dict):
+        raise PriceTableError(f"{path}: `models` must be a table of entries")
+    source = "builtin" if origin == "builtin" else f"user:{path}"
+    return [_entry(path, source, key, fields) for key, fields in models.items()]
+
+
+def _entry(path: Path, source: str, key: str, fields: Any) -> PriceEntry:
+    where = f"{path}: models.{key!r}"
+    if not isinstance(fields, dict):
+        raise PriceTableError(f"{where} must be a table")
+    unknown = set(fields) - {"pattern", "input", "cached_input", "output"}
+    if unknown:
+        raise PriceTableError(f"{where}: unknown fields {sorted(unknown)}")
+    try:
+        pattern = re.compile(fields["pattern"]) if "pattern" in fields else None
+        price = Price(
+            input_per_mtok=fields["input"],
+            # A provider without a cache discount bills cached tokens as input tokens.
+            cached_input_per_mtok=fields.get("cached_input", fields["input"]),
+            output_per_mtok=fields["output"],
+            source=f"{source}:{key}",
+        )
+    except KeyError as exc:
+        raise PriceTableError(f"{where}: missing {exc.args[0]!r}") from None
+    except (re.error, ValueError) as exc:
+        raise PriceTableError(f"{where}: {exc}") from None
+    return PriceEntry(key, pattern, price)
