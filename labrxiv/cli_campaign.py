@@ -4,8 +4,10 @@ from datetime import timedelta
 from typing import Literal
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 
+from events.payloads import Budget, LlmConfig
 from labrxiv.campaigns import run_campaign
 from labrxiv.settings import Settings
 from labrxiv.wiring import gym_dirs
@@ -26,6 +28,19 @@ def campaign(
     wall_seconds: float | None = typer.Option(None, "--wall-seconds", help="Time per lab."),
     policy: str = typer.Option("search", "--policy", help="The labs' policy."),
     timeout: float = typer.Option(3600, "--timeout", help="Stop watching after this long."),
+    model: str | None = typer.Option(None, "--model", help="llm labs: the model."),
+    phase_model: list[str] = typer.Option(
+        [], "--phase-model", help="llm labs: PHASE=MODEL (literature, plan, experiment, writeup)."
+    ),
+    base_url: str | None = typer.Option(None, "--base-url", help="llm labs: the endpoint."),
+    temperature: float | None = typer.Option(None, "--temperature", help="llm labs."),
+    tool_protocol: str = typer.Option("functions", "--tool-protocol", help="functions or text."),
+    context_tokens: int = typer.Option(32000, "--context-tokens", help="The model's window."),
+    tokens: int | None = typer.Option(None, "--tokens", help="Model tokens per lab."),
+    dollars: float | None = typer.Option(None, "--dollars", help="Model dollars per lab."),
+    steps: int | None = typer.Option(None, "--steps", help="Steps per lab."),
+    campaign_tokens: int | None = typer.Option(None, "--campaign-tokens", help="For all labs."),
+    campaign_dollars: float | None = typer.Option(None, "--campaign-dollars", help="All labs."),
 ) -> None:
     """Run a campaign and watch its labs until every run has finished."""
     from labrxiv.cli import _settings
@@ -34,6 +49,9 @@ def campaign(
         console.print(f"[red]--mode must be isolated or archive, not {mode!r}[/]")
         raise typer.Exit(2)
     settings: Settings = _settings()
+    llm = None
+    if policy == "llm":
+        llm = _llm_config(model, phase_model, base_url, temperature, tool_protocol, context_tokens)
     plan = CampaignPlan(
         task=task,
         labs=labs,
@@ -43,6 +61,11 @@ def campaign(
         attempts=attempts,
         wall_seconds=wall_seconds,
         policy=policy,
+        tokens=tokens,
+        dollars=dollars,
+        steps=steps,
+        campaign_budget=Budget(tokens=campaign_tokens, dollars=campaign_dollars),
+        llm=llm,
     )
     try:
         card = find_bundle(task, gym_dirs(settings)).card
@@ -60,6 +83,36 @@ def campaign(
         f"in {outcome.seconds:.1f}s ({len(outcome.runs)} runs)"
     )
     raise typer.Exit(0 if outcome.finished else 1)
+
+
+def _llm_config(
+    model: str | None,
+    phase_model: list[str],
+    base_url: str | None,
+    temperature: float | None,
+    tool_protocol: str,
+    context_tokens: int,
+) -> LlmConfig:
+    if not model:
+        console.print("[red]--model is required for --policy llm[/]")
+        raise typer.Exit(2)
+    phases = {}
+    for item in phase_model:
+        phase, _, name = item.partition("=")
+        phases[phase] = name
+    try:
+        return LlmConfig(
+            model=model,
+            phase_models=phases,  # type: ignore[arg-type]
+            base_url=base_url,
+            temperature=temperature,
+            tool_protocol=tool_protocol,  # type: ignore[arg-type]
+            context_tokens=context_tokens,
+        )
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        console.print(f"[red]bad llm settings: {problems}[/]")
+        raise typer.Exit(2) from None
 
 
 def _mode(value: str) -> Literal["isolated", "archive"]:

@@ -4,7 +4,7 @@ import os
 import re
 from pathlib import Path
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings import SettingsError as SourceError
 
@@ -32,6 +32,20 @@ class Settings(BaseSettings):
     """Extra folders of task bundles, as a JSON list (e.g. '["/data/tasks"]')."""
     log_level: str = "INFO"
     """Python logging level name."""
+    openai_api_key: SecretStr | None = Field(
+        default=None, validation_alias=AliasChoices("OPENAI_API_KEY")
+    )
+    """The model endpoint's key (the standard variable); never logged or recorded."""
+    openai_base_url: str = Field(
+        default="https://api.openai.com/v1", validation_alias=AliasChoices("OPENAI_BASE_URL")
+    )
+    """The OpenAI-compatible endpoint (vLLM, Ollama, LM Studio…), the standard variable."""
+    prices: Path | None = None
+    """A price table file (TOML, see docs/models.md) whose entries override the shipped ones."""
+    llm_timeout: float = Field(default=120.0, gt=0)
+    """Seconds before a model call times out (it is then retried)."""
+    llm_max_attempts: int = Field(default=4, ge=1)
+    """Physical attempts per model request, retries included."""
 
     @field_validator("database_url")
     @classmethod
@@ -46,6 +60,20 @@ class Settings(BaseSettings):
         if value and not value.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError("must start with redis://, rediss:// or unix://")
         return value or None
+
+    @field_validator("openai_base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+    @field_validator("prices")
+    @classmethod
+    def _prices_file(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_file():
+            raise ValueError("no such file")
+        return value
 
     @field_validator("log_level")
     @classmethod
@@ -71,10 +99,7 @@ def load_settings(**overrides: object) -> Settings:
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
-        problems = "; ".join(
-            f"LABRXIV_{str(err['loc'][0]).upper()}={err.get('input')!r}: {err['msg']}"
-            for err in exc.errors()
-        )
+        problems = "; ".join(_problem(err) for err in exc.errors())
         raise SettingsError(f"bad setting: {problems}") from None
     except SourceError as exc:
         # A list or object setting that is not JSON fails before validation, with a
@@ -83,3 +108,11 @@ def load_settings(**overrides: object) -> Settings:
         name = f"LABRXIV_{found.group(1).upper()}" if found else "a LABRXIV_ variable"
         value = os.environ.get(name, "")
         raise SettingsError(f"bad setting: {name}={value!r}: not valid JSON") from None
+
+
+def _problem(err: dict[str, object]) -> str:
+    """`VARIABLE='value': what is wrong`, never showing a secret's value."""
+    field = str(err["loc"][0])  # type: ignore[index]
+    name = field if field.startswith("OPENAI_") else f"LABRXIV_{field.upper()}"
+    shown = "<hidden>" if "KEY" in name else repr(err.get("input"))
+    return f"{name}={shown}: {err['msg']}"

@@ -1,6 +1,8 @@
 """Builds the store, bus and worker context from settings: the one place that wires parts."""
 
 import os
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +22,7 @@ from workers.handlers import run_handler
 from workers.lab.archive_log import LogArchive
 from workers.lab.reactions import schedule_next_steps
 from workers.lab.services import LabServices
+from workers.llm import Gateway, PriceTable
 
 
 @dataclass
@@ -49,6 +52,8 @@ def worker_context(settings: Settings, store: EventStore, bus: Bus) -> WorkerCon
         gym_dirs=gym_dirs(settings),
         archive=LogArchive(store),
         hidden=[settings.data_dir.resolve()],
+        gateways=gateways(settings),
+        inflight=(settings.data_dir / "inflight").resolve(),
     )
     return WorkerContext(
         store=store,
@@ -57,6 +62,28 @@ def worker_context(settings: Settings, store: EventStore, bus: Bus) -> WorkerCon
         max_message_bytes=settings.max_message_bytes,
         labs=labs,
     )
+
+
+def gateways(settings: Settings) -> Callable[[str | None], Gateway]:
+    """One gateway per endpoint in this process, made on first use."""
+    made: dict[str, Gateway] = {}
+    lock = threading.Lock()
+
+    def gateway(base_url: str | None) -> Gateway:
+        url = base_url or settings.openai_base_url
+        with lock:
+            if url not in made:
+                key = settings.openai_api_key
+                made[url] = Gateway(
+                    url,
+                    key.get_secret_value() if key else None,
+                    PriceTable.load(settings.prices),
+                    timeout=settings.llm_timeout,
+                    max_attempts=settings.llm_max_attempts,
+                )
+            return made[url]
+
+    return gateway
 
 
 def gym_dirs(settings: Settings) -> list[Path]:

@@ -54,8 +54,10 @@ def test_envelope_and_nested_models_are_documented(model: type[BaseModel]) -> No
 
 
 def test_every_setting_is_in_the_readme() -> None:
-    for name in Settings.model_fields:
-        assert f"`LABRXIV_{name.upper()}`" in README, f"LABRXIV_{name.upper()} is not in README"
+    for name, field in Settings.model_fields.items():
+        alias = field.validation_alias
+        variable = alias.choices[0] if alias is not None else f"LABRXIV_{name.upper()}"  # type: ignore[union-attr]
+        assert f"`{variable}`" in README, f"{variable} is not in README"
 
 
 def test_readme_starts_with_the_two_commands() -> None:

@@ -22,7 +22,7 @@ from events.payloads.model import (
     Usage,
 )
 from events.payloads.paper import Claim, PapersRetrieved, PaperSubmitted
-from events.payloads.run import Budget, RunFinished, RunStarted
+from events.payloads.run import Budget, LlmConfig, RunFinished, RunStarted
 from events.payloads.tool import FileDigest, ToolInvoked, ToolReturned
 
 PAYLOAD_TYPES: tuple[type[Payload], ...] = (
@@ -65,6 +65,7 @@ __all__ = [
     "Price",
     "Usage",
     "IntegrityViolation",
+    "LlmConfig",
     "PaperSubmitted",
     "PapersRetrieved",
     "CampaignFinished",

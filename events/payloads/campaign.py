@@ -5,6 +5,7 @@ from typing import Literal
 from pydantic import Field
 
 from events.payloads.base import Payload
+from events.payloads.run import Budget
 
 
 class CampaignStarted(Payload):
@@ -19,6 +20,8 @@ class CampaignStarted(Payload):
     """`archive`: labs read each other's papers; `isolated`: they read none."""
     seed: int = 0
     """The seed the campaign's labs derive theirs from."""
+    budget: Budget = Budget()
+    """Limits on the whole campaign (tokens, dollars…), summed over its labs."""
 
 
 class CampaignFinished(Payload):

@@ -26,6 +26,29 @@ class Budget(BaseModel):
     """Lab steps (one policy decision each)."""
 
 
+class LlmConfig(BaseModel):
+    """How an `llm` lab talks to its model (the key is never here: workers read it)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str
+    """The model for every phase without its own."""
+    phase_models: dict[Literal["literature", "plan", "experiment", "writeup"], str] = {}
+    """A different model per phase, e.g. a cheaper one for the literature review."""
+    base_url: str | None = None
+    """The OpenAI-compatible endpoint; None means the worker's OPENAI_BASE_URL."""
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    max_tokens: int | None = Field(default=None, ge=1)
+    """Cap on each answer's tokens."""
+    context_tokens: int = Field(default=32_000, ge=1000)
+    """The model's context window; the conversation is cut to fit 3/4 of it."""
+    tool_protocol: Literal["functions", "text"] = "functions"
+    """`functions`: OpenAI function calling; `text`: tools described in the prompt and
+    called with a `<tool>{json}</tool>` block, for models without function calling."""
+    phase_calls: int = Field(default=12, ge=1)
+    """Model calls a phase may take before the lab is moved to the next one."""
+
+
 class RunStarted(Payload):
     """A lab started a run on a task."""
 
@@ -44,6 +67,8 @@ class RunStarted(Payload):
     """Whether the lab may read the shared archive (campaign mode `archive`)."""
     papers: int = Field(default=1, ge=1)
     """How many papers the lab is asked to write before it finishes."""
+    llm: LlmConfig | None = None
+    """The model settings of an `llm` lab; None for other policies."""
 
 
 class RunFinished(Payload):

@@ -6,7 +6,7 @@ from typing import Literal
 
 from events import Event
 from events.ids import new_id, utcnow
-from events.payloads import Budget, CampaignStarted, RunStarted
+from events.payloads import Budget, CampaignStarted, LlmConfig, RunStarted
 from workers.bus.base import Bus, publish
 
 
@@ -23,6 +23,16 @@ class CampaignPlan:
     """Per-lab attempts budget (split evenly over the lab's papers)."""
     wall_seconds: float | None = None
     policy: str = "search"
+    tokens: int | None = None
+    """Per-lab model tokens."""
+    dollars: float | None = None
+    """Per-lab model spend."""
+    steps: int | None = None
+    """Per-lab steps."""
+    campaign_budget: Budget = Budget()
+    """Limits on the whole campaign (tokens, dollars), summed over its labs."""
+    llm: LlmConfig | None = None
+    """Model settings, for `llm` labs."""
 
 
 def start_campaign(bus: Bus, plan: CampaignPlan) -> tuple[str, list[str]]:
@@ -36,7 +46,13 @@ def start_campaign(bus: Bus, plan: CampaignPlan) -> tuple[str, list[str]]:
         occurred_at=now,
         correlation_id=campaign,
         actor="labrxiv",
-        payload=CampaignStarted(task=plan.task, labs=plan.labs, mode=plan.mode, seed=plan.seed),
+        payload=CampaignStarted(
+            task=plan.task,
+            labs=plan.labs,
+            mode=plan.mode,
+            seed=plan.seed,
+            budget=plan.campaign_budget,
+        ),
     )
     runs = []
     events = [started]
@@ -57,9 +73,16 @@ def start_campaign(bus: Bus, plan: CampaignPlan) -> tuple[str, list[str]]:
                     lab=f"lab-{index}",
                     policy=plan.policy,
                     seed=plan.seed * 1000 + index,
-                    budget=Budget(attempts=plan.attempts, wall_seconds=plan.wall_seconds),
+                    budget=Budget(
+                        attempts=plan.attempts,
+                        wall_seconds=plan.wall_seconds,
+                        tokens=plan.tokens,
+                        dollars=plan.dollars,
+                        steps=plan.steps,
+                    ),
                     reads_archive=plan.mode == "archive",
                     papers=plan.papers,
+                    llm=plan.llm if plan.policy == "llm" else None,
                 ),
             )
         )

@@ -1,9 +1,11 @@
 """What lab steps need beyond the store and bus: bundles, workspaces, the archive, policies."""
 
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from events.payloads import LlmConfig
 from workers.errors import WorkerError
 from workers.gym.bundle import Bundle
 from workers.gym.grading import protected_digests
@@ -11,6 +13,7 @@ from workers.gym.registry import find_bundle
 from workers.lab.policy import Policy
 from workers.lab.search import SearchPolicy
 from workers.lab.state import RunState
+from workers.llm import Gateway
 from workers.sandbox.base import Limits
 from workers.sandbox.local import LocalSandbox
 from workers.tools.env import Archive, RunView, ToolEnv
@@ -27,6 +30,10 @@ class LabServices:
     archive: Archive
     hidden: list[Path] = field(default_factory=list)
     """Further folders processes must not see (the data folder with the log)."""
+    gateways: Callable[[str | None], Gateway] | None = None
+    """The model gateway for an endpoint (None: the worker's default); None: no LLM labs."""
+    inflight: Path = Path(".labrxiv/inflight")
+    """Markers of model calls being sent (outside every workspace)."""
     limits: Limits = field(default_factory=Limits)
     policies: dict[str, Policy] = field(default_factory=lambda: {"search": SearchPolicy()})
     _bundles: dict[str, Bundle] = field(default_factory=dict)
@@ -37,6 +44,12 @@ class LabServices:
         if task not in self._bundles:
             self._bundles[task] = find_bundle(task, self.gym_dirs)
         return self._bundles[task]
+
+    def gateway(self, config: LlmConfig | None) -> Gateway:
+        """The gateway an `llm` run's calls go through."""
+        if self.gateways is None:
+            raise WorkerError("this worker has no model gateway configured")
+        return self.gateways(config.base_url if config else None)
 
     def policy(self, name: str) -> Policy:
         """The policy called `name`."""

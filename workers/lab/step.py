@@ -14,6 +14,7 @@ from events.ids import derived_id, utcnow
 from events.payloads import BudgetExceeded, Payload, RunFinished
 from workers.bus.base import publish
 from workers.context import WorkerContext
+from workers.lab.llm.step import LlmStep, llm_step
 from workers.lab.state import RunState, fold
 from workers.tools.invoke import invoke
 
@@ -41,7 +42,7 @@ def lab_step(ctx: WorkerContext, stream: str, after_version: int) -> None:
             RunFinished(reason="budget", detail=f"{over.budget} limit"),
         ]
     else:
-        payloads, blobs = _act(ctx, state, stream, after_version)
+        payloads, blobs = _act(ctx, state, events, after_version)
     trigger = events[-1]
     done_at = utcnow()
     out = [
@@ -62,15 +63,29 @@ def lab_step(ctx: WorkerContext, stream: str, after_version: int) -> None:
 
 
 def _act(
-    ctx: WorkerContext, state: RunState, stream: str, after_version: int
+    ctx: WorkerContext, state: RunState, events: list[Event], after_version: int
 ) -> tuple[list[Payload], dict[str, bytes]]:
     labs = ctx.labs
     assert labs is not None
+    stream = state.stream
     try:
         bundle = labs.bundle(state.task)
         if state.started.policy not in bundle.card.policies:
             detail = f"task {state.task} does not support the {state.started.policy} policy"
             return [RunFinished(reason="error", detail=detail)], {}
+        if state.started.policy == "llm":
+            return llm_step(
+                LlmStep(
+                    state=state,
+                    events=events,
+                    bundle=bundle,
+                    gateway=labs.gateway(state.started.llm),
+                    store=ctx.store,
+                    inflight=labs.inflight,
+                    env=labs.env_for(state),
+                    version=after_version,
+                )
+            )
         action = labs.policy(state.started.policy).decide(state, bundle, labs.archive)
         env = labs.env_for(state)
     except Exception as exc:  # a policy or bundle bug ends this run, not the worker

@@ -1,0 +1,77 @@
+"""What an `llm` run's events say: its phase, its model calls, its usage, its replies."""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import orjson
+from openai.types.chat import ChatCompletion
+
+from events.payloads import ModelCalled, ModelFailed, ModelResponded, Payload, PhaseEntered
+from events.payloads.model import Phase
+from workers.lab.llm import phases, text_protocol
+from workers.llm.reply import Reply, parse_reply
+
+BlobReader = Callable[[str], bytes | None]
+
+
+@dataclass
+class LlmHistory:
+    """The model-side fold of a run's stream."""
+
+    phase: Phase | None = None
+    calls_in_phase: int = 0
+    """Logical requests (first attempts) made since the phase began."""
+    tokens: int = 0
+    dollars: float = 0.0
+    unknown_cost_calls: int = 0
+    calls: dict[str, ModelCalled] = field(default_factory=dict)
+    outcomes: dict[str, ModelResponded | ModelFailed] = field(default_factory=dict)
+    phase_at_call: dict[str, Phase | None] = field(default_factory=dict)
+
+    def pending(self) -> list[ModelCalled]:
+        """Calls recorded with no outcome (in flight, or interrupted)."""
+        return [c for cid, c in self.calls.items() if cid not in self.outcomes]
+
+
+def fold_history(payloads: list[Payload]) -> LlmHistory:
+    """The model-side state of the run whose stream's payloads are `payloads`."""
+    history = LlmHistory()
+    for payload in payloads:
+        if isinstance(payload, PhaseEntered):
+            history.phase, history.calls_in_phase = payload.phase, 0
+        elif isinstance(payload, ModelCalled):
+            history.calls[payload.call_id] = payload
+            history.phase_at_call[payload.call_id] = history.phase
+            if payload.attempt == 1:
+                history.calls_in_phase += 1
+        elif isinstance(payload, ModelResponded):
+            history.outcomes[payload.call_id] = payload
+            if payload.usage is not None:
+                history.tokens += payload.usage.input_tokens + payload.usage.output_tokens
+            if payload.cost_usd is not None:
+                history.dollars += payload.cost_usd
+            else:
+                history.unknown_cost_calls += 1
+        elif isinstance(payload, ModelFailed):
+            history.outcomes[payload.call_id] = payload
+    return history
+
+
+def reply_of(
+    responded: ModelResponded, phase: Phase | None, protocol: str, read_blob: BlobReader
+) -> Reply:
+    """The parsed answer of a recorded call, from its response blob."""
+    names = frozenset(phases.TOOLS_BY_PHASE[phase or "plan"])
+    data = read_blob(responded.response.sha256) if responded.response else None
+    if data is None:
+        return Reply(responded.preview, (), responded.finish_reason, _text(responded.preview))
+    completion = ChatCompletion.construct(**orjson.loads(data))
+    reply = parse_reply(completion, names)
+    if protocol == "text":
+        calls = text_protocol.parse(reply.text, responded.call_id, names)
+        return Reply(reply.text, calls, reply.finish_reason, _text(reply.text or ""))
+    return reply
+
+
+def _text(text: str) -> dict[str, object]:
+    return {"role": "assistant", "content": text}

@@ -1,0 +1,274 @@
+"""One step of an `llm` lab: the last event of the run says what comes next.
+
+- a `model.called` with no outcome: send it (the call was written ahead by the
+  previous step). If this step was delivered before and died during the call (its
+  marker exists), the call's outcome is unknown: it stays so in the ledger and the
+  request is tried again as a new attempt, never resent under the same call id;
+- a `model.failed`: wait (retry-after, or backoff) and write the next attempt ahead,
+  or end the run when the gateway gave up;
+- a `model.responded` with tool calls: run them (malformed or unknown calls are told
+  to the model as the call's result); `next_phase` moves the research cycle on;
+- anything else: check budgets, build the conversation from the log, write the next
+  call ahead (`model.called`) for the following step to send.
+"""
+
+import hashlib
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from events import Event, EventStore
+from events.payloads import (
+    BudgetExceeded,
+    ModelCalled,
+    ModelFailed,
+    ModelResponded,
+    Payload,
+    PhaseEntered,
+    RunFinished,
+    ToolInvoked,
+    ToolReturned,
+)
+from workers.backoff import backoff_seconds
+from workers.gym.bundle import Bundle
+from workers.lab.llm import phases
+from workers.lab.llm.context import build
+from workers.lab.llm.history import LlmHistory, fold_history, reply_of
+from workers.lab.state import RunState
+from workers.llm import Gateway, ModelRequest, PreparedCall, Reply
+from workers.tools.env import ToolEnv
+from workers.tools.invoke import invoke
+
+log = logging.getLogger(__name__)
+
+MAX_WAIT_S = 60.0
+Out = tuple[list[Payload], dict[str, bytes]]
+
+
+@dataclass
+class LlmStep:
+    """What an `llm` step works with."""
+
+    state: RunState
+    events: list[Event]
+    bundle: Bundle
+    gateway: Gateway
+    store: EventStore
+    inflight: Path
+    """Markers of calls being sent, outside every workspace."""
+    env: ToolEnv
+    version: int
+    """The version this step follows."""
+
+
+def llm_step(step: LlmStep) -> Out:
+    """The events of the run's next step."""
+    config = step.state.started.llm
+    if config is None:
+        return [RunFinished(reason="error", detail="an llm run needs llm settings")], {}
+    payloads = [e.payload for e in step.events]
+    history = fold_history(payloads)
+    last = payloads[-1]
+    if isinstance(last, ModelCalled):
+        return _send(step, last)
+    if isinstance(last, ModelFailed):
+        return _after_failure(step, history, last)
+    if isinstance(last, ModelResponded):
+        phase = history.phase_at_call.get(last.call_id)
+        reply = reply_of(last, phase, config.tool_protocol, _blob(step.store))
+        if reply.tool_calls:
+            return _run_tools(step, history, reply, phase)
+    return _new_call(step, payloads, history)
+
+
+def _send(step: LlmStep, called: ModelCalled) -> Out:
+    marker = step.inflight / hashlib.sha256(called.call_id.encode()).hexdigest()
+    request = _request_blob(step.store, called)
+    if marker.exists():
+        log.warning(
+            "%s: call %s was interrupted; outcome unknown", step.state.stream, called.call_id
+        )
+        return _next_attempt(called, request)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.write_text(called.call_id)  # kept: a redelivery must not send this id again
+    outcome = step.gateway.send(PreparedCall.restore(called, request))
+    return [outcome.event], outcome.blobs
+
+
+def _after_failure(step: LlmStep, history: LlmHistory, failed: ModelFailed) -> Out:
+    called = history.calls[failed.call_id]
+    if not failed.will_retry:
+        detail = f"the model failed {called.attempt} times; last: {failed.error} {failed.detail}"
+        return [RunFinished(reason="error", detail=detail[:500])], {}
+    wait = failed.retry_after_s
+    wait = backoff_seconds(called.attempt) if wait is None else wait
+    time.sleep(min(MAX_WAIT_S, wait))
+    return _next_attempt(called, _request_blob(step.store, called))
+
+
+def _next_attempt(called: ModelCalled, request: bytes) -> Out:
+    attempt = called.attempt + 1
+    again = called.model_copy(
+        update={"attempt": attempt, "call_id": f"{called.request_id}/{attempt}"}
+    )
+    prepared = PreparedCall.restore(called, request)
+    return [again], prepared.blobs
+
+
+def _run_tools(step: LlmStep, history: LlmHistory, reply: Reply, phase: str | None) -> Out:
+    payloads: list[Payload] = []
+    blobs: dict[str, bytes] = {}
+    state = step.state
+    papers = len(state.papers)
+    attempts = len(state.attempts)
+    for call in reply.tool_calls:
+        if call.problem is not None:
+            payloads += _told(
+                call.id, call.name, {"raw": call.raw_arguments}, f"error: {call.problem}"
+            )
+            continue
+        arguments = call.arguments or {}
+        if call.name == phases.NEXT_PHASE:
+            following = phases.after(phase or "plan", state.started.reads_archive)  # type: ignore[arg-type]
+            payloads += _told(call.id, call.name, arguments, f"entering phase {following}")
+            payloads.append(PhaseEntered(phase=following))
+            break
+        if call.name == "evaluate" and state.started.budget.attempts is not None:
+            if attempts >= state.started.budget.attempts:
+                limit = state.started.budget.attempts
+                payloads += [
+                    BudgetExceeded(budget="attempts", limit=limit, used=attempts),
+                    RunFinished(reason="budget", detail="attempts limit"),
+                ]
+                return payloads, blobs
+        step.env.run.attempts, step.env.run.papers = attempts, papers
+        outcome = invoke(step.env, call.name, arguments, call_id=call.id)
+        payloads += outcome.payloads
+        blobs.update(outcome.blobs)
+        attempts += sum(1 for p in outcome.payloads if p.type == "experiment.scored")
+        if call.name == "evaluate" and not any(
+            p.type == "experiment.scored" for p in outcome.payloads
+        ):
+            attempts += 1  # a failed evaluation is an attempt too
+        if any(p.type == "paper.submitted" for p in outcome.payloads):
+            papers += 1
+            if papers >= state.started.papers:
+                payloads.append(RunFinished(reason="done", detail=f"{papers} papers submitted"))
+                return payloads, blobs
+            payloads.append(
+                PhaseEntered(phase=phases.after("writeup", state.started.reads_archive))
+            )
+            break
+        if outcome.finish:
+            payloads.append(RunFinished(reason="done", detail=outcome.output[:500]))
+            return payloads, blobs
+    return payloads, blobs
+
+
+def _told(call_id: str, tool: str, args: dict[str, object], message: str) -> list[Payload]:
+    """A tool call that ran no tool, recorded with what the model is told."""
+    return [
+        ToolInvoked(call_id=call_id, tool=tool[:80] or "?", args=args),  # type: ignore[arg-type]
+        ToolReturned(
+            call_id=call_id,
+            tool=tool[:80] or "?",
+            exit_code=2,
+            duration_s=0,
+            preview=message[:4000],
+        ),
+    ]
+
+
+def _new_call(step: LlmStep, payloads: list[Payload], history: LlmHistory) -> Out:
+    state = step.state
+    config = state.started.llm
+    assert config is not None
+    over = _over_model_budget(step, history)
+    if over is not None:
+        return over, {}
+    prefix: list[Payload] = []
+    if history.phase is None:
+        prefix.append(PhaseEntered(phase=phases.first_phase(state.started.reads_archive)))
+    elif history.calls_in_phase >= config.phase_calls:
+        prefix.append(PhaseEntered(phase=phases.after(history.phase, state.started.reads_archive)))
+    seen = payloads + prefix
+    history = fold_history(seen)
+    phase = history.phase or "plan"
+    conversation = build(state, seen, step.bundle.card, config, history, _blob(step.store))
+    if conversation.truncated is not None:
+        prefix.append(conversation.truncated)
+    request = ModelRequest(
+        request_id=f"{state.stream}:{step.version}",
+        model=config.phase_models.get(phase, config.model),
+        messages=conversation.messages,
+        tools=conversation.tools,
+        temperature=config.temperature,
+        max_tokens=config.max_tokens,
+        seed=state.started.seed,
+        phase=phase,
+    )
+    prepared = step.gateway.prepare(request)
+    return [*prefix, prepared.called], prepared.blobs
+
+
+def _over_model_budget(step: LlmStep, history: LlmHistory) -> list[Payload] | None:
+    """Token and dollar limits of the run and of its campaign, checked before each call."""
+    state = step.state
+    config = state.started.llm
+    assert config is not None
+    checks = [("tokens", state.started.budget.tokens, history.tokens)]
+    checks.append(("dollars", state.started.budget.dollars, history.dollars))
+    campaign = campaign_budget(step.store, state.campaign) if state.campaign else None
+    if campaign is not None:
+        budget, tokens, dollars = campaign
+        checks += [("tokens", budget.tokens, tokens), ("dollars", budget.dollars, dollars)]
+    for name, limit, used in checks:
+        if limit is not None and used >= limit:
+            exceeded = BudgetExceeded(budget=name, limit=limit, used=used)  # type: ignore[arg-type]
+            return [exceeded, RunFinished(reason="budget", detail=f"{name} limit")]
+    dollars_limited = state.started.budget.dollars is not None or (
+        campaign is not None and campaign[0].dollars is not None
+    )
+    model = config.phase_models.get(history.phase or "plan", config.model)  # type: ignore[arg-type]
+    if dollars_limited and step.gateway.prices.price_of(model) is None:
+        detail = (
+            f"a dollars budget cannot be kept for {model}: it has no price (see docs/models.md)"
+        )
+        return [RunFinished(reason="error", detail=detail)]
+    return None
+
+
+def campaign_budget(store: EventStore, campaign: str):  # type: ignore[no-untyped-def]
+    """(the campaign's budget, tokens used, dollars used) or None when it sets no limits."""
+    started = store.read_stream(f"campaign-{campaign}")
+    if not started:
+        return None
+    budget = started[0].payload.budget  # type: ignore[union-attr]
+    if budget.tokens is None and budget.dollars is None:
+        return None
+    tokens, dollars = 0, 0.0
+    after = 0
+    while True:
+        page = store.read_records(after=after, limit=5000, types=["model.responded"])
+        if not page:
+            return budget, tokens, dollars
+        for record in page:
+            if record.correlation_id != campaign:
+                continue
+            usage = record.payload.get("usage")
+            if usage:
+                tokens += usage["input_tokens"] + usage["output_tokens"]
+            dollars += record.payload.get("cost_usd") or 0.0
+        after = page[-1].position
+
+
+def _request_blob(store: EventStore, called: ModelCalled) -> bytes:
+    data = store.get_blob(called.request.sha256) if called.request else None
+    if data is None:
+        raise RuntimeError(f"the request of call {called.call_id} is not in the blob table")
+    return data
+
+
+def _blob(store: EventStore):  # type: ignore[no-untyped-def]
+    return store.get_blob
