@@ -7,7 +7,8 @@
 - a `model.failed`: wait (retry-after, or backoff) and write the next attempt ahead,
   or end the run when the gateway gave up;
 - a `model.responded` with tool calls: run them (malformed or unknown calls are told
-  to the model as the call's result); `next_phase` moves the research cycle on;
+  to the model as the call's result; `next_phase` moves the research cycle on), then
+  write the next call ahead;
 - anything else: check budgets, build the conversation from the log, write the next
   call ahead (`model.called`) for the following step to send.
 """
@@ -78,7 +79,14 @@ def llm_step(step: LlmStep) -> Out:
         phase = history.phase_at_call.get(last.call_id)
         reply = reply_of(last, phase, config.tool_protocol, _blob(step.store))
         if reply.tool_calls:
-            return _run_tools(step, history, reply, phase)
+            ran, blobs = _run_tools(step, history, reply, phase)
+            if any(p.type == "run.finished" for p in ran):
+                return ran, blobs
+            # Write the next call ahead in the same step: a model call then costs two
+            # steps (this one, and the one that sends it), not three.
+            seen = payloads + ran
+            following, more = _new_call(step, seen, fold_history(seen))
+            return ran + following, blobs | more
     return _new_call(step, payloads, history)
 
 
