@@ -1,12 +1,21 @@
 """The Celery app on Redis, configured for at-least-once delivery.
 
 Why these settings (see ../shared/REFERENCE.md, "Celery on Redis"):
-- `task_acks_late` + `task_reject_on_worker_lost`: a worker killed mid-task (SIGKILL,
-  OOM) leaves its message unacked, so it is delivered again; without the second, a
-  task whose process dies by signal is acked and lost.
+- `task_acks_late` + `task_reject_on_worker_lost`: a message is acknowledged after its
+  task ran. A prefork pool child killed mid-task (SIGKILL, OOM): the worker puts the
+  message back on the queue at once, at its back (without the second setting it
+  would ack it, and the task would be lost). The whole worker killed (or a solo or
+  threads worker): the message stays unacked until the visibility timeout.
 - `visibility_timeout`: how long an unacked message waits before redelivery. A task
   that runs longer is delivered twice (kombu #337, celery #4400): handlers are
   idempotent, so that costs time, not correctness.
+- Not covered: a worker killed after kombu's BRPOP took a message and before it
+  recorded it as unacked loses it (measured: ~40% of kills in the ~30 ms after a
+  1.7 MB batch commits; tests/workers/measure_brpop_window.py). The log, not the
+  broker, is the truth: a run that stops moving there is resumed by the reaper
+  (workers/lab/reaper.py).
+- Redelivery reorders messages: two messages of one stream in flight together can
+  be recorded later part first (a version conflict, dead-lettered).
 - `worker_prefetch_multiplier=1`: a busy worker does not hoard messages that an idle
   one could take.
 """
@@ -38,12 +47,27 @@ def make_celery(redis_url: str, visibility_timeout: int) -> Celery:
         accept_content=["json"],
         task_ignore_result=True,
         task_default_queue="steps",
-        broker_transport_options={"visibility_timeout": visibility_timeout},
+        broker_transport_options={
+            "visibility_timeout": visibility_timeout,
+            # kombu 5.7 looks for expired unacked messages every
+            # `unacked_restore_interval` s (default 10) but scans only on every
+            # `unacked_restore_throttle`-th look (default 10): a message left by a killed
+            # worker came back ~100 s late, whatever the visibility timeout (measured:
+            # 4 s timeout, redelivered 90 s after the restart). Scan on every look.
+            "unacked_restore_interval": restore_interval(visibility_timeout),
+            "unacked_restore_throttle": 1,
+        },
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
         worker_send_task_events=False,
     )
     return app
+
+
+def restore_interval(visibility_timeout: int) -> int:
+    """Seconds between sweeps for unacked messages: a killed worker's message is put
+    back at most this long after its visibility timeout (half of it, 1 to 10 s)."""
+    return max(1, min(10, visibility_timeout // 2))
 
 
 def register_tasks(app: Celery, context: ContextProvider) -> None:
