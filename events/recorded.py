@@ -7,16 +7,18 @@ projector can replay millions of events quickly. `typed()` gives the pydantic
 """
 
 import uuid
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from events.envelope import Event
 
 
-@dataclass(frozen=True, slots=True)
-class Recorded:
-    """A stored event as the read side sees it."""
+class Recorded(NamedTuple):
+    """A stored event as the read side sees it.
+
+    A named tuple, not a frozen dataclass: a rebuild makes one per stored event, and a
+    frozen dataclass took 2.3 µs to build against 0.4 µs (bench/rebuild.py).
+    """
 
     position: int
     id: uuid.UUID

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 from sqlalchemy import Engine, func, insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
@@ -24,6 +23,7 @@ from events.blobs import digest
 from events.engines import WRITER_OPTIONS, lock_for_append, make_engine
 from events.envelope import Event, as_utc
 from events.errors import BlobMismatch, ConflictError
+from events.gc_pause import gc_paused
 from events.ids import utcnow
 from events.payloads import BY_TYPE
 from events.recorded import Recorded
@@ -89,14 +89,19 @@ class EventStore:
             if digest(data) != key:
                 raise BlobMismatch(f"blob sent as {key} hashes to {digest(data)}")
         unique = list({event.id: event for event in reversed(events)}.values())[::-1]
+        fresh: list[Event] = []
+        positions: list[int] = []
         with self.engine.connect().execution_options(**WRITER_OPTIONS) as conn:
             with conn.begin():
-                lock_for_append(conn)
-                stored = self._stored_ids(conn, [e.id for e in unique])
-                fresh = [e for e in unique if e.id not in stored]
-                self._check_versions(conn, fresh)
+                if unique:
+                    reserve = _reserve_pg if conn.dialect.name == "postgresql" else _reserve_sqlite
+                    taken = reserve(conn, unique)
+                    fresh = [e for e in unique if e.id not in taken.stored]
+                    _check_versions(fresh, taken.versions)
                 now = utcnow()
-                positions = self._insert(conn, fresh, now) if fresh else []
+                if fresh:
+                    positions = taken.positions[: len(fresh)]
+                    _insert(conn, fresh, positions, now)
                 if blobs:
                     self._insert_blobs(conn, blobs)
         appended = [
@@ -104,70 +109,6 @@ class EventStore:
             for e, p in zip(fresh, positions, strict=True)
         ]
         return AppendResult(appended=appended, skipped=len(events) - len(appended))
-
-    def _stored_ids(self, conn: Any, ids: list[uuid.UUID]) -> set[uuid.UUID]:
-        found: set[uuid.UUID] = set()
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            found.update(conn.execute(select(EVENTS.c.id).where(EVENTS.c.id.in_(chunk))).scalars())
-        return found
-
-    def _check_versions(self, conn: Any, fresh: list[Event]) -> None:
-        by_stream: dict[str, list[int]] = {}
-        for event in fresh:
-            by_stream.setdefault(event.stream, []).append(event.version)
-        current: dict[str, int] = {}
-        names = list(by_stream)
-        for start in range(0, len(names), 500):
-            chunk = names[start : start + 500]
-            query = (
-                select(EVENTS.c.stream, func.max(EVENTS.c.version))
-                .where(EVENTS.c.stream.in_(chunk))
-                .group_by(EVENTS.c.stream)
-            )
-            current.update({row[0]: row[1] for row in conn.execute(query)})
-        for stream, versions in by_stream.items():
-            expected = current.get(stream, -1) + 1
-            for version in versions:
-                if version != expected:
-                    raise ConflictError(
-                        f"stream {stream}: expected version {expected}, got {version} "
-                        f"(stream is at {expected - 1}; the producer is stale or skipped one)"
-                    )
-                expected += 1
-
-    def _insert(self, conn: Any, fresh: list[Event], now: datetime) -> list[int]:
-        # Under the append lock nobody else inserts, so every position above the
-        # previous maximum is ours; reading them back beats RETURNING, which
-        # forces one giant multi-VALUES statement (measured 4x slower on PostgreSQL).
-        before = conn.execute(select(func.max(EVENTS.c.position))).scalar() or 0
-        rows = [
-            (
-                e.id,
-                e.stream,
-                e.version,
-                e.payload.type,
-                e.schema_version,
-                e.occurred_at,
-                now,
-                e.causation_id,
-                e.correlation_id,
-                e.actor,
-                orjson.dumps(e.payload.model_dump(mode="json")).decode(),
-            )
-            for e in fresh
-        ]
-        if conn.dialect.name == "postgresql":
-            _copy_rows(conn, rows)
-        else:
-            _executemany_rows(conn, rows)
-        query = (
-            select(EVENTS.c.position, EVENTS.c.id)
-            .where(EVENTS.c.position > before)
-            .order_by(EVENTS.c.position)
-        )
-        position_of = {row[1]: row[0] for row in conn.execute(query)}
-        return [position_of[e.id] for e in fresh]
 
     def _insert_blobs(self, conn: Any, blobs: Mapping[str, bytes]) -> None:
         rows = [{"sha256": k, "size": len(v), "data": v} for k, v in blobs.items()]
@@ -177,7 +118,13 @@ class EventStore:
     def dead_letter(
         self, reason: str, raw: str, event_id: str | None = None, stream: str | None = None
     ) -> None:
-        """Keep something the recorder rejected, with the reason, for a person to look at."""
+        """Keep something the recorder rejected, with the reason, for a person to look at.
+
+        NUL characters are written as `\\x00`: PostgreSQL text cannot hold them, and a
+        dead letter must never fail to be kept.
+        """
+        reason, raw = _visible_nul(reason), _visible_nul(raw)
+        event_id, stream = event_id and _visible_nul(event_id), stream and _visible_nul(stream)
         with self.engine.begin() as conn:
             conn.execute(
                 insert(DEAD).values(
@@ -204,7 +151,7 @@ class EventStore:
         if types is not None:
             query = query.where(EVENTS.c.type.in_(list(types)))
         query = query.order_by(EVENTS.c.position).limit(limit)
-        with self.engine.connect() as conn:
+        with self.engine.connect() as conn, gc_paused():  # a page lives until it is used
             return rows_to_records(conn.execute(query).all())
 
     def read(self, after: int = 0, limit: int = 1000, stream: str | None = None) -> list[Event]:
@@ -273,27 +220,151 @@ class EventStore:
             return int(conn.execute(select(func.count()).select_from(DEAD)).scalar() or 0)
 
 
+def _visible_nul(text: str) -> str:
+    return text.replace("\x00", "\\x00")
+
+
 _INSERT_COLUMNS = (
-    "id, stream, version, type, schema_version, occurred_at, recorded_at, "
+    "position, id, stream, version, type, schema_version, occurred_at, recorded_at, "
     "causation_id, correlation_id, actor, payload"
 )
 
 
-def _copy_rows(conn: Any, rows: list[tuple[Any, ...]]) -> None:
+@dataclass(frozen=True)
+class _Reservation:
+    """What an appender learns under the append lock, before it writes."""
+
+    stored: set[uuid.UUID]
+    """Ids of the batch already in the log (a redelivery): skipped."""
+    versions: dict[str, int]
+    """The last stored version of each stream of the batch that has any."""
+    positions: list[int]
+    """Fresh positions, increasing, at least one per event not yet stored."""
+
+
+def _reserve_pg(conn: Any, events: list[Event]) -> _Reservation:
+    """PostgreSQL: take the append lock and learn what to write, in one round trip.
+
+    Pipelined: the lock, the stored ids, the streams' versions and the positions went
+    as five round trips a batch, which a busy 2-core machine made cost more than the
+    COPY. Positions are drawn from the events sequence for every event of the batch;
+    those of skipped events are not used (positions may have gaps: a rolled-back
+    append leaves one too). Under the lock nobody else inserts, so positions still
+    commit in order.
+    """
+    driver = conn.connection.driver_connection
+    with driver.pipeline():
+        # The lock of `events.engines.lock_for_append`, sent with the reads it guards.
+        driver.execute("LOCK TABLE events IN EXCLUSIVE MODE")
+        # Array parameters: an IN list of 500 parameters cost ~7 ms a batch (psycopg
+        # does not cache the conversion of statements that long).
+        stored = driver.execute(
+            "SELECT id FROM events WHERE id = ANY(%s)", ([e.id for e in events],)
+        )
+        # One index probe per stream: `stream IN (…) GROUP BY stream` let the planner
+        # pick a sequential scan on stale statistics (26 ms a batch at 50k events).
+        versions = driver.execute(
+            "SELECT s.stream, (SELECT max(e.version) FROM events e WHERE e.stream = s.stream)"
+            " FROM unnest(%s::text[]) AS s(stream)",
+            (list({e.stream for e in events}),),
+        )
+        positions = driver.execute(
+            "SELECT nextval(pg_get_serial_sequence('events', 'position'))"
+            " FROM generate_series(1, %s)",
+            (len(events),),
+        )
+    return _Reservation(
+        stored={row[0] for row in stored.fetchall()},
+        versions={row[0]: row[1] for row in versions.fetchall() if row[1] is not None},
+        positions=sorted(row[0] for row in positions.fetchall()),
+    )
+
+
+def _reserve_sqlite(conn: Any, events: list[Event]) -> _Reservation:
+    """SQLite: the connection began IMMEDIATE (the single writer); learn what to write."""
+    lock_for_append(conn)
+    cursor = conn.connection.driver_connection.cursor()
+    stored: set[uuid.UUID] = set()
+    for chunk in _chunks([e.id.hex for e in events], 500):
+        marks = ",".join("?" * len(chunk))
+        cursor.execute(f"SELECT id FROM events WHERE id IN ({marks})", chunk)
+        stored.update(uuid.UUID(hex=row[0]) for row in cursor)
+    versions: dict[str, int] = {}
+    for chunk in _chunks(list({e.stream for e in events}), 500):
+        marks = ",".join("?" * len(chunk))
+        cursor.execute(
+            f"SELECT stream, max(version) FROM events WHERE stream IN ({marks}) GROUP BY stream",
+            chunk,
+        )
+        versions.update({row[0]: row[1] for row in cursor})
+    before = cursor.execute("SELECT max(position) FROM events").fetchone()[0] or 0
+    return _Reservation(stored, versions, list(range(before + 1, before + 1 + len(events))))
+
+
+def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _check_versions(fresh: list[Event], current: Mapping[str, int]) -> None:
+    """Each stream must continue from its stored version with no gap, or it conflicts."""
+    by_stream: dict[str, list[int]] = {}
+    for event in fresh:
+        by_stream.setdefault(event.stream, []).append(event.version)
+    for stream, versions in by_stream.items():
+        expected = current.get(stream, -1) + 1
+        for version in versions:
+            if version != expected:
+                raise ConflictError(
+                    f"stream {stream}: expected version {expected}, got {version} "
+                    f"(stream is at {expected - 1}; the producer is stale or skipped one)"
+                )
+            expected += 1
+
+
+def _insert(conn: Any, fresh: list[Event], positions: list[int], now: datetime) -> None:
+    # Positions are chosen before the rows go in and written with them, so no
+    # read-back is needed (it cost as much as the COPY itself).
+    rows = [
+        (
+            e.id,
+            e.stream,
+            e.version,
+            e.payload.type,
+            e.schema_version,
+            e.occurred_at,
+            now,
+            e.causation_id,
+            e.correlation_id,
+            e.actor,
+            # Serialized from the validated payload (defaults filled, values
+            # normalized), never the producer's raw JSON.
+            e.payload.model_dump_json(),
+        )
+        for e in fresh
+    ]
+    if conn.dialect.name == "postgresql":
+        _copy_rows(conn, positions, rows)
+    else:
+        _executemany_rows(conn, positions, rows)
+
+
+def _copy_rows(conn: Any, positions: list[int], rows: list[tuple[Any, ...]]) -> None:
     """PostgreSQL: COPY is the fastest way in (about twice batched INSERT)."""
     cursor = conn.connection.driver_connection.cursor()
     with cursor.copy(f"COPY events ({_INSERT_COLUMNS}) FROM STDIN") as copy:
-        for row in rows:
-            copy.write_row(row)
+        for position, row in zip(positions, rows, strict=True):
+            copy.write_row((position, *row))
 
 
-def _executemany_rows(conn: Any, rows: list[tuple[Any, ...]]) -> None:
+def _executemany_rows(conn: Any, positions: list[int], rows: list[tuple[Any, ...]]) -> None:
     """SQLite: one prepared statement run for every row."""
     cursor = conn.connection.driver_connection.cursor()
     cursor.executemany(
-        f"INSERT INTO events ({_INSERT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        f"INSERT INTO events ({_INSERT_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
         [
             (
+                position,
                 row[0].hex,
                 *row[1:5],
                 _sqlite_time(row[5]),
@@ -301,7 +372,7 @@ def _executemany_rows(conn: Any, rows: list[tuple[Any, ...]]) -> None:
                 row[7].hex if row[7] else None,
                 *row[8:],
             )
-            for row in rows
+            for position, row in zip(positions, rows, strict=True)
         ],
     )
 
@@ -314,14 +385,28 @@ def _sqlite_time(moment: datetime) -> str:
 def rows_to_records(rows: Iterable[Sequence[Any]]) -> list[Recorded]:
     """Stored rows (in `_COLUMNS` order) to records, upgrading old payload shapes."""
     records = []
+    append = records.append
+    # Each known type's current shape, looked up once a page; unknown types pass as stored.
+    current = {name: cls.SCHEMA_VERSION for name, cls in BY_TYPE.items()}
     for row in rows:
-        (position, event_id, stream, version, type_, schema, occurred, recorded, *rest) = row
-        payload = row[-1]
-        current = BY_TYPE[type_].SCHEMA_VERSION if type_ in BY_TYPE else schema
-        if schema != current:
+        (
+            position,
+            event_id,
+            stream,
+            version,
+            type_,
+            schema,
+            occurred,
+            recorded,
+            causation_id,
+            correlation_id,
+            actor,
+            payload,
+        ) = row
+        if schema != current.get(type_, schema):
             upgraded = upgrade({"schema_version": schema, "payload": payload})
             payload, schema = upgraded["payload"], upgraded["schema_version"]
-        records.append(
+        append(
             Recorded(
                 position,
                 event_id,
@@ -329,11 +414,11 @@ def rows_to_records(rows: Iterable[Sequence[Any]]) -> list[Recorded]:
                 version,
                 type_,
                 schema,
-                as_utc(occurred),
-                as_utc(recorded),
-                rest[0],
-                rest[1],
-                rest[2],
+                occurred if occurred.tzinfo else as_utc(occurred),
+                recorded if recorded.tzinfo else as_utc(recorded),
+                causation_id,
+                correlation_id,
+                actor,
                 payload,
             )
         )

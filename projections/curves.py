@@ -131,7 +131,9 @@ class CurvesProjector(Projector):
         points: list[dict[str, Any]] = []
         papers: list[dict[str, Any]] = []
         for event in relevant:
-            run = runs.setdefault(event.stream, _new_run(event))
+            run = runs.get(event.stream)
+            if run is None:  # not setdefault: that built a new row for every event
+                run = runs[event.stream] = _new_run(event)
             if event.type == "run.started":
                 _start(run, event)
             elif event.type == "tool.returned":

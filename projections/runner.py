@@ -10,6 +10,7 @@ from sqlalchemy import delete
 
 from events import EventStore
 from events.engines import WRITER_OPTIONS
+from events.gc_pause import gc_paused
 from events.recorded import Recorded
 from projections.checkpoints import (
     CHECKPOINTS,
@@ -51,36 +52,52 @@ class ProjectionRunner:
         CHECKPOINTS.metadata.create_all(self.store.engine, tables=tables)
 
     def catch_up(self, limit: int | None = None) -> int:
-        """Apply every event not yet applied (at most `limit` per projector); returns how many."""
+        """Apply every event not yet applied (at most `limit` per projector); returns how many
+        (summed over projectors)."""
         self.create_schema()
-        total = 0
-        for projector in self.projectors:
-            total += self._catch_up_one(projector, limit)
-        return total
-
-    def _catch_up_one(self, projector: Projector, limit: int | None) -> int:
         with self.store.engine.connect() as conn:
-            seen = read_checkpoint(conn, projector.name)
-        applied = 0
+            seen = {p.name: read_checkpoint(conn, p.name) for p in self.projectors}
+        # Projectors at the same checkpoint (all of them after a rebuild) share one read
+        # of the log; each still applies a page in its own transaction. Reading the log
+        # once per projector made `labrxiv rebuild` read it four times.
+        groups: dict[int, list[Projector]] = {}
+        for projector in self.projectors:
+            groups.setdefault(seen[projector.name], []).append(projector)
+        return sum(self._catch_up_from(start, group, limit) for start, group in groups.items())
+
+    def _catch_up_from(self, seen: int, projectors: list[Projector], limit: int | None) -> int:
+        """Apply the log after `seen` to `projectors`, each at checkpoint `seen`."""
+        active = list(projectors)
+        applied = total = 0
         for page in _prefetched_pages(self.store, seen, self.page):
             if limit is not None and applied >= limit:
                 break
             page = page if limit is None else page[: limit - applied]
             to = page[-1].position
-            with self.store.engine.connect().execution_options(**WRITER_OPTIONS) as conn:
-                with conn.begin():
-                    ensure_checkpoint(conn, projector.name)
-                    if claim_checkpoint(conn, projector.name) != seen:
-                        log.info("%s: another projector moved on; stopping", projector.name)
-                        return applied
-                    projector.apply(conn, page)
-                    if not advance_checkpoint(conn, projector.name, seen, to):
-                        conn.rollback()
-                        log.info("%s: checkpoint moved by another projector", projector.name)
-                        return applied
+            active = [p for p in active if self._apply_page(p, page, seen, to)]
+            if not active:
+                break
+            total += len(page) * len(active)
             seen = to
             applied += len(page)
-        return applied
+        return total
+
+    def _apply_page(self, projector: Projector, page: list[Recorded], seen: int, to: int) -> bool:
+        """Apply `page` (after `seen`, up to `to`) and move the checkpoint, in one transaction;
+        False when another process moved the checkpoint first (this one stops)."""
+        writer = self.store.engine.connect().execution_options(**WRITER_OPTIONS)
+        with gc_paused(), writer as conn:  # a page's objects live until it is applied
+            with conn.begin():
+                ensure_checkpoint(conn, projector.name)
+                if claim_checkpoint(conn, projector.name) != seen:
+                    log.info("%s: another projector moved on; stopping", projector.name)
+                    return False
+                projector.apply(conn, page)
+                if not advance_checkpoint(conn, projector.name, seen, to):
+                    conn.rollback()
+                    log.info("%s: checkpoint moved by another projector", projector.name)
+                    return False
+        return True
 
     def follow(self, poll_seconds: float = 0.5, stop_after: float | None = None) -> None:
         """Keep applying new events as they are recorded (Ctrl-C to stop)."""

@@ -59,8 +59,14 @@ class RunsProjector(Projector):
         }
         for event in events:
             if event.stream.startswith("run-"):
-                row = rows.setdefault(event.stream, _new_row(event.stream))
+                row = rows.get(event.stream)
+                if row is None:  # not setdefault: that built a new row for every event
+                    row = rows[event.stream] = _new_row(event.stream)
                 _fold(row, event)
+        for row in rows.values():  # once a row, not once an event: SQLite reads back naive
+            for key in ("first_event_at", "last_event_at"):
+                if row[key] is not None:
+                    row[key] = as_utc(row[key])
         conn.execute(delete(RUNS).where(RUNS.c.stream.in_(touched)))
         conn.execute(insert(RUNS), [rows[s] for s in touched])
 
@@ -94,6 +100,3 @@ def _fold(row: dict[str, Any], event: Recorded) -> None:
         score = payload["score"] if score is None else score
         if row["best_score"] is None or score > row["best_score"]:
             row["best_score"] = score
-    for key in ("first_event_at", "last_event_at"):
-        if row[key] is not None:
-            row[key] = as_utc(row[key])

@@ -21,7 +21,8 @@ from pydantic import TypeAdapter, ValidationError
 
 from events import ConflictError, Event
 from events.blobs import digest
-from events.errors import UnknownSchemaVersion
+from events.errors import UnknownSchemaVersion, UpgradeFailed
+from events.gc_pause import gc_paused
 from events.upgrade import upgrade
 from workers.context import WorkerContext
 
@@ -44,6 +45,11 @@ class RecordOutcome:
 
 def record_message(ctx: WorkerContext, message: str) -> RecordOutcome:
     """Validate and append one published message; dead-letter whatever is bad in it."""
+    with gc_paused():  # a batch's objects all live until it is appended
+        return _record(ctx, message)
+
+
+def _record(ctx: WorkerContext, message: str) -> RecordOutcome:
     size = len(message.encode())
     if size > ctx.max_message_bytes:
         return _reject(
@@ -60,6 +66,9 @@ def record_message(ctx: WorkerContext, message: str) -> RecordOutcome:
     except ValueError as exc:
         return _reject(ctx, str(exc), message)
     events, dead = _validate(ctx, body["events"])
+    if "\\u0000" in message:  # the only way JSON carries NUL: rare, so checked only then
+        events, unstorable = _without_nul(ctx, events)
+        dead += unstorable
     appended, skipped, conflicted = _append(ctx, events, blobs)
     dead += conflicted
     return RecordOutcome(appended=appended, skipped=skipped, dead=dead)
@@ -90,17 +99,52 @@ def _validate(ctx: WorkerContext, items: list[Any]) -> tuple[list[Event], int]:
     """All valid events of the batch, in order; each invalid one is dead-lettered."""
     try:
         return _EVENTS.validate_python([_upgraded(i) for i in items]), 0
-    except (ValidationError, UnknownSchemaVersion):
+    except (ValidationError, UnknownSchemaVersion, UpgradeFailed):
         pass  # find the bad ones below; the good ones are still recorded
     good: list[Event] = []
     dead = 0
     for item in items:
         try:
             good.append(_EVENT.validate_python(_upgraded(item)))
-        except (ValidationError, UnknownSchemaVersion) as exc:
+        except (ValidationError, UnknownSchemaVersion, UpgradeFailed) as exc:
             dead += 1
             _dead_event(ctx, f"invalid event: {_explain(exc)}", item)
     return good, dead
+
+
+def _without_nul(ctx: WorkerContext, events: list[Event]) -> tuple[list[Event], int]:
+    """Dead-letter events holding a NUL character: PostgreSQL text and jsonb cannot store
+    one (a tool printing binary output), and the log is the same on every backend."""
+    kept: list[Event] = []
+    for event in events:
+        item = event.model_dump(mode="json")
+        path = _nul_path(item)
+        if path is None:
+            kept.append(event)
+        else:
+            reason = f"invalid event: {path}: contains a NUL character, which the log cannot store"
+            _dead_event(ctx, reason, item)
+    return kept, len(events) - len(kept)
+
+
+def _nul_path(value: Any, path: str = "") -> str | None:
+    """The dotted path of the first string (or key) in `value` holding a NUL, if any."""
+    if isinstance(value, str):
+        return (path or "<event>") if "\x00" in value else None
+    if isinstance(value, dict):
+        pairs: Any = value.items()
+    elif isinstance(value, list):
+        pairs = enumerate(value)
+    else:
+        return None
+    for key, item in pairs:
+        where = f"{path}.{key}" if path else str(key)
+        if isinstance(key, str) and "\x00" in key:
+            return where
+        found = _nul_path(item, where)
+        if found is not None:
+            return found
+    return None
 
 
 def _upgraded(item: Any) -> Any:

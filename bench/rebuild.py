@@ -1,0 +1,195 @@
+"""Rebuild benchmark: events/s replayed by `ProjectionRunner.rebuild()`, beside raw reads.
+
+The log is filled with simulated runs straight through COPY / executemany (setup, not
+timed), then, on the same database:
+- raw read: every row by position, pages of `--page`, through the driver, no conversion;
+- `EventStore.iter_records`: the same, as `Recorded` rows (the read side's input);
+- `rebuild()` with the runs projector alone, and with every shipped projector (what
+  `labrxiv rebuild` runs).
+
+    .venv/bin/python bench/rebuild.py                       # both backends, 500k events
+    .venv/bin/python bench/rebuild.py --backend postgres --events 1000000
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from common import (  # noqa: E402
+    BACKENDS,
+    Measurement,
+    Timer,
+    backend_cpu,
+    chunks,
+    database_backends,
+    drop_database,
+    event_rows,
+    fresh_database,
+    pg_connect,
+    print_table,
+    simulated_events,
+    sqlite_connect,
+    sqlite_row,
+)
+
+from events import EventStore  # noqa: E402
+from events.ids import utcnow  # noqa: E402
+from projections.catalogue import all_projectors  # noqa: E402
+from projections.projector import Projector  # noqa: E402
+from projections.runner import ProjectionRunner  # noqa: E402
+from projections.runs import RunsProjector  # noqa: E402
+
+TEMPLATE_EVENTS = 34_000
+"""Simulated events built once (2,000 runs) and copied under new ids and streams."""
+COLUMNS = (
+    "position, id, stream, version, type, schema_version, occurred_at, recorded_at, "
+    "causation_id, correlation_id, actor, payload"
+)
+
+
+def main() -> None:
+    args = _parse_args()
+    backends = BACKENDS if args.backend == "both" else (args.backend,)
+    rows: list[Measurement] = []
+    with tempfile.TemporaryDirectory(prefix="labrxiv-bench-") as tmp:
+        for backend in backends:
+            rows.extend(_bench_backend(backend, args, Path(tmp)))
+    print_table(
+        f"rebuild: {args.events} events (simulated runs of 17), pages of {args.page},"
+        f" {os.cpu_count()} cores",
+        rows,
+        "µs/ev: CPU per event. client: this process (with the prefetch thread); db: the"
+        " PostgreSQL backends serving it.",
+    )
+
+
+def _parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backend", choices=[*BACKENDS, "both"], default="both")
+    parser.add_argument("--events", type=int, default=500_000, help="events in the log")
+    parser.add_argument("--page", type=int, default=5000, help="events read per page")
+    return parser.parse_args()
+
+
+def _bench_backend(backend: str, args: argparse.Namespace, workdir: Path) -> list[Measurement]:
+    url = fresh_database(backend, workdir, "rebuild")
+    try:
+        with Timer() as fill:
+            _fill(backend, url, args.events)
+        print(f"{backend}: filled {args.events} events in {fill.seconds:.1f}s (not timed)")
+        store = EventStore.from_url(url, create=False)
+        count = store.count()
+        page = args.page
+        measured = [
+            _measure(backend, url, "raw read (driver rows, no Recorded)", count,
+                     lambda: _raw_read(store, page)),
+            _measure(backend, url, "EventStore.iter_records (no projector)", count,
+                     lambda: sum(1 for _ in store.iter_records(page=page))),
+            _measure(backend, url, "rebuild(): runs projector", count,
+                     _rebuild(store, [RunsProjector()], page)),
+            _measure(backend, url, "rebuild(): every projector (labrxiv rebuild)", count,
+                     _rebuild(store, all_projectors(), page)),
+        ]  # fmt: skip
+        store.engine.dispose()
+        return measured
+    finally:
+        drop_database(backend)
+
+
+def _measure(backend: str, url: str, what: str, count: int, work: Callable[[], int]) -> Measurement:
+    before = backend_cpu(database_backends(url)) if backend == "postgres" else {}
+    cpu = time.process_time()
+    with Timer() as timer:
+        seen = work()
+    client = time.process_time() - cpu
+    db = None
+    if backend == "postgres":
+        after = backend_cpu(database_backends(url))
+        db = sum(value - before.get(pid, 0.0) for pid, value in after.items())
+    if seen != count:
+        raise SystemExit(f"{what}: saw {seen} events, the log holds {count}")
+    row = Measurement(backend, what, count, timer.seconds, client, db)
+    print(f"{backend}: {what}: {row.rate:,.0f} events/s", flush=True)
+    return row
+
+
+def _rebuild(store: EventStore, projectors: list[Projector], page: int) -> Callable[[], int]:
+    """`rebuild()` with `projectors`, returning events replayed (it counts each projector's)."""
+    runner = ProjectionRunner(store, projectors, page=page)
+    return lambda: runner.rebuild() // len(projectors)
+
+
+# -- filling the log ---------------------------------------------------------------
+
+
+def _fill(backend: str, url: str, count: int) -> None:
+    """`count` events: copies of a template of simulated runs, each under new streams."""
+    template = event_rows(simulated_events(min(count, TEMPLATE_EVENTS), "t"), utcnow())
+    position = 0
+
+    def copies() -> Any:
+        nonlocal position
+        copy = 0
+        while position < count:
+            for row in template[: count - position]:
+                position += 1
+                stream = f"{row[1]}x{copy}"
+                yield (position, uuid.uuid4(), stream, *row[2:])
+            copy += 1
+
+    if backend == "postgres":
+        conn = pg_connect(url)
+        with conn:
+            for chunk in chunks(list(copies()), 50_000):
+                with conn.cursor() as cursor:
+                    with cursor.copy(f"COPY events ({COLUMNS}) FROM STDIN") as copy:
+                        for row in chunk:
+                            copy.write_row(row)
+                conn.commit()
+            sequence = "pg_get_serial_sequence('events', 'position')"
+            conn.execute(f"SELECT setval({sequence}, %s)", (count,))
+            conn.commit()
+            conn.autocommit = True
+            conn.execute("VACUUM ANALYZE events")
+        return
+    lite = sqlite_connect(url)
+    marks = ",".join("?" * 12)
+    for chunk in chunks(list(copies()), 50_000):
+        lite.execute("BEGIN IMMEDIATE")
+        lite.executemany(
+            f"INSERT INTO events ({COLUMNS}) VALUES ({marks})",
+            [(row[0], *sqlite_row(row[1:])) for row in chunk],
+        )
+        lite.execute("COMMIT")
+    lite.execute("ANALYZE")
+    lite.close()
+
+
+def _raw_read(store: EventStore, page: int) -> int:
+    """Every row in position order, page by page, as the driver returns it (on a pooled
+    connection of the store's engine, so with its JSON loader: orjson)."""
+    marks = "%s" if store.engine.dialect.name == "postgresql" else "?"
+    query = f"SELECT {COLUMNS} FROM events WHERE position > {marks} ORDER BY position LIMIT {marks}"
+    seen, after = 0, 0
+    with store.engine.connect() as conn:
+        cursor = conn.connection.driver_connection.cursor()
+        while rows := _fetch(cursor.execute(query, (after, page))):
+            seen += len(rows)
+            after = rows[-1][0]
+    return seen
+
+
+def _fetch(cursor: Any) -> Sequence[Any]:
+    return cursor.fetchall()
+
+
+if __name__ == "__main__":
+    main()

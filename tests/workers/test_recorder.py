@@ -1,0 +1,440 @@
+"""The recorder: good events are appended, bad ones dead-lettered with a reason, and
+nothing a producer sends crashes it; recording a message twice is harmless."""
+
+import base64
+import hashlib
+import json
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from events import Event, EventStore
+from events.ids import new_id
+from events.payloads import RunStarted, ToolInvoked, ToolReturned
+from events.wire import encode_batch
+from workers.context import WorkerContext
+from workers.recorder import RAW_LIMIT, RecordOutcome, record_message
+from workers.simulated import simulated_run
+
+AT = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+
+
+class DummyBus:
+    """Collects what is sent; the recorder itself must send nothing."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, tuple[Any, ...]]] = []
+
+    def send(self, task: str, *args: Any) -> None:
+        self.sent.append((task, args))
+
+    def close(self) -> None:
+        pass
+
+
+class ReactionSpy:
+    """A reaction that records every call it gets."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[Event]] = []
+
+    def __call__(self, ctx: WorkerContext, events: Sequence[Event]) -> None:
+        assert isinstance(ctx, WorkerContext)
+        self.calls.append(list(events))
+
+    @property
+    def ids(self) -> list[uuid.UUID]:
+        return [e.id for call in self.calls for e in call]
+
+
+@pytest.fixture
+def store(store_url: str) -> EventStore:
+    return EventStore.from_url(store_url)
+
+
+@pytest.fixture
+def spy() -> ReactionSpy:
+    return ReactionSpy()
+
+
+@pytest.fixture
+def ctx(store: EventStore, spy: ReactionSpy) -> WorkerContext:
+    return WorkerContext(store=store, bus=DummyBus(), reactions=[spy])
+
+
+def tool_event(stream: str, version: int, **payload: Any) -> Event:
+    return Event(
+        id=new_id(),
+        stream=stream,
+        version=version,
+        occurred_at=AT + timedelta(seconds=version),
+        payload=ToolInvoked(call_id=f"c{version}", tool="bash", **payload),
+    )
+
+
+def run(name: str, attempts: int = 2) -> list[Event]:
+    return list(simulated_run(name, AT, attempts=attempts))
+
+
+def message_with(items: list[Any], blobs: dict[str, str] | None = None) -> str:
+    body: dict[str, Any] = {"events": items}
+    if blobs is not None:
+        body["blobs"] = blobs
+    return json.dumps(body)
+
+
+def as_items(events: Sequence[Event]) -> list[dict[str, Any]]:
+    return [e.model_dump(mode="json") for e in events]
+
+
+def stored_ids(store: EventStore) -> list[uuid.UUID]:
+    return [r.id for r in store.iter_records()]
+
+
+# -- the happy path and redelivery -------------------------------------------------
+
+
+def test_a_clean_batch_is_appended_and_reacted_to(
+    ctx: WorkerContext, store: EventStore, spy: ReactionSpy
+) -> None:
+    events = run("a") + run("b")
+    outcome = record_message(ctx, encode_batch(events))
+    assert outcome == RecordOutcome(appended=len(events), skipped=0, dead=0)
+    assert stored_ids(store) == [e.id for e in events]
+    assert store.dead_letters() == []
+    [call] = spy.calls
+    assert [e.id for e in call] == [e.id for e in events]
+    assert all(e.position is not None and e.recorded_at is not None for e in call)
+    assert ctx.bus.sent == []
+
+
+def test_redelivery_duplicates_nothing_and_reacts_to_nothing(
+    ctx: WorkerContext, store: EventStore, spy: ReactionSpy
+) -> None:
+    message = encode_batch(run("a"))
+    first = record_message(ctx, message)
+    second = record_message(ctx, message)
+    assert first.appended == len(run("a")) > 0
+    assert second == RecordOutcome(appended=0, skipped=first.appended, dead=0)
+    assert store.count() == first.appended
+    assert len(spy.calls) == 1
+    assert store.dead_letters() == []
+
+
+def test_partial_redelivery_reacts_to_the_new_events_only(
+    ctx: WorkerContext, store: EventStore, spy: ReactionSpy
+) -> None:
+    events = run("a")
+    record_message(ctx, encode_batch(events[:3]))
+    outcome = record_message(ctx, encode_batch(events))
+    assert outcome == RecordOutcome(appended=len(events) - 3, skipped=3, dead=0)
+    assert [[e.id for e in call] for call in spy.calls] == [
+        [e.id for e in events[:3]],
+        [e.id for e in events[3:]],
+    ]
+    assert stored_ids(store) == [e.id for e in events]
+
+
+def test_an_empty_batch_does_nothing(ctx: WorkerContext, store: EventStore, spy: ReactionSpy):
+    assert record_message(ctx, encode_batch([])) == RecordOutcome(0, 0, 0)
+    assert store.count() == 0 and store.dead_letters() == [] and spy.calls == []
+
+
+# -- bad events -------------------------------------------------------------------
+
+
+def test_one_malformed_event_in_the_middle_is_dead_lettered_the_rest_appended(
+    ctx: WorkerContext, store: EventStore, spy: ReactionSpy
+) -> None:
+    before, after = run("a"), run("b")
+    bad = as_items(run("c")[:1])[0]
+    del bad["payload"]["lab"]
+    outcome = record_message(ctx, message_with(as_items(before) + [bad] + as_items(after)))
+    assert outcome == RecordOutcome(appended=len(before) + len(after), skipped=0, dead=1)
+    assert stored_ids(store) == [e.id for e in before + after]
+    assert spy.ids == [e.id for e in before + after]
+    [letter] = store.dead_letters()
+    assert letter.reason.startswith("invalid event:")
+    assert "payload.run.started.lab" in letter.reason
+    assert "schema_version" not in letter.reason  # the consequence is not reported
+    assert letter.event_id == bad["id"]
+    assert letter.stream == bad["stream"]
+    assert json.loads(letter.raw) == bad
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (lambda item: item["payload"].update(seed="many"), "payload.run.started.seed"),
+        (lambda item: item["payload"].update(type="run.exploded"), "payload"),
+        (lambda item: item.update(stream="Not A Stream"), "stream"),
+        (lambda item: item.update(version=-1), "version"),
+        (lambda item: item.update(occurred_at="2025-03-01T12:00:00"), "occurred_at"),
+        (lambda item: item.update(schema_version=0), "schema_version"),
+        (lambda item: item.update(schema_version=-3), "schema_version"),
+        (lambda item: item["payload"].update(type=["not", "hashable"]), "payload"),
+        (lambda item: item["payload"].update(type={"nested": 1}), "payload"),
+        (lambda item: item.update(payload="a string"), "payload"),
+        (lambda item: item.update(extra_field=1), "extra_field"),
+    ],
+)
+def test_each_kind_of_bad_event_is_dead_lettered_naming_the_field(
+    ctx: WorkerContext, store: EventStore, change: Any, named: str
+) -> None:
+    good = run("a")
+    [bad] = as_items(run("b")[:1])
+    change(bad)
+    outcome = record_message(ctx, message_with([bad, *as_items(good)]))
+    assert (outcome.appended, outcome.dead) == (len(good), 1)
+    [letter] = store.dead_letters()
+    assert f"{named}:" in letter.reason
+    assert stored_ids(store) == [e.id for e in good]
+
+
+def test_items_that_are_not_objects_are_dead_lettered(
+    ctx: WorkerContext, store: EventStore
+) -> None:
+    good = run("a")
+    outcome = record_message(ctx, message_with([42, "text", None, *as_items(good)]))
+    assert (outcome.appended, outcome.dead) == (len(good), 3)
+    letters = store.dead_letters()
+    assert sorted(d.raw for d in letters) == sorted(["42", '"text"', "null"])
+    assert all(d.event_id is None and d.stream is None for d in letters)
+
+
+def test_an_oversized_id_and_stream_are_cut_to_fit_the_dead_letter_columns(
+    ctx: WorkerContext, store: EventStore
+) -> None:
+    [bad] = as_items(run("b")[:1])
+    bad.update(id="i" * 300, stream="s" * 1000)
+    assert record_message(ctx, message_with([bad])).dead == 1
+    [letter] = store.dead_letters()
+    assert letter.event_id == "i" * 64
+    assert letter.stream == "s" * 200
+
+
+def test_an_event_with_a_nul_character_is_dead_lettered_on_every_backend(
+    ctx: WorkerContext, store: EventStore, spy: ReactionSpy
+) -> None:
+    # A tool printing binary output puts NUL in its preview; PostgreSQL text cannot
+    # hold it. The event is rejected with the field, the rest of the batch recorded.
+    good = run("a")
+    bad = Event(
+        id=new_id(),
+        stream="run-binary",
+        version=0,
+        occurred_at=AT,
+        payload=ToolReturned(
+            call_id="c", tool="bash", exit_code=0, duration_s=0.1, preview="\x7fELF\x00\x01"
+        ),
+    )
+    outcome = record_message(ctx, encode_batch([*good, bad]))
+    assert (outcome.appended, outcome.dead) == (len(good), 1)
+    assert stored_ids(store) == [e.id for e in good]
+    assert spy.ids == [e.id for e in good]
+    [letter] = store.dead_letters()
+    assert "payload.preview" in letter.reason and "NUL" in letter.reason
+    assert letter.event_id == str(bad.id)
+
+
+@pytest.mark.parametrize(
+    ("event", "path"),
+    [
+        (tool_event("run-x", 0).model_copy(update={"actor": "lab\x00"}), "actor"),
+        (tool_event("run-x", 0, args={"files": ["a", "b\x00"]}), "payload.args.files.1"),
+        (tool_event("run-x", 0, args={"k\x00": 1}), "payload.args.k\\x00"),
+    ],
+)
+def test_nul_anywhere_in_an_event_is_named(
+    ctx: WorkerContext, store: EventStore, event: Event, path: str
+) -> None:
+    assert record_message(ctx, encode_batch([event])).dead == 1
+    [letter] = store.dead_letters()
+    assert letter.reason.startswith(f"invalid event: {path}: contains a NUL character")
+    assert store.count() == 0
+
+
+def test_an_escaped_backslash_u0000_is_not_a_nul(ctx: WorkerContext, store: EventStore) -> None:
+    event = tool_event("run-x", 0, args={"text": "a literal \\u0000 in source code"})
+    assert "\\u0000" in encode_batch([event])
+    assert record_message(ctx, encode_batch([event])).appended == 1
+    assert store.read()[0].payload.args == {"text": "a literal \\u0000 in source code"}
+
+
+# -- bad messages -----------------------------------------------------------------
+
+
+def test_a_message_that_is_not_json_is_dead_lettered(ctx: WorkerContext, store: EventStore):
+    outcome = record_message(ctx, "{this is not json")
+    assert outcome == RecordOutcome(appended=0, skipped=0, dead=1)
+    [letter] = store.dead_letters()
+    assert letter.reason.startswith("message is not JSON")
+    assert letter.raw == "{this is not json"
+    assert store.count() == 0
+
+
+def test_a_message_with_a_nul_byte_is_dead_lettered_not_crashed_on(
+    ctx: WorkerContext, store: EventStore
+) -> None:
+    outcome = record_message(ctx, "garbage\x00from a broken producer")
+    assert outcome.dead == 1
+    [letter] = store.dead_letters()
+    assert letter.reason.startswith("message is not JSON")
+    assert letter.raw.startswith("garbage") and letter.raw.endswith("from a broken producer")
+
+
+@pytest.mark.parametrize("message", ["[1, 2]", '{"events": 5}', '{"evts": []}', "null", '"x"'])
+def test_json_that_is_not_a_batch_is_dead_lettered(
+    ctx: WorkerContext, store: EventStore, message: str
+) -> None:
+    assert record_message(ctx, message).dead == 1
+    [letter] = store.dead_letters()
+    assert letter.reason == "message is not an object with an 'events' list"
+    assert letter.raw == message
+
+
+def test_an_oversized_message_is_dead_lettered_unparsed_and_its_raw_cut(
+    store: EventStore, spy: ReactionSpy
+) -> None:
+    ctx = WorkerContext(store=store, bus=DummyBus(), reactions=[spy], max_message_bytes=100_000)
+    events = [tool_event("run-big", v, args={"text": "x" * 3000}) for v in range(60)]
+    message = encode_batch(events)
+    assert len(message.encode()) > 100_000
+    assert len(message) > RAW_LIMIT
+    outcome = record_message(ctx, message)
+    assert outcome == RecordOutcome(appended=0, skipped=0, dead=1)
+    [letter] = store.dead_letters()
+    assert f"message of {len(message.encode())} bytes exceeds the 100000 limit" == letter.reason
+    assert letter.raw == message[:RAW_LIMIT]
+    assert store.count() == 0 and spy.calls == []
+    # The same events in messages under the limit go through.
+    assert record_message(ctx, encode_batch(events[:20])).appended == 20
+
+
+def test_the_size_limit_counts_bytes_not_characters(store: EventStore) -> None:
+    ctx = WorkerContext(store=store, bus=DummyBus(), max_message_bytes=5_000)
+    # 2,000 characters of 3 bytes each: 6,000 bytes.
+    message = encode_batch([tool_event("run-a", 0, args={"text": "€" * 2000})])
+    assert len(message) < 5_000 < len(message.encode())
+    assert record_message(ctx, message).dead == 1
+    assert store.count() == 0
+
+
+# -- blobs ------------------------------------------------------------------------
+
+
+def test_blobs_are_stored_with_the_batch(ctx: WorkerContext, store: EventStore) -> None:
+    data = b"full tool output\n" * 1000
+    key = hashlib.sha256(data).hexdigest()
+    events = run("a")
+    assert record_message(ctx, encode_batch(events, {key: data})).appended == len(events)
+    assert store.get_blob(key) == data
+
+
+def test_a_blob_with_a_wrong_hash_dead_letters_the_message(
+    ctx: WorkerContext, store: EventStore, spy: ReactionSpy
+) -> None:
+    wrong = hashlib.sha256(b"other content").hexdigest()
+    message = encode_batch(run("a"), {wrong: b"the real content"})
+    assert record_message(ctx, message) == RecordOutcome(appended=0, skipped=0, dead=1)
+    [letter] = store.dead_letters()
+    assert letter.reason == (
+        f"blob sent as {wrong} hashes to {hashlib.sha256(b'the real content').hexdigest()}"
+    )
+    assert letter.raw == message
+    assert store.count() == 0 and store.get_blob(wrong) is None and spy.calls == []
+
+
+@pytest.mark.parametrize(
+    ("blobs", "reason"),
+    [
+        ({"k": "not base64!"}, "blob k is not valid base64"),
+        ({"k": 12}, "blob k is not valid base64"),
+        (["a", "b"], "'blobs' is not an object"),
+    ],
+)
+def test_blobs_that_cannot_be_decoded_dead_letter_the_message(
+    ctx: WorkerContext, store: EventStore, blobs: Any, reason: str
+) -> None:
+    assert record_message(ctx, message_with(as_items(run("a")), blobs)).dead == 1
+    [letter] = store.dead_letters()
+    assert letter.reason.startswith(reason)
+    assert store.count() == 0
+
+
+def test_blobs_still_stored_when_a_stream_conflicts(ctx: WorkerContext, store: EventStore):
+    store.append(run("a")[:2])
+    data = b"kept"
+    key = hashlib.sha256(data).hexdigest()
+    stale = tool_event("run-a", 1)
+    fine = run("b")
+    blobs = {key: base64.b64encode(data).decode()}
+    outcome = record_message(ctx, message_with(as_items([stale, *fine]), blobs))
+    assert (outcome.appended, outcome.dead) == (len(fine), 1)
+    assert store.get_blob(key) == data
+
+
+# -- version conflicts --------------------------------------------------------------
+
+
+def test_a_conflicting_stream_is_dead_lettered_other_streams_appended(
+    ctx: WorkerContext, store: EventStore, spy: ReactionSpy
+) -> None:
+    store.append([tool_event("run-a", v) for v in range(3)])
+    stale = [tool_event("run-a", 2), tool_event("run-a", 3)]  # version 2 is taken
+    other_b = [tool_event("run-b", v) for v in range(2)]
+    other_c = run("c")
+    message = encode_batch([other_b[0], stale[0], *other_c, stale[1], other_b[1]])
+    outcome = record_message(ctx, message)
+    assert outcome == RecordOutcome(appended=len(other_b) + len(other_c), skipped=0, dead=2)
+    assert [e.version for e in store.read_stream("run-a")] == [0, 1, 2]
+    assert [e.id for e in store.read_stream("run-b")] == [e.id for e in other_b]
+    assert [e.id for e in store.read_stream("run-c")] == [e.id for e in other_c]
+    letters = store.dead_letters()
+    assert len(letters) == 2
+    assert all(d.reason.startswith("version conflict:") for d in letters)
+    assert all("run-a" in d.reason and d.stream == "run-a" for d in letters)
+    assert {d.event_id for d in letters} == {str(e.id) for e in stale}
+    assert sorted(spy.ids) == sorted(e.id for e in other_b + other_c)
+
+
+def test_a_version_gap_is_a_conflict(ctx: WorkerContext, store: EventStore) -> None:
+    outcome = record_message(ctx, encode_batch([tool_event("run-a", 0), tool_event("run-a", 2)]))
+    assert (outcome.appended, outcome.dead) == (0, 2)
+    assert store.count() == 0
+    assert all("version conflict" in d.reason for d in store.dead_letters())
+
+
+def test_a_redelivered_batch_with_a_conflict_keeps_its_good_streams_once(
+    ctx: WorkerContext, store: EventStore, spy: ReactionSpy
+) -> None:
+    store.append([tool_event("run-a", 0)])
+    good = run("b")
+    message = encode_batch([tool_event("run-a", 0), *good])
+    first = record_message(ctx, message)
+    second = record_message(ctx, message)
+    assert (first.appended, first.dead) == (len(good), 1)
+    assert (second.appended, second.skipped) == (0, len(good))
+    assert store.count() == 1 + len(good)
+    assert len(spy.calls) == 1
+
+
+def test_a_stale_producer_with_a_started_run_is_refused(
+    ctx: WorkerContext, store: EventStore
+) -> None:
+    # Two producers both think they write version 0 of the same run.
+    first = run("a")[:1]
+    twin = Event(
+        id=new_id(),
+        stream=first[0].stream,
+        version=0,
+        occurred_at=AT,
+        payload=RunStarted(task="t", lab="lab-2", policy="simulated"),
+    )
+    assert record_message(ctx, encode_batch(first)).appended == 1
+    outcome = record_message(ctx, encode_batch([twin]))
+    assert (outcome.appended, outcome.dead) == (0, 1)
+    assert store.get(first[0].id) is not None and store.get(twin.id) is None
