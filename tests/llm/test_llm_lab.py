@@ -217,3 +217,45 @@ def test_the_api_key_appears_nowhere(
         ]
     everything.append(caplog.text)
     assert not any(KEY in text for text in everything)
+
+
+def test_a_model_without_function_calling_works_through_the_text_protocol(
+    system: Embedded, server: FakeServer
+) -> None:
+    u = usage(80, 10)
+
+    def block(name: str, arguments: dict[str, object]) -> Scripted:
+        call = json.dumps({"name": name, "arguments": arguments})
+        return completion(text=f"Let me do that.\n<tool>{call}</tool>", usage=u)
+
+    server.queue(
+        block("next_phase", {"summary": "replay"}),
+        block("write_file", {"path": "config.json", "content": GOOD_CONFIG}),
+        completion(text="<tool>{not json</tool>", usage=u),
+        block("evaluate", {}),
+        block("next_phase", {}),
+        block(
+            "submit_paper",
+            {"title": "Replay", "abstract": "Replay helps.", "body": "We replayed."},
+        ),
+    )
+    config = LlmConfig(model="gpt-4o-mini", tool_protocol="text")
+    (events,) = _run(system, _plan(llm=config))
+    assert events[-1].payload.reason == "done"
+    assert [e.payload.phase for e in events if e.type == "phase.entered"] == [
+        "plan",
+        "experiment",
+        "writeup",
+    ]
+    assert any(e.type == "experiment.scored" for e in events)
+    told = [
+        e.payload.preview for e in events if e.type == "tool.returned" and e.payload.exit_code == 2
+    ]
+    assert any("not JSON" in t for t in told)
+    requests = [r.body for r in server.completions()]
+    assert all("tools" not in body for body in requests)
+    assert "<tool>" in requests[0]["messages"][0]["content"]
+    assert any(
+        m["role"] == "user" and m["content"].startswith("Result of evaluate")
+        for m in requests[-1]["messages"]
+    )
