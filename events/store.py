@@ -140,14 +140,18 @@ class EventStore:
         limit: int = 1000,
         stream: str | None = None,
         types: Sequence[str] | None = None,
+        correlation: str | None = None,
     ) -> list[Recorded]:
         """Stored events with position > `after`, in position order, at most `limit`.
 
-        `stream` and `types` narrow the read to one stream and to some event types.
+        `stream`, `types` and `correlation` narrow the read to one stream, to some event
+        types and to one correlation id (a campaign's events).
         """
         query = select(*_COLUMNS).where(EVENTS.c.position > after)
         if stream is not None:
             query = query.where(EVENTS.c.stream == stream)
+        if correlation is not None:
+            query = query.where(EVENTS.c.correlation_id == correlation)
         if types is not None:
             query = query.where(EVENTS.c.type.in_(list(types)))
         query = query.order_by(EVENTS.c.position).limit(limit)

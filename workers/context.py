@@ -6,6 +6,7 @@ from typing import Any
 
 from events import Event, EventStore
 from workers.bus.base import Bus
+from workers.stream_cache import StreamCache
 
 Reaction = Callable[["WorkerContext", Sequence[Event]], None]
 """Called after an append with the events just recorded (e.g. schedule a run's next step)."""
@@ -22,3 +23,8 @@ class WorkerContext:
     """Messages larger than this are dead-lettered, not parsed."""
     labs: Any = None
     """`workers.lab.services.LabServices` on workers that take lab steps."""
+    streams: StreamCache = field(init=False)
+    """Streams this worker read, so it reads only what is new in them."""
+
+    def __post_init__(self) -> None:
+        self.streams = StreamCache(self.store)

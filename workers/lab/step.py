@@ -7,11 +7,19 @@ a step taken twice (redelivery after a worker died) leaves one copy in the log.
 """
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from events import Event
 from events.ids import derived_id, utcnow
-from events.payloads import BudgetExceeded, Payload, RunFinished
+from events.payloads import (
+    BudgetExceeded,
+    ModelFailed,
+    ModelResponded,
+    Payload,
+    RunFinished,
+    ToolInvoked,
+    ToolReturned,
+)
 from workers.bus.base import publish
 from workers.context import WorkerContext
 from workers.lab.llm.step import LlmStep, llm_step
@@ -25,7 +33,7 @@ LAB_STEP_TASK = "labrxiv.lab_step"
 
 def lab_step(ctx: WorkerContext, stream: str, after_version: int) -> None:
     """Take the step of run `stream` that follows `after_version`."""
-    events = ctx.store.read_stream(stream)
+    events = ctx.streams.read(stream)
     if not events or events[-1].version != after_version:
         return  # already taken (a redelivery) or not yet recorded (a stale trigger)
     state = fold(events)
@@ -44,22 +52,40 @@ def lab_step(ctx: WorkerContext, stream: str, after_version: int) -> None:
     else:
         payloads, blobs = _act(ctx, state, events, after_version)
     trigger = events[-1]
-    done_at = utcnow()
+    stamps = _stamps(payloads, now, utcnow())
     out = [
         Event(
             id=derived_id(f"{stream}:{after_version + 1 + i}", trigger.occurred_at),
             stream=stream,
             version=after_version + 1 + i,
-            # The call is stamped when it began; what it produced, when it ended.
-            occurred_at=now if payload.type == "tool.invoked" else done_at,
+            occurred_at=at,
             causation_id=trigger.id,
             correlation_id=state.campaign,
             actor=_actor(payload, state),
             payload=payload,
         )
-        for i, payload in enumerate(payloads)
+        for i, (payload, at) in enumerate(zip(payloads, stamps, strict=True))
     ]
     publish(ctx.bus, out, blobs)
+
+
+def _stamps(payloads: list[Payload], began: datetime, ended: datetime) -> list[datetime]:
+    """When each event of a step happened: a tool call when it began (after the answer
+    that asked for it, after the tools before it), everything else when the step ended."""
+    clock = began
+    stamps = []
+    for payload in payloads:
+        if isinstance(payload, ModelResponded | ModelFailed):
+            clock = min(ended, clock + timedelta(seconds=payload.latency_s))
+            stamps.append(clock)
+        elif isinstance(payload, ToolInvoked):
+            stamps.append(clock)
+        elif isinstance(payload, ToolReturned):
+            clock = min(ended, clock + timedelta(seconds=payload.duration_s))
+            stamps.append(ended)
+        else:
+            stamps.append(ended)
+    return stamps
 
 
 def _act(

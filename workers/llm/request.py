@@ -57,6 +57,12 @@ class PreparedCall:
     """The request body as a blob, keyed by its hash (`called.request`)."""
 
     @property
+    def content(self) -> bytes:
+        """The request body as recorded, the bytes that are sent."""
+        assert self.called.request is not None
+        return self.blobs[self.called.request.sha256]
+
+    @property
     def tool_names(self) -> frozenset[str]:
         """The tools the request declared (a call to any other is an unknown tool)."""
         return frozenset(t["function"]["name"] for t in self.body.get("tools", []))

@@ -3,12 +3,12 @@
 - a `model.called` with no outcome: send it (the call was written ahead by the
   previous step). If this step was delivered before and died during the call (its
   marker exists), the call's outcome is unknown: it stays so in the ledger and the
-  request is tried again as a new attempt, never resent under the same call id;
+  request is tried again as a new attempt, never resent under the same call id. When
+  the model answers, the same step runs the tools it asked for (malformed or unknown
+  calls are told to the model as the call's result; `next_phase` moves the research
+  cycle on) and writes the next call ahead: one step and one batch per model call;
 - a `model.failed`: wait (retry-after, or backoff) and write the next attempt ahead,
   or end the run when the gateway gave up;
-- a `model.responded` with tool calls: run them (malformed or unknown calls are told
-  to the model as the call's result; `next_phase` moves the research cycle on), then
-  write the next call ahead;
 - anything else: check budgets, build the conversation from the log, write the next
   call ahead (`model.called`) for the following step to send.
 """
@@ -16,6 +16,7 @@
 import hashlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,25 +70,42 @@ def llm_step(step: LlmStep) -> Out:
     if config is None:
         return [RunFinished(reason="error", detail="an llm run needs llm settings")], {}
     payloads = [e.payload for e in step.events]
-    history = fold_history(payloads)
     last = payloads[-1]
     if isinstance(last, ModelCalled):
-        return _send(step, last)
+        sent, blobs = _send(step, last)
+        if not isinstance(sent[-1], ModelResponded):
+            return sent, blobs  # a failure, or the next attempt of an interrupted call
+        # Act on the answer and write the next call ahead in this same step: one step
+        # and one recorded batch per model call. The next call is sent by the step that
+        # its recording triggers, so it is in the log before it is sent.
+        following, more = _answered(step, payloads + sent, blobs)
+        return sent + following, blobs | more
     if isinstance(last, ModelFailed):
-        return _after_failure(step, history, last)
+        return _after_failure(step, fold_history(payloads), last)
     if isinstance(last, ModelResponded):
-        phase = history.phase_at_call.get(last.call_id)
-        reply = reply_of(last, phase, config.tool_protocol, _blob(step.store))
-        if reply.tool_calls:
-            ran, blobs = _run_tools(step, history, reply, phase)
-            if any(p.type == "run.finished" for p in ran):
-                return ran, blobs
-            # Write the next call ahead in the same step: a model call then costs two
-            # steps (this one, and the one that sends it), not three.
-            seen = payloads + ran
-            following, more = _new_call(step, seen, fold_history(seen))
-            return ran + following, blobs | more
-    return _new_call(step, payloads, history)
+        return _answered(step, payloads, {})
+    return _new_call(step, payloads, fold_history(payloads), {})
+
+
+def _answered(step: LlmStep, payloads: list[Payload], pending: dict[str, bytes]) -> Out:
+    """Run the tools the last answer asked for, then write the next call ahead.
+
+    `pending` holds blobs published with these payloads and not yet recorded."""
+    config = step.state.started.llm
+    assert config is not None
+    history = fold_history(payloads)
+    last = payloads[-1]
+    assert isinstance(last, ModelResponded)
+    phase = history.phase_at_call.get(last.call_id)
+    reply = reply_of(last, phase, config.tool_protocol, _blob(step.store, pending))
+    if not reply.tool_calls:
+        return _new_call(step, payloads, history, pending)
+    ran, blobs = _run_tools(step, history, reply, phase)
+    if any(p.type == "run.finished" for p in ran):
+        return ran, blobs
+    seen = payloads + ran
+    following, more = _new_call(step, seen, fold_history(seen), pending | blobs)
+    return ran + following, blobs | more
 
 
 def _send(step: LlmStep, called: ModelCalled) -> Out:
@@ -188,11 +206,13 @@ def _told(call_id: str, tool: str, args: dict[str, object], message: str) -> lis
     ]
 
 
-def _new_call(step: LlmStep, payloads: list[Payload], history: LlmHistory) -> Out:
+def _new_call(
+    step: LlmStep, payloads: list[Payload], history: LlmHistory, pending: dict[str, bytes]
+) -> Out:
     state = step.state
     config = state.started.llm
     assert config is not None
-    over = _over_model_budget(step, history)
+    over = _over_model_budget(step, history, payloads[len(step.events) :])
     if over is not None:
         return over, {}
     prefix: list[Payload] = []
@@ -203,7 +223,7 @@ def _new_call(step: LlmStep, payloads: list[Payload], history: LlmHistory) -> Ou
     seen = payloads + prefix
     history = fold_history(seen)
     phase = history.phase or "plan"
-    conversation = build(state, seen, step.bundle.card, config, history, _blob(step.store))
+    conversation = build(state, seen, step.bundle.card, config, history, _blob(step.store, pending))
     if conversation.truncated is not None:
         prefix.append(conversation.truncated)
     request = ModelRequest(
@@ -220,16 +240,24 @@ def _new_call(step: LlmStep, payloads: list[Payload], history: LlmHistory) -> Ou
     return [*prefix, prepared.called], prepared.blobs
 
 
-def _over_model_budget(step: LlmStep, history: LlmHistory) -> list[Payload] | None:
-    """Token and dollar limits of the run and of its campaign, checked before each call."""
+def _over_model_budget(
+    step: LlmStep, history: LlmHistory, unrecorded: list[Payload]
+) -> list[Payload] | None:
+    """Token and dollar limits of the run and of its campaign, checked before each call.
+
+    `unrecorded`: this step's own events, not in the log yet (the answer it just got)."""
     state = step.state
     config = state.started.llm
     assert config is not None
     checks = [("tokens", state.started.budget.tokens, history.tokens)]
     checks.append(("dollars", state.started.budget.dollars, history.dollars))
-    campaign = campaign_budget(step.store, state.campaign) if state.campaign else None
+    campaign = campaign_budget(step.store, state.campaign, state.stream) if state.campaign else None
     if campaign is not None:
         budget, tokens, dollars = campaign
+        for payload in unrecorded:
+            if isinstance(payload, ModelResponded):
+                tokens += _tokens(payload)
+                dollars += payload.cost_usd or 0.0
         checks += [("tokens", budget.tokens, tokens), ("dollars", budget.dollars, dollars)]
     for name, limit, used in checks:
         if limit is not None and used >= limit:
@@ -247,8 +275,12 @@ def _over_model_budget(step: LlmStep, history: LlmHistory) -> list[Payload] | No
     return None
 
 
-def campaign_budget(store: EventStore, campaign: str):  # type: ignore[no-untyped-def]
-    """(the campaign's budget, tokens used, dollars used) or None when it sets no limits."""
+def campaign_budget(store: EventStore, campaign: str, stream: str):  # type: ignore[no-untyped-def]
+    """(the campaign's budget, tokens used, dollars used) or None when it sets no limits.
+
+    Used: every answered call of the campaign, and for each call of another run that is
+    in flight (written ahead, no outcome recorded yet) that run's last answer again, as
+    an estimate of what it will cost. `stream`'s own calls are counted by its caller."""
     started = store.read_stream(f"campaign-{campaign}")
     if not started:
         return None
@@ -256,19 +288,39 @@ def campaign_budget(store: EventStore, campaign: str):  # type: ignore[no-untype
     if budget.tokens is None and budget.dollars is None:
         return None
     tokens, dollars = 0, 0.0
+    last: dict[str, tuple[int, float]] = {}
+    """Per run: the usage of its last answer."""
+    open_calls: dict[str, str] = {}
+    """Per run: its call in flight."""
     after = 0
     while True:
-        page = store.read_records(after=after, limit=5000, types=["model.responded"])
+        page = store.read_records(after=after, limit=5000, types=MODEL_TYPES, correlation=campaign)
         if not page:
-            return budget, tokens, dollars
+            break
         for record in page:
-            if record.correlation_id != campaign:
+            if record.type == "model.called":
+                open_calls[record.stream] = record.payload["call_id"]
                 continue
-            usage = record.payload.get("usage")
-            if usage:
-                tokens += usage["input_tokens"] + usage["output_tokens"]
-            dollars += record.payload.get("cost_usd") or 0.0
+            open_calls.pop(record.stream, None)
+            if record.type == "model.responded":
+                usage = record.payload.get("usage")
+                used = usage["input_tokens"] + usage["output_tokens"] if usage else 0
+                cost = record.payload.get("cost_usd") or 0.0
+                tokens, dollars = tokens + used, dollars + cost
+                last[record.stream] = (used, cost)
         after = page[-1].position
+    for run in open_calls:
+        if run != stream and run in last:
+            tokens, dollars = tokens + last[run][0], dollars + last[run][1]
+    return budget, tokens, dollars
+
+
+MODEL_TYPES = ("model.called", "model.responded", "model.failed")
+
+
+def _tokens(responded: ModelResponded) -> int:
+    usage = responded.usage
+    return 0 if usage is None else usage.input_tokens + usage.output_tokens
 
 
 def _request_blob(store: EventStore, called: ModelCalled) -> bytes:
@@ -278,5 +330,10 @@ def _request_blob(store: EventStore, called: ModelCalled) -> bytes:
     return data
 
 
-def _blob(store: EventStore):  # type: ignore[no-untyped-def]
-    return store.get_blob
+def _blob(store: EventStore, pending: dict[str, bytes]) -> Callable[[str], bytes | None]:
+    """A blob reader that sees the blobs this step is about to publish."""
+
+    def read(sha256: str) -> bytes | None:
+        return pending[sha256] if sha256 in pending else store.get_blob(sha256)
+
+    return read
