@@ -36,3 +36,12 @@ class StreamCache:
             while len(self._streams) > self.max_streams:
                 self._streams.popitem(last=False)
         return list(events)
+
+    def first(self, stream: str) -> Event | None:
+        """The stream's first event (a campaign's or run's start), read once."""
+        with self._lock:
+            cached = self._streams.get(stream)
+        if cached:
+            return cached[0]
+        events = self.read(stream)
+        return events[0] if events else None

@@ -109,6 +109,7 @@ def _act(
                     store=ctx.store,
                     inflight=labs.inflight,
                     env=labs.env_for(state),
+                    streams=ctx.streams,
                     version=after_version,
                 )
             )

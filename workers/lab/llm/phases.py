@@ -1,5 +1,9 @@
 """The research cycle's explicit phases, the tools each allows, and what the lab is told."""
 
+import functools
+
+import orjson
+
 from events.payloads.model import Phase
 from workers.tools.base import TOOLS
 
@@ -78,8 +82,17 @@ def next_phase_schema() -> dict[str, object]:
 
 
 def tool_schemas(phase: Phase) -> list[dict[str, object]]:
-    """The function declarations the model sees in `phase`."""
-    return [
-        next_phase_schema() if name == NEXT_PHASE else TOOLS[name].schema()
-        for name in TOOLS_BY_PHASE[phase]
-    ]
+    """The function declarations the model sees in `phase` (a fresh copy each time)."""
+    return orjson.loads(_schemas(phase))  # type: ignore[no-any-return]
+
+
+@functools.cache
+def _schemas(phase: Phase) -> bytes:
+    """Built once per phase: pydantic's JSON schema generation is slow, and every model
+    call declares the tools again."""
+    return orjson.dumps(
+        [
+            next_phase_schema() if name == NEXT_PHASE else TOOLS[name].schema()
+            for name in TOOLS_BY_PHASE[phase]
+        ]
+    )

@@ -15,7 +15,9 @@
 
 import hashlib
 import logging
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +41,7 @@ from workers.lab.llm.context import build
 from workers.lab.llm.history import LlmHistory, fold_history, reply_of
 from workers.lab.state import RunState
 from workers.llm import Gateway, ModelRequest, PreparedCall, Reply
+from workers.stream_cache import StreamCache
 from workers.tools.env import ToolEnv
 from workers.tools.invoke import invoke
 
@@ -60,6 +63,8 @@ class LlmStep:
     inflight: Path
     """Markers of calls being sent, outside every workspace."""
     env: ToolEnv
+    streams: StreamCache
+    """The worker's cache of streams it read."""
     version: int
     """The version this step follows."""
 
@@ -110,16 +115,40 @@ def _answered(step: LlmStep, payloads: list[Payload], pending: dict[str, bytes])
 
 def _send(step: LlmStep, called: ModelCalled) -> Out:
     marker = step.inflight / hashlib.sha256(called.call_id.encode()).hexdigest()
-    request = _request_blob(step.store, called)
     if marker.exists():
         log.warning(
             "%s: call %s was interrupted; outcome unknown", step.state.stream, called.call_id
         )
-        return _next_attempt(called, request)
+        return _next_attempt(called, _request_blob(step.store, called))
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text(called.call_id)  # kept: a redelivery must not send this id again
-    outcome = step.gateway.send(PreparedCall.restore(called, request))
+    outcome = step.gateway.send(_prepared(step.store, called))
     return [outcome.event], outcome.blobs
+
+
+_PREPARED: OrderedDict[str, PreparedCall] = OrderedDict()
+"""Calls this process wrote ahead, by request hash: the step that sends one usually runs
+on the worker that prepared it, and then need not fetch and parse the request again."""
+_PREPARED_LOCK = threading.Lock()
+_PREPARED_MAX = 1024
+
+
+def _remember(prepared: PreparedCall) -> None:
+    assert prepared.called.request is not None
+    with _PREPARED_LOCK:
+        _PREPARED[prepared.called.request.sha256] = prepared
+        while len(_PREPARED) > _PREPARED_MAX:
+            _PREPARED.popitem(last=False)
+
+
+def _prepared(store: EventStore, called: ModelCalled) -> PreparedCall:
+    """The recorded call ready to send: its request from memory, or from the blob table."""
+    key = called.request.sha256 if called.request else ""
+    with _PREPARED_LOCK:
+        known = _PREPARED.pop(key, None)
+    if known is not None and known.called == called:
+        return known
+    return PreparedCall.restore(called, _request_blob(store, called))
 
 
 def _after_failure(step: LlmStep, history: LlmHistory, failed: ModelFailed) -> Out:
@@ -237,6 +266,7 @@ def _new_call(
         phase=phase,
     )
     prepared = step.gateway.prepare(request)
+    _remember(prepared)
     return [*prefix, prepared.called], prepared.blobs
 
 
@@ -251,7 +281,11 @@ def _over_model_budget(
     assert config is not None
     checks = [("tokens", state.started.budget.tokens, history.tokens)]
     checks.append(("dollars", state.started.budget.dollars, history.dollars))
-    campaign = campaign_budget(step.store, state.campaign, state.stream) if state.campaign else None
+    campaign = (
+        campaign_budget(step.store, step.streams, state.campaign, state.stream)
+        if state.campaign
+        else None
+    )
     if campaign is not None:
         budget, tokens, dollars = campaign
         for payload in unrecorded:
@@ -275,16 +309,18 @@ def _over_model_budget(
     return None
 
 
-def campaign_budget(store: EventStore, campaign: str, stream: str):  # type: ignore[no-untyped-def]
+def campaign_budget(  # type: ignore[no-untyped-def]
+    store: EventStore, streams: StreamCache, campaign: str, stream: str
+):
     """(the campaign's budget, tokens used, dollars used) or None when it sets no limits.
 
     Used: every answered call of the campaign, and for each call of another run that is
     in flight (written ahead, no outcome recorded yet) that run's last answer again, as
     an estimate of what it will cost. `stream`'s own calls are counted by its caller."""
-    started = store.read_stream(f"campaign-{campaign}")
-    if not started:
+    started = streams.first(f"campaign-{campaign}")
+    if started is None:
         return None
-    budget = started[0].payload.budget  # type: ignore[union-attr]
+    budget = started.payload.budget  # type: ignore[union-attr]
     if budget.tokens is None and budget.dollars is None:
         return None
     tokens, dollars = 0, 0.0
