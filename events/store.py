@@ -162,10 +162,19 @@ class EventStore:
         """Like `read_records`, as validated `Event`s with typed payloads."""
         return [r.typed() for r in self.read_records(after, limit, stream)]
 
-    def iter_records(self, after: int = 0, page: int = 5000) -> Iterator[Recorded]:
-        """Every stored event after `after`, page by page: memory stays bounded by `page`."""
+    def iter_records(
+        self,
+        after: int = 0,
+        page: int = 5000,
+        stream: str | None = None,
+        types: Sequence[str] | None = None,
+        correlation: str | None = None,
+    ) -> Iterator[Recorded]:
+        """Every stored event after `after`, page by page: memory stays bounded by `page`.
+
+        The filters are those of `read_records`."""
         while True:
-            batch = self.read_records(after=after, limit=page)
+            batch = self.read_records(after, page, stream, types, correlation)
             if not batch:
                 return
             yield from batch
@@ -180,6 +189,18 @@ class EventStore:
         )
         with self.engine.connect() as conn:
             return [r.typed() for r in rows_to_records(conn.execute(query).all())]
+
+    def last_record(self, stream: str) -> Recorded | None:
+        """A stream's latest event, None when it has none."""
+        query = (
+            select(*_COLUMNS)
+            .where(EVENTS.c.stream == stream)
+            .order_by(EVENTS.c.version.desc())
+            .limit(1)
+        )
+        with self.engine.connect() as conn:
+            rows = rows_to_records(conn.execute(query).all())
+        return rows[0] if rows else None
 
     def stream_version(self, stream: str) -> int:
         """The last version of `stream`, -1 when it has no events."""

@@ -208,6 +208,35 @@ def test_read_by_position_pages_through_the_log(store: EventStore) -> None:
     assert [r.id for r in store.iter_records(after=middle, page=6)] == ids(events[10:])
 
 
+def test_filtered_reads_by_stream_type_and_correlation(store: EventStore) -> None:
+    a, b = new_stream(), new_stream()
+    events = []
+    for version in range(6):
+        for stream, campaign in ((a, "campaign-a"), (b, "campaign-b")):
+            finished = RunFinished(reason="done") if version == 5 else None
+            events.append(make_event(stream, version, finished, correlation_id=campaign))
+    store.append(events)
+    by_campaign = store.iter_records(correlation="campaign-a", page=2)
+    assert [(r.stream, r.version) for r in by_campaign] == [(a, v) for v in range(6)]
+    finished = store.iter_records(types=["run.finished"], page=1)
+    assert [r.stream for r in finished] == [a, b]
+    assert (
+        list(store.iter_records(stream=b, types=["run.finished"], correlation="campaign-a")) == []
+    )
+    tools = store.read_records(stream=b, types=["tool.invoked"], limit=3)
+    assert [r.version for r in tools] == [0, 1, 2]
+
+
+def test_last_record_of_a_stream(store: EventStore) -> None:
+    a, b = new_stream(), new_stream()
+    store.append(make_stream(a, 3))
+    store.append(make_stream(b, 2))
+    store.append(make_stream(a, 2, start=3))
+    last = store.last_record(a)
+    assert last is not None and last.version == 4
+    assert store.last_record(new_stream()) is None
+
+
 def test_positions_strictly_increase_across_batches(store: EventStore) -> None:
     positions: list[int] = []
     for size in (1, 5, 2, 9, 1):

@@ -41,13 +41,7 @@ def close_campaign_if_done(ctx: WorkerContext, campaign: str) -> None:
     if not events or any(e.type == "campaign.finished" for e in events):
         return
     started = events[0].payload
-    mine = []
-    after = 0
-    while page := ctx.store.read_records(
-        after=after, limit=5000, types=["run.started", "run.finished"], correlation=campaign
-    ):
-        mine += page
-        after = page[-1].position
+    mine = list(ctx.store.iter_records(types=["run.started", "run.finished"], correlation=campaign))
     runs = {r.stream for r in mine if r.type == "run.started"}
     done = {r.stream for r in mine if r.type == "run.finished"}
     if len(runs) < getattr(started, "labs", 0) or runs - done:

@@ -25,11 +25,11 @@ def stalled_runs(
     now = now or utcnow()
     stalled = []
     for stream in streams:
-        events = store.read_records(stream=stream, limit=1_000_000)
-        if not events or events[-1].type == "run.finished":
+        last = store.last_record(stream)
+        if last is None or last.type == "run.finished":
             continue
-        if now - events[-1].recorded_at >= quiet_for:
-            stalled.append((stream, events[-1].version))
+        if now - last.recorded_at >= quiet_for:
+            stalled.append((stream, last.version))
     return stalled
 
 
@@ -48,11 +48,6 @@ def unfinished_runs(store: EventStore) -> list[str]:
     """Every run stream that has started and not finished."""
     started: set[str] = set()
     finished: set[str] = set()
-    after = 0
-    while True:
-        page = store.read_records(after=after, limit=5000, types=["run.started", "run.finished"])
-        if not page:
-            return sorted(started - finished)
-        for record in page:
-            (started if record.type == "run.started" else finished).add(record.stream)
-        after = page[-1].position
+    for record in store.iter_records(types=["run.started", "run.finished"]):
+        (started if record.type == "run.started" else finished).add(record.stream)
+    return sorted(started - finished)
