@@ -5,11 +5,16 @@ a built-in task (embedded system, real experiments graded by the task's grader) 
 prints the best normalized score after each paper index, as mean ± standard deviation
 over the seeds, and the mean per-seed difference (archive − isolated) with its spread.
 
-    python bench/archive_vs_isolated.py --seeds 5 --labs 3 --papers 3 --attempts 9
+    python bench/archive_vs_isolated.py --task ts-saliency --seeds 10 --papers 3 --attempts 6
+
+It ends with the paired comparison of the final best: on how many seeds the archive
+campaign was ahead, a one-sided sign test, and the mean difference with its standard
+error.
 """
 
 import argparse
 import logging
+import math
 import statistics
 import sys
 import tempfile
@@ -30,10 +35,10 @@ from workers.lab.campaign import CampaignPlan  # noqa: E402
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="continual-digits")
-    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--labs", type=int, default=3)
     parser.add_argument("--papers", type=int, default=3)
-    parser.add_argument("--attempts", type=int, default=9)
+    parser.add_argument("--attempts", type=int, default=6)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     quiet = Console(file=open("/dev/null", "w"))  # noqa: SIM115 - the live tables go nowhere
@@ -76,6 +81,24 @@ def main() -> None:
         arc = [c[index] for c in curves["archive"]]
         diff = [a - i for a, i in zip(arc, iso, strict=True)]
         print(f"{index + 1:>5}  {_fmt(iso):>20}  {_fmt(arc):>19}  {_fmt(diff):>30}")
+    final = [c[-1] - i[-1] for c, i in zip(curves["archive"], curves["isolated"], strict=True)]
+    ahead, behind = sum(d > 0 for d in final), sum(d < 0 for d in final)
+    print(
+        f"\nbest after the last paper: archive ahead in {ahead} of {len(final)} seeds, "
+        f"behind in {behind}, tied in {len(final) - ahead - behind}; one-sided sign test "
+        f"p = {_sign_test(ahead, behind):.3f}; mean difference {_fmt(final)} "
+        f"(standard error {_stderr(final):.3f})"
+    )
+
+
+def _sign_test(ahead: int, behind: int) -> float:
+    """P(at least `ahead` of the untied seeds favour the archive) if neither mode is better."""
+    untied = ahead + behind
+    return sum(math.comb(untied, k) for k in range(ahead, untied + 1)) / 2**untied
+
+
+def _stderr(values: list[float]) -> float:
+    return statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
 
 
 def _fmt(values: list[float]) -> str:

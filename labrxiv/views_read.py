@@ -143,7 +143,7 @@ def paper_view(detail: PaperDetail) -> RenderableType:
 def ledger_table(totals: Sequence[LedgerTotals], by: str) -> Table:
     """Roll-ups of the ledger, one line per run, lab or campaign."""
     table = Table(title=f"ledger by {by}")
-    for name in (by, "calls", "tool", "model", "compute s"):
+    for name in (by, "calls", "tool", "model", "grader model", "compute s"):
         table.add_column(name, no_wrap=name == by)
     for name in ("input tok", "cached", "output", "reasoning", "tokens", "dollars", "unknown $"):
         table.add_column(name, justify="right")
@@ -153,6 +153,7 @@ def ledger_table(totals: Sequence[LedgerTotals], by: str) -> Table:
             str(t.calls),
             str(t.tool_calls),
             str(t.model_calls),
+            str(t.grader_calls),
             f"{t.compute_seconds:.1f}",
             f"{t.input_tokens:,}",
             f"{t.cached_input_tokens:,}",

@@ -1,5 +1,6 @@
 """Builds the store, bus and worker context from settings: the one place that wires parts."""
 
+import functools
 import os
 import threading
 from collections.abc import Callable
@@ -47,12 +48,14 @@ class Embedded:
 
 def worker_context(settings: Settings, store: EventStore, bus: Bus) -> WorkerContext:
     """A worker's context: the recorder, and lab steps with their services and reactions."""
+    prices = functools.cache(lambda: PriceTable.load(settings.prices))
     labs = LabServices(
         workspaces=(settings.data_dir / "workspaces").resolve(),
         gym_dirs=gym_dirs(settings),
         archive=LogArchive(store),
         hidden=[settings.data_dir.resolve()],
-        gateways=gateways(settings),
+        gateways=gateways(settings, prices),
+        prices=prices,
         inflight=(settings.data_dir / "inflight").resolve(),
     )
     return WorkerContext(
@@ -64,7 +67,9 @@ def worker_context(settings: Settings, store: EventStore, bus: Bus) -> WorkerCon
     )
 
 
-def gateways(settings: Settings) -> Callable[[str | None], Gateway]:
+def gateways(
+    settings: Settings, prices: Callable[[], PriceTable]
+) -> Callable[[str | None], Gateway]:
     """One gateway per endpoint in this process, made on first use."""
     made: dict[str, Gateway] = {}
     lock = threading.Lock()
@@ -77,7 +82,7 @@ def gateways(settings: Settings) -> Callable[[str | None], Gateway]:
                 made[url] = Gateway(
                     url,
                     key.get_secret_value() if key else None,
-                    PriceTable.load(settings.prices),
+                    prices(),
                     timeout=settings.llm_timeout,
                     max_attempts=settings.llm_max_attempts,
                 )

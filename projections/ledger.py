@@ -13,6 +13,11 @@ worker died mid-call; the provider may have billed it): it is counted in
 `unknown_outcome_calls`. Cost is counted only where it is known: a call with
 `cost_known = false` (no price, or no usage reported) adds nothing to the dollars and
 is counted in `unknown_cost_calls`, never as a silent 0.
+
+A grader that calls a model (math-prompting) reports its usage in the attempt's
+`experiment.scored`, priced when the attempt was scored: one row of `kind="grader"`
+(`call_id = grader/<attempt>`) holds that grading's tokens, cost and number of model
+calls, so the run's tokens and dollars include what its evaluations cost.
 """
 
 from collections.abc import Sequence
@@ -44,8 +49,9 @@ from projections.projector import Projector
 
 TOOL_TYPES = frozenset({"tool.invoked", "tool.returned"})
 MODEL_TYPES = frozenset({"model.called", "model.responded", "model.failed"})
-LEDGER_TYPES = TOOL_TYPES | MODEL_TYPES
-"""The event types the ledger folds."""
+GRADED = "experiment.scored"
+LEDGER_TYPES = TOOL_TYPES | MODEL_TYPES | {GRADED}
+"""The event types the ledger folds (`experiment.scored` only when grading used a model)."""
 
 
 class LedgerRow(SQLModel, table=True):
@@ -98,6 +104,8 @@ class LedgerRow(SQLModel, table=True):
     """Dollars at the price frozen in the event; None when the price is unknown."""
     cost_known: bool | None = None
     """False for a model with no price (counted apart); None for tool calls."""
+    grader_calls: int | None = None
+    """Model calls the grader made for the attempt (`kind="grader"` rows)."""
 
 
 LEDGER = LedgerRow.__table__
@@ -112,10 +120,10 @@ class LedgerProjector(Projector):
 
     def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:
         """Load the calls the page touches, fold the page into them, write them back."""
-        calls = [e for e in events if e.type in LEDGER_TYPES]
+        calls = [e for e in events if e.type in LEDGER_TYPES and _call_id(e) is not None]
         if not calls:
             return
-        keys = sorted({(e.stream, e.payload["call_id"]) for e in calls})
+        keys = sorted({(e.stream, _call_id(e)) for e in calls})
         touched = _keys_in(conn, keys)
         rows = {
             (r["run"], r["call_id"]): dict(r)
@@ -123,7 +131,7 @@ class LedgerProjector(Projector):
         }
         stored = bool(rows)
         for event in calls:
-            key = (event.stream, event.payload["call_id"])
+            key = (event.stream, _call_id(event))
             row = rows.get(key)
             if row is None:  # not setdefault: that built a new row for every event
                 row = rows[key] = _new_row(event)
@@ -146,13 +154,20 @@ def _keys_in(conn: Connection, keys: list[tuple[str, str]]) -> ColumnElement[boo
     return pair.in_(select(func.unnest(runs), func.unnest(calls)))
 
 
+def _call_id(event: Recorded) -> str | None:
+    """The ledger key of a call event; a grading's is `grader/<attempt>` (None: no model)."""
+    if event.type != GRADED:
+        return event.payload["call_id"]
+    return f"grader/{event.payload['attempt']}" if event.payload.get("grader_usage") else None
+
+
 def _new_row(event: Recorded) -> dict[str, Any]:
-    model = event.type in MODEL_TYPES
+    kind = {GRADED: "grader"}.get(event.type, "model" if event.type in MODEL_TYPES else "tool")
     return {name: None for name in _COLUMNS} | {
         "run": event.stream,
-        "call_id": event.payload["call_id"],
-        "kind": "model" if model else "tool",
-        "status": "called" if model else "invoked",
+        "call_id": _call_id(event),
+        "kind": kind,
+        "status": {"model": "called", "tool": "invoked"}.get(kind, "responded"),
         "position": event.position,
     }
 
@@ -169,6 +184,22 @@ def _fold(row: dict[str, Any], event: Recorded) -> None:
         row["exit_code"], row["duration_s"] = payload["exit_code"], payload["duration_s"]
     elif event.type in MODEL_TYPES:
         _fold_model(row, event)
+    else:
+        _fold_grading(row, event)
+
+
+def _fold_grading(row: dict[str, Any], event: Recorded) -> None:
+    """The model calls a grader made for one attempt, summed into one row."""
+    payload, usage = event.payload, event.payload["grader_usage"]
+    row["model"], row["tool"], row["attempt"] = payload.get("grader_model"), "evaluate", None
+    row["invoked_at"] = row["returned_at"] = event.occurred_at
+    row["cost_usd"] = payload.get("grader_cost_usd")
+    row["cost_known"] = row["cost_usd"] is not None
+    row["input_tokens"] = usage.get("input_tokens", 0)
+    row["cached_input_tokens"] = usage.get("cached_input_tokens", 0)
+    row["output_tokens"] = usage.get("output_tokens", 0)
+    row["total_tokens"] = row["input_tokens"] + row["output_tokens"]
+    row["grader_calls"] = usage.get("calls", 0)
 
 
 def _fold_model(row: dict[str, Any], event: Recorded) -> None:
@@ -208,6 +239,8 @@ class LedgerTotals:
     calls: int
     tool_calls: int
     model_calls: int
+    grader_calls: int
+    """Model calls made by graders (math-prompting), in the tokens and dollars below."""
     compute_seconds: float
     """Sum of the tool calls' durations."""
     input_tokens: int
@@ -219,7 +252,8 @@ class LedgerTotals:
     dollars: float
     """Sum of the known costs."""
     unknown_cost_calls: int
-    """Answered model calls whose cost is unknown (no price, or no usage): in no total."""
+    """Answered model calls and model-using gradings whose cost is unknown (no price, or
+    no usage): in no total."""
     unknown_outcome_calls: int
     """Model calls written ahead whose answer or failure never came (may have been billed)."""
     failed_calls: int
@@ -232,11 +266,13 @@ def ledger_totals(
     """The ledger rolled up per run, lab or campaign (of one campaign, if given), by key."""
     key = {"run": LEDGER.c.run, "lab": LEDGER.c.lab, "campaign": LEDGER.c.campaign}[by]
     model = LEDGER.c.kind == "model"
+    priced = LEDGER.c.kind.in_(["model", "grader"])
     query = select(
         key.label("key"),
         func.count().label("calls"),
         func.sum(case((LEDGER.c.kind == "tool", 1), else_=0)).label("tool_calls"),
         func.sum(case((model, 1), else_=0)).label("model_calls"),
+        func.coalesce(func.sum(LEDGER.c.grader_calls), 0).label("grader_calls"),
         func.coalesce(func.sum(LEDGER.c.duration_s), 0.0).label("compute_seconds"),
         *(
             func.coalesce(func.sum(LEDGER.c[column]), 0).label(column)
@@ -247,7 +283,7 @@ def ledger_totals(
         func.coalesce(
             func.sum(case((LEDGER.c.cost_known.is_(True), LEDGER.c.cost_usd), else_=None)), 0.0
         ).label("dollars"),
-        func.sum(case((model & LEDGER.c.cost_known.is_(False), 1), else_=0)).label(
+        func.sum(case((priced & LEDGER.c.cost_known.is_(False), 1), else_=0)).label(
             "unknown_cost_calls"
         ),
         func.sum(case((model & (LEDGER.c.status == "called"), 1), else_=0)).label(
@@ -263,6 +299,7 @@ def ledger_totals(
             calls=int(row.calls),
             tool_calls=int(row.tool_calls),
             model_calls=int(row.model_calls),
+            grader_calls=int(row.grader_calls),
             compute_seconds=float(row.compute_seconds),
             input_tokens=int(row.input_tokens),
             cached_input_tokens=int(row.cached_input_tokens),

@@ -21,7 +21,7 @@ from events.payloads.model import (
     Price,
     Usage,
 )
-from events.payloads.paper import Claim, PapersRetrieved, PaperSubmitted
+from events.payloads.paper import Claim, Experiment, PapersRetrieved, PaperSubmitted
 from events.payloads.run import Budget, LlmConfig, RunFinished, RunStarted
 from events.payloads.tool import FileDigest, ToolInvoked, ToolReturned
 
@@ -57,6 +57,7 @@ __all__ = [
     "Budget",
     "BudgetExceeded",
     "Claim",
+    "Experiment",
     "ContextTruncated",
     "ModelCalled",
     "ModelFailed",

@@ -5,6 +5,7 @@ from typing import Literal
 from pydantic import Field
 
 from events.payloads.base import Payload
+from events.payloads.model import Price
 
 
 class ExperimentScored(Payload):
@@ -22,5 +23,13 @@ class ExperimentScored(Payload):
     grader: str = "grader"
     """Which trusted grader produced the scores."""
     grader_usage: dict[str, int] | None = None
-    """Model usage of the grading itself (calls, input_tokens, output_tokens), when the
-    grader calls a model (e.g. math-prompting); None for graders that use none."""
+    """Model usage of the grading itself (calls, input_tokens, cached_input_tokens,
+    output_tokens, without_usage: answers that reported none), when the grader calls a
+    model (e.g. math-prompting); None for graders that use none."""
+    grader_model: str | None = None
+    """The model the grader called, as it reported it."""
+    grader_price: Price | None = None
+    """The price of `grader_model` when the attempt was scored; None when unknown."""
+    grader_cost_usd: float | None = None
+    """The grading's cost at `grader_price`; None when unknown (no price, or answers
+    without usage), never a silent 0."""

@@ -22,6 +22,19 @@ class Claim(BaseModel):
     """The run's scored attempt (`experiment.scored`) it comes from; None if not measured."""
 
 
+class Experiment(BaseModel):
+    """One graded attempt a paper reports: what was run and what the grader said."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    attempt: int = Field(ge=1)
+    """The run's scored attempt (`experiment.scored`) it was."""
+    config: dict[str, JsonValue]
+    """The configuration the attempt ran."""
+    scores: dict[str, float]
+    """Score per subtask, as reported."""
+
+
 class PaperSubmitted(Payload):
     """A lab published a paper to the shared archive."""
 
@@ -38,6 +51,9 @@ class PaperSubmitted(Payload):
     """The configuration the paper's best result used (lets other labs start from it)."""
     claims: list[Claim] = []
     """The numbers the paper reports, structured."""
+    experiments: list[Experiment] = []
+    """Every graded attempt the paper reports (its results table, structured), so that
+    readers learn from what did not work as well as from the best."""
     cited: list[str] = []
     """Archive ids of the papers it builds on."""
     revises: str | None = None

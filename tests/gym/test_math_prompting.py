@@ -41,8 +41,16 @@ from pathlib import Path
 
 import pytest
 
+from events import Event
+from events.ids import new_id, utcnow
+from events.payloads import ExperimentScored, RunStarted
+from labrxiv.settings import load_settings
+from labrxiv.wiring import open_embedded
+from projections.ledger import ledger_calls, ledger_totals
 from workers.gym.card import TaskCard
 from workers.gym.validate import validate_bundle
+from workers.lab.state import fold
+from workers.tools.invoke import invoke
 
 BUNDLE = Path(__file__).resolve().parents[2] / "gym" / "math-prompting"
 KINDS = ("shopping", "rates", "percent", "remainder")
@@ -393,7 +401,9 @@ def test_the_grader_sends_the_technique_and_reports_usage(
     done = run_grader(work, grader_env(simulator.base_url))
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
-    assert set(result) == {"scores", "notes", "usage"}
+    assert set(result) == {"scores", "notes", "usage", "model"}
+    assert result["model"] == "simulator"
+    assert (result["usage"]["cached_input_tokens"], result["usage"]["without_usage"]) == (0, 0)
     assert set(result["scores"]) == {"accuracy", *KINDS}
     assert result["notes"].startswith("simulator on 40 hidden questions x 2 samples")
     assert len(simulator.requests) == result["usage"]["calls"] == 80
@@ -490,3 +500,53 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+# The grading's cost, through the lab's `evaluate` tool and into the ledger.
+
+
+@pytest.mark.parametrize("priced", [True, False], ids=["priced", "no-price"])
+def test_evaluate_prices_the_graders_usage_and_the_ledger_counts_it(
+    simulator: Simulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, priced: bool
+) -> None:
+    for name, value in grader_env(simulator.base_url).items():
+        if name.startswith(("OPENAI_", "LABRXIV_")):
+            monkeypatch.setenv(name, value)
+    prices = tmp_path / "prices.toml"
+    prices.write_text(
+        "[models.simulator]\ninput = 2.0\ncached_input = 1.0\noutput = 8.0\n" if priced else ""
+    )
+    system = open_embedded(load_settings(data_dir=tmp_path / "data", prices=prices), threads=1)
+    try:
+        started = RunStarted(task="math-prompting", lab="lab-0", policy="llm")
+        run = Event(id=new_id(), stream="run-g", version=0, occurred_at=utcnow(), payload=started)
+        env = system.ctx.labs.env_for(fold([run]))
+        technique = json.dumps(config("step_by_step", samples=2, temperature=0.7))
+        invoke(env, "write_file", {"path": "config.json", "content": technique}, call_id="c1")
+        simulator.requests.clear()
+        outcome = invoke(env, "evaluate", {}, call_id="c2")
+        (scored,) = [p for p in outcome.payloads if isinstance(p, ExperimentScored)]
+        usage = scored.grader_usage
+        assert usage is not None and usage["calls"] == len(simulator.requests) == 80
+        assert scored.grader_model == "simulator"
+        if priced:
+            assert scored.grader_price is not None and scored.grader_price.input_per_mtok == 2.0
+            expected = (usage["input_tokens"] * 2.0 + usage["output_tokens"] * 8.0) / 1e6
+            assert scored.grader_cost_usd == pytest.approx(expected, rel=1e-9)
+        else:
+            assert scored.grader_price is None and scored.grader_cost_usd is None
+        events = [
+            Event(id=new_id(), stream="run-g", version=v, occurred_at=utcnow(), payload=p)
+            for v, p in enumerate([started, *outcome.payloads])
+        ]
+        system.store.append(events)
+        system.runner.catch_up()
+        with system.store.engine.connect() as conn:
+            (grading,) = [c for c in ledger_calls(conn, run="run-g") if c["kind"] == "grader"]
+            (totals,) = ledger_totals(conn, by="run")
+        assert grading["call_id"] == "grader/1" and grading["grader_calls"] == 80
+        assert totals.tokens == usage["input_tokens"] + usage["output_tokens"]
+        assert totals.dollars == pytest.approx(scored.grader_cost_usd or 0.0, rel=1e-9)
+        assert totals.unknown_cost_calls == (0 if priced else 1)
+    finally:
+        system.close()

@@ -175,11 +175,11 @@ def test_papers_search_and_top(read_log: EventStore) -> None:
 def test_ledger_roll_ups(read_log: EventStore) -> None:
     code, out = invoke("ledger", "--by", "lab")
     assert code == 0, out
-    assert has_row(out, "lab-x", 1, 1, 0, "2.5")
+    assert has_row(out, "lab-x", 1, 1, 0, 0, "2.5")
     code, out = invoke("ledger", "--by", "campaign")
-    assert has_row(out, "camp1", 1, 1, 0, "2.5")
+    assert has_row(out, "camp1", 1, 1, 0, 0, "2.5")
     code, out = invoke("ledger")
-    assert has_row(out, "run-x", 1, 1, 0, "2.5")
+    assert has_row(out, "run-x", 1, 1, 0, 0, "2.5")
     code, out = invoke("ledger", "--by", "model")
     assert code == 2
 

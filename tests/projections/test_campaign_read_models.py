@@ -22,12 +22,12 @@ from workers.lab.campaign import CampaignPlan, start_campaign
 
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Embedded, str]]:
-    """Three labs writing two papers each on a shared archive, projected page by page."""
+    """Three labs writing three papers each on a shared archive, projected page by page."""
     data = Path(tmp_path_factory.mktemp("campaign")) / "data"
     system = open_embedded(load_settings(data_dir=data), threads=3)
     system.runner.page = 7  # many page boundaries
     plan = CampaignPlan(
-        task="continual-digits", labs=3, papers=2, mode="archive", seed=1, attempts=6
+        task="continual-digits", labs=3, papers=3, mode="archive", seed=1, attempts=6
     )
     campaign_id, _runs = start_campaign(system.bus, plan)
     system.bus.join()
@@ -45,7 +45,7 @@ def log_of(system: Embedded, *types: str) -> list[Recorded]:
 def test_archive_matches_the_log(campaign: tuple[Embedded, str]) -> None:
     system, campaign_id = campaign
     submitted = log_of(system, "paper.submitted")
-    assert len(submitted) == 6
+    assert len(submitted) == 9
     papers = {r["paper_id"]: r for r in rows(system.store, PAPERS)}
     assert set(papers) == {e.payload["paper_id"] for e in submitted}
     per_run: dict[str, int] = defaultdict(int)
@@ -131,7 +131,7 @@ def test_curves_and_ledger_match_the_log(campaign: tuple[Embedded, str]) -> None
     assert found == expected_points  # the same sums in the same order: equal to the bit
     assert all(p.tokens == 0 and p.cost_usd == 0.0 for p in points)  # no model events yet
     assert [(p.paper_id, p.best_so_far) for p in papers] == expected_papers
-    assert [p.paper_index for p in papers] == [1, 2, 3, 4, 5, 6]
+    assert [p.paper_index for p in papers] == list(range(1, 10))
 
     assert {(r["run"], r["call_id"]) for r in rows(system.store, LEDGER)} == calls
     assert all(r["status"] == "returned" for r in rows(system.store, LEDGER))

@@ -111,23 +111,30 @@ def test_model_calls_count_tokens_and_keep_unknown_cost_apart(ledger: Projection
     }
     tool = base | {"call_id": "t-1", "kind": "tool", "status": "returned", "position": 1003}
     tool |= {"tool": "bash", "duration_s": 1.5, "exit_code": 0}
+    grading = base | {"call_id": "grader/1", "kind": "grader", "status": "responded"}
+    grading |= {"position": 1004, "model": "grader-model", "grader_calls": 40}
+    grading |= {"input_tokens": 4000, "output_tokens": 800, "total_tokens": 4800}
+    grading |= {"cost_usd": 0.25, "cost_known": True}
+    unpriced_grading = grading | {"call_id": "grader/2", "position": 1005}
+    unpriced_grading |= {"cost_usd": None, "cost_known": False, "grader_calls": 2}
     with ledger.store.engine.begin() as conn:
-        conn.execute(insert(LEDGER), [priced, unpriced, tool])
+        conn.execute(insert(LEDGER), [priced, unpriced, tool, grading, unpriced_grading])
     with ledger.store.engine.connect() as conn:
         (found,) = ledger_totals(conn, by="campaign", campaign="cm")
     assert found == LedgerTotals(
         key="cm",
-        calls=3,
+        calls=5,
         tool_calls=1,
         model_calls=2,
+        grader_calls=42,
         compute_seconds=1.5,
-        input_tokens=1010,
+        input_tokens=9010,
         cached_input_tokens=200,
-        output_tokens=305,
+        output_tokens=1905,
         reasoning_tokens=100,
-        tokens=1315,
-        dollars=0.5,
-        unknown_cost_calls=1,
+        tokens=10915,
+        dollars=0.75,
+        unknown_cost_calls=2,
         unknown_outcome_calls=0,
         failed_calls=0,
     )
@@ -267,6 +274,7 @@ def test_model_roll_ups_keep_unknown_outcome_and_unknown_cost_apart(
         calls=5,
         tool_calls=0,
         model_calls=5,
+        grader_calls=0,
         compute_seconds=0.0,
         input_tokens=1010,
         cached_input_tokens=400,

@@ -46,6 +46,11 @@ def test_campaign_runs_finish_with_papers_whose_claims_were_measured(system: Emb
         for claim in paper.claims:
             assert claim.attempt is not None
             assert claim.value == scored[claim.attempt].payload.subtask_scores[claim.subtask]
+        assert [x.attempt for x in paper.experiments] == sorted(scored)
+        configs = [a.config for a in state.attempts]
+        for experiment in paper.experiments:
+            assert experiment.scores == scored[experiment.attempt].payload.subtask_scores
+            assert experiment.config == configs[experiment.attempt - 1]
     campaign = streams[0][0].correlation_id
     finished = system.store.read_stream(f"campaign-{campaign}")
     assert [e.type for e in finished] == ["campaign.started", "campaign.finished"]

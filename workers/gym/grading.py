@@ -26,6 +26,8 @@ class Grade:
     solution: ExecResult
     usage: dict[str, int] | None = None
     """Model usage the grader reported (calls, input and output tokens), if it used one."""
+    model: str | None = None
+    """The model the grader called, if it said."""
 
 
 def protected_digests(bundle: Path) -> dict[str, str]:
@@ -53,8 +55,8 @@ def grade(
         if solution.limit:
             reason += f" ({solution.limit} limit)"
         raise GradingFailed(f"{reason}:\n{solution.stderr[-2000:]}")
-    scores, notes, usage = _run_grader(card, bundle, sandbox.root)
-    return Grade(scores, notes, solution, usage)
+    scores, notes, usage, model = _run_grader(card, bundle, sandbox.root)
+    return Grade(scores, notes, solution, usage, model)
 
 
 def grader_env(card: TaskCard) -> dict[str, str]:
@@ -66,7 +68,7 @@ def grader_env(card: TaskCard) -> dict[str, str]:
 
 def _run_grader(
     card: TaskCard, bundle: Path, workspace: Path
-) -> tuple[dict[str, float], str, dict[str, int] | None]:
+) -> tuple[dict[str, float], str, dict[str, int] | None, str | None]:
     command = list(card.grader.command)
     if command[0] == "python":
         command[0] = sys.executable
@@ -97,4 +99,5 @@ def _run_grader(
         usage = {str(k): int(v) for k, v in usage.items() if isinstance(v, int | float)}
     else:
         usage = None
-    return scores, str(body.get("notes", "")), usage
+    model = body.get("model")
+    return scores, str(body.get("notes", "")), usage, model if isinstance(model, str) else None

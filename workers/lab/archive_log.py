@@ -3,6 +3,11 @@
 Labs in `archive` mode must see each other's papers as soon as they are recorded;
 reading `paper.submitted` events from the log gives exactly that. Ranking is BM25
 over title, abstract and body; newer papers first among equals.
+
+Every claim and every reported experiment a paper shows carries `verified`: true when
+the author's run has a graded attempt (`experiment.scored`, written by the
+environment) with that number and the scores reported, false otherwise. A reader may
+trust a verified number without measuring it again.
 """
 
 import math
@@ -23,20 +28,28 @@ class LogArchive:
         self.store = store
 
     def _papers(self, task: str | None = None) -> list[dict[str, Any]]:
-        papers = []
-        after = 0
-        while True:
-            page = self.store.read_records(after=after, limit=2000, types=["paper.submitted"])
-            if not page:
-                return papers
-            for record in page:
-                if task is None or record.payload["task"] == task:
-                    papers.append({**record.payload, "lab": record.actor or ""})
-            after = page[-1].position
+        return [
+            {**record.payload, "lab": record.actor or "", "run": record.stream}
+            for record in self.store.iter_records(types=["paper.submitted"], page=2000)
+            if task is None or record.payload["task"] == task
+        ]
+
+    def _with_verified_claims(self, paper: dict[str, Any]) -> dict[str, Any]:
+        scored = {
+            record.payload["attempt"]: record.payload["subtask_scores"]
+            for record in self.store.iter_records(stream=paper["run"], types=["experiment.scored"])
+        }
+        claims = [{**c, "verified": _measured(c, scored)} for c in paper["claims"]]
+        experiments = [
+            {**e, "verified": _same_scores(e["scores"], scored.get(e["attempt"]))}
+            for e in paper.get("experiments") or []
+        ]
+        return {**paper, "claims": claims, "experiments": experiments}
 
     def get(self, paper_id: str) -> dict[str, Any] | None:
-        """A paper's submitted payload (plus `lab`), or None."""
-        return next((p for p in self._papers() if p["paper_id"] == paper_id), None)
+        """A paper's submitted payload (plus `lab`, `run`, and `verified` per claim), or None."""
+        paper = next((p for p in self._papers() if p["paper_id"] == paper_id), None)
+        return None if paper is None else self._with_verified_claims(paper)
 
     def search(self, task: str, query: str, k: int) -> list[PaperHit]:
         """The `k` papers on `task` that best match `query` (newest first among equals)."""
@@ -44,17 +57,28 @@ class LogArchive:
         docs = [_tokens(f"{p['title']} {p['abstract']} {p['body']}") for p in papers]
         scores = _bm25(_tokens(query), docs)
         order = sorted(range(len(papers)), key=lambda i: (-scores[i], -i))
-        return [
-            PaperHit(
-                paper_id=papers[i]["paper_id"],
-                title=papers[i]["title"],
-                abstract=papers[i]["abstract"],
-                lab=papers[i]["lab"],
-                method=papers[i]["method"],
-                claims=papers[i]["claims"],
+        hits = []
+        for i in order[:k]:
+            paper = self._with_verified_claims(papers[i])
+            hits.append(
+                PaperHit(
+                    paper_id=paper["paper_id"],
+                    title=paper["title"],
+                    abstract=paper["abstract"],
+                    lab=paper["lab"],
+                    method=paper["method"],
+                    claims=paper["claims"],
+                    experiments=paper["experiments"],
+                )
             )
-            for i in order[:k]
-        ]
+        return hits
+
+
+def _measured(claim: dict[str, Any], scored: dict[int, dict[str, float]]) -> bool:
+    """Whether the graded attempt the claim names measured the value it claims."""
+    scores = scored.get(claim.get("attempt") or 0, {})
+    value = scores.get(claim["subtask"])
+    return value is not None and math.isclose(value, claim["value"], rel_tol=1e-9, abs_tol=1e-12)
 
 
 def _tokens(text: str) -> list[str]:
@@ -77,3 +101,11 @@ def _bm25(query: list[str], docs: list[list[str]], k1: float = 1.5, b: float = 0
             score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(doc) / average))
         scores.append(score)
     return scores
+
+
+def _same_scores(reported: dict[str, float], graded: dict[str, float] | None) -> bool:
+    """Whether every reported score is the grader's for that attempt."""
+    return graded is not None and all(
+        k in graded and math.isclose(v, graded[k], rel_tol=1e-9, abs_tol=1e-12)
+        for k, v in reported.items()
+    )

@@ -15,7 +15,13 @@ def write_paper(state: RunState, bundle: Bundle, published: list[dict[str, Any]]
     scored = [a for a in state.attempts if a.scores is not None]
     best = _best(scored, primary)
     round_attempts = state.attempts_since_paper()
-    cited = [p["paper_id"] for p in published if best and _same_method(p["method"], best.config)]
+    earlier = _best([a for a in scored if a not in round_attempts], primary)
+    before = None if earlier is None else earlier.scores[primary.name]  # type: ignore[index]
+    cited = [
+        p["paper_id"]
+        for p in published
+        if best and (_same_method(p["method"], best.config) or _led(p, primary, before))
+    ]
     number = len(state.papers) + 1
     if best is None:
         title = f"{card.title}: no configuration scored ({state.lab}, report {number})"
@@ -49,6 +55,11 @@ def write_paper(state: RunState, bundle: Bundle, published: list[dict[str, Any]]
         "body": body,
         "claims": claims,
         "method": method,
+        "experiments": [
+            {"attempt": a.number, "config": a.config, "scores": a.scores}
+            for a in round_attempts
+            if a.scores is not None
+        ],
         "cited": cited,
     }
 
@@ -60,6 +71,15 @@ def _best(scored: list[Attempt], primary: Subtask) -> Attempt | None:
         if best is None or better(primary, value, best.scores[primary.name]):  # type: ignore[index]
             best = attempt
     return best
+
+
+def _led(paper: dict[str, Any], primary: Subtask, before: float | None) -> bool:
+    """Whether the paper's verified result beat everything the run had measured before this
+    round: then the round's moves started from it."""
+    values = [
+        c["value"] for c in paper["claims"] if c["subtask"] == primary.name and c.get("verified")
+    ]
+    return bool(values) and (before is None or better(primary, values[0], before))
 
 
 def _changes(config: dict[str, Any], starter: dict[str, Any]) -> str:

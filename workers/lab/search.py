@@ -1,7 +1,8 @@
 """The `search` policy: an offline researcher, a baseline agent (not a stand-in for an LLM).
 
 It works in rounds, one paper per round: (archive mode) search the archive and start
-from the best published configuration; run experiments by writing `config.json`
+from the best published configuration (re-measured first unless the archive verified
+its claim against the author's graded attempt); run experiments by writing `config.json`
 within the task's declared search space and calling `evaluate`; write a paper with
 the numbers the grader measured; repeat; finish. Local search: each new
 configuration changes one or two parameters of the best one known. Deterministic
@@ -9,12 +10,14 @@ for a given seed.
 """
 
 import json
+import math
 import random
+from dataclasses import dataclass
 from typing import Any
 
 from workers.gym.bundle import Bundle
 from workers.gym.card import Subtask
-from workers.gym.scoring import better
+from workers.gym.scoring import better, over_baseline
 from workers.lab.paper import write_paper
 from workers.lab.policy import Action
 from workers.lab.state import RunState
@@ -51,40 +54,96 @@ class SearchPolicy:
     def _next_config(self, state: RunState, bundle: Bundle, archive: Archive) -> dict[str, Any]:
         primary = bundle.card.subtask(bundle.card.primary)
         starter = dict(bundle.starter_config())
-        candidates = [
-            (a.scores[primary.name], a.config) for a in state.attempts if a.scores is not None
-        ]
-        for paper in _published(state, archive):
-            claimed = [c["value"] for c in paper["claims"] if c["subtask"] == primary.name]
-            if claimed and paper["method"]:
-                candidates.append((claimed[0], {**starter, **paper["method"]}))
-        if not candidates:
+        known = _known(state, archive, primary, starter)
+        if not known:
             return starter
-        best_score, best = candidates[0]
-        for score, config in candidates[1:]:
-            if better(primary, score, best_score):
-                best_score, best = score, config
-        tried = [a.config for a in state.attempts]
-        if best not in tried:
-            return best  # reproduce the best published configuration first
+        best = known[0]
+        for result in known[1:]:
+            if better(primary, result.score, best.score):
+                best = result
+        tried = [a.config for a in state.attempts] + [k.config for k in known if k.measured]
+        if best.config not in tried:
+            return best.config  # a claim no graded attempt backs is measured before use
         rng = random.Random(f"{state.started.seed}:{state.lab}:{len(state.attempts)}")
         space = bundle.card.search_space
-        stuck = _attempts_without_progress(state, primary)
+        stuck = len(state.attempts_since_paper())
+        if any(a.config == best.config for a in state.attempts if a.scores is not None):
+            stuck = _attempts_without_progress(state, primary)
+        weights = _value_weights(known, space, primary)
         for _ in range(50):
-            # Small moves around the best while they pay; each attempt that does not
-            # improve widens the next move (parameters interact: replay size matters
-            # only when the method replays), and a fifth of the moves are jumps.
-            candidate = dict(best)
+            # Moves around the best: small while they pay, wider after every attempt
+            # that did not improve (a best adopted from a paper is a new start, judged on
+            # this round's attempts); a fifth of the moves are jumps. New values are drawn
+            # by what every known result says of them (the run's own, and in archive mode
+            # the verified experiments of the papers it read).
+            candidate = dict(best.config)
             moves = min(len(space), 1 + stuck + rng.choice([0, 0, 1]))
-            if rng.random() < 0.2:
+            jump = rng.random() < 0.2
+            if jump:
                 moves = len(space)
             for key in rng.sample(sorted(space), k=moves):
-                candidate[key] = rng.choice(space[key])
+                values = space[key]
+                candidate[key] = (
+                    rng.choice(values) if jump else rng.choices(values, weights[key])[0]
+                )
             if candidate not in tried:
                 return candidate
         return {key: rng.choice(values) for key, values in space.items()} | {
             k: v for k, v in starter.items() if k not in space
         }
+
+
+@dataclass(frozen=True)
+class Known:
+    """A configuration and its primary score, from the run's attempts or a paper it read."""
+
+    score: float
+    config: dict[str, Any]
+    measured: bool
+    """Graded: by this run, or by the author's run (verified by the archive)."""
+
+
+def _known(state: RunState, archive: Archive, primary: Subtask, starter: dict) -> list[Known]:
+    known = [
+        Known(a.scores[primary.name], a.config, True)
+        for a in state.attempts
+        if a.scores is not None
+    ]
+    for paper in _published(state, archive):
+        for experiment in paper.get("experiments") or []:
+            if experiment.get("verified") and primary.name in experiment["scores"]:
+                config = {**starter, **experiment["config"]}
+                known.append(Known(experiment["scores"][primary.name], config, True))
+        claimed = [c for c in paper["claims"] if c["subtask"] == primary.name]
+        if claimed and paper["method"]:
+            config = {**starter, **paper["method"]}
+            known.append(Known(claimed[0]["value"], config, bool(claimed[0].get("verified"))))
+    return known
+
+
+def _value_weights(
+    known: list[Known], space: dict[str, list[Any]], primary: Subtask
+) -> dict[str, list[float]]:
+    """Per parameter, a weight per value: high where measured results with that value
+    scored well, with a bonus for values measured rarely (never: the mean of all)."""
+    measured = [(over_baseline(primary, k.score), k.config) for k in known if k.measured]
+    overall = sum(v for v, _ in measured) / len(measured) if measured else 0.0
+    weights: dict[str, list[float]] = {}
+    for key, values in space.items():
+        merits = []
+        for value in values:
+            seen = [v for v, config in measured if config.get(key) == value]
+            mean = sum(seen) / len(seen) if seen else overall
+            merits.append(mean + EXPLORE / math.sqrt(len(seen) + 1))
+        top = max(merits)
+        weights[key] = [math.exp((m - top) / TEMPERATURE) for m in merits]
+    return weights
+
+
+EXPLORE = 0.2
+"""Bonus of a value never measured, in fractions of the baseline→reference gap."""
+TEMPERATURE = 0.1
+"""How sharply values with better results are preferred (same unit)."""
 
 
 def _attempts_without_progress(state: RunState, primary: Subtask) -> int:

@@ -14,6 +14,7 @@ from workers.lab.policy import Policy
 from workers.lab.search import SearchPolicy
 from workers.lab.state import RunState
 from workers.llm import Gateway
+from workers.llm.prices import PriceTable
 from workers.sandbox.base import Limits
 from workers.sandbox.local import LocalSandbox
 from workers.tools.env import Archive, RunView, ToolEnv
@@ -32,6 +33,8 @@ class LabServices:
     """Further folders processes must not see (the data folder with the log)."""
     gateways: Callable[[str | None], Gateway] | None = None
     """The model gateway for an endpoint (None: the worker's default); None: no LLM labs."""
+    prices: Callable[[], PriceTable] | None = None
+    """The price table (loaded on first use), for graders that call a model."""
     inflight: Path = Path(".labrxiv/inflight")
     """Markers of model calls being sent (outside every workspace)."""
     limits: Limits = field(default_factory=Limits)
@@ -87,4 +90,5 @@ class LabServices:
             archive=self.archive,
             run=run,
             protected=self._protected[bundle.id],
+            prices=self.prices,
         )

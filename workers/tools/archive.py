@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, ValidationError
 
-from events.payloads import Claim, PapersRetrieved, PaperSubmitted
+from events.payloads import Claim, Experiment, PapersRetrieved, PaperSubmitted
 from workers.tools.base import ToolError, ToolResult, tool
 from workers.tools.env import ToolEnv
 
@@ -23,7 +23,7 @@ def search_archive(
     hits = env.archive.search(env.run.task, query, k)
     lines = [
         f"{h.paper_id} [{h.lab}] {h.title}\n  claims: "
-        + ", ".join(f"{c['subtask']}={c['value']}" for c in h.claims)
+        + ", ".join(_claim(c) for c in h.claims)
         + f"\n  method: {json.dumps(h.method, sort_keys=True)}"
         for h in hits
     ]
@@ -58,6 +58,10 @@ def submit_paper(
         Field(description="Numbers reported: [{subtask, metric, value, attempt}]."),
     ] = [],  # noqa: B006 - a pydantic field default, copied per call
     method: Annotated[dict[str, Any], Field(description="The configuration used.")] = {},  # noqa: B006
+    experiments: Annotated[
+        list[dict[str, Any]],
+        Field(description="Graded attempts reported: [{attempt, config, scores}]."),
+    ] = [],  # noqa: B006
     cited: Annotated[list[str], Field(description="Archive ids the paper builds on.")] = [],  # noqa: B006
 ) -> ToolResult:
     """Publish a paper to the shared archive."""
@@ -72,8 +76,14 @@ def submit_paper(
             body=body,
             method=method,
             claims=[Claim.model_validate(c) for c in claims],
+            experiments=[Experiment.model_validate(e) for e in experiments],
             cited=cited,
         )
     except ValidationError as exc:
         raise ToolError(f"the paper is malformed: {exc.errors()[0]['msg']}") from None
     return ToolResult(f"submitted {paper_id}", events=[paper])
+
+
+def _claim(claim: dict[str, Any]) -> str:
+    mark = "verified" if claim.get("verified") else "not verified"
+    return f"{claim['subtask']}={claim['value']} ({mark})"

@@ -1,10 +1,12 @@
 """What a tool may use: the run's sandbox, its task bundle, the archive, and what the run did."""
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from workers.gym.card import TaskCard
+from workers.llm.prices import PriceTable
 from workers.sandbox.local import LocalSandbox
 
 
@@ -19,7 +21,10 @@ class PaperHit:
     method: dict[str, Any]
     """The configuration the paper's best result used."""
     claims: list[dict[str, Any]]
-    """The numbers the paper reports: [{subtask, metric, value, attempt}]."""
+    """The numbers the paper reports: [{subtask, metric, value, attempt, verified}];
+    `verified` says the author's run has a graded attempt that measured the value."""
+    experiments: list[dict[str, Any]] = field(default_factory=list)
+    """The graded attempts it reports: [{attempt, config, scores, verified}]."""
 
 
 class Archive(Protocol):
@@ -29,7 +34,7 @@ class Archive(Protocol):
         """The `k` papers on `task` best matching `query`."""
 
     def get(self, paper_id: str) -> dict[str, Any] | None:
-        """A paper's full submitted payload."""
+        """A paper's full submitted payload, its claims marked `verified` as in `PaperHit`."""
 
 
 @dataclass
@@ -59,3 +64,5 @@ class ToolEnv:
     run: RunView
     protected: dict[str, str] = field(default_factory=dict)
     """sha256 of every grader and hidden file at the run's start, by bundle-relative path."""
+    prices: Callable[[], PriceTable] | None = None
+    """The price table, for graders that call a model (None: their cost is unknown)."""

@@ -14,7 +14,8 @@ OpenAI API) and `OPENAI_API_KEY` from this process's environment, which the lab 
 sees; the model is `LABRXIV_GRADER_MODEL` (default `gpt-4o-mini`). Each request may take
 `REQUEST_TIMEOUT` seconds (less when the card's grader timeout is near) and is retried
 twice by the client. Prints one JSON object: `{"scores": {"accuracy": …, "<kind>": …},
-"notes": …, "usage": {"input_tokens": …, "output_tokens": …, "calls": …}}`; exits 2 with
+"notes": …, "usage": {"input_tokens": …, "cached_input_tokens": …, "output_tokens": …,
+"calls": …, "without_usage": …}, "model": …}`; exits 2 with
 one line on stderr when the technique is malformed or the endpoint is not configured,
 unreachable or failing. The API key is never printed, not even in a server's error text.
 """
@@ -158,6 +159,7 @@ class Usage:
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
     calls: int = 0
     without_usage: int = 0
     lock: Lock = field(default_factory=Lock, repr=False)
@@ -226,6 +228,8 @@ class Endpoint:
             else:
                 self.usage.input_tokens += response.usage.prompt_tokens or 0
                 self.usage.output_tokens += response.usage.completion_tokens or 0
+                details = response.usage.prompt_tokens_details
+                self.usage.cached_input_tokens += (details.cached_tokens or 0) if details else 0
         if not response.choices:
             raise GradingError(f"{self.where()} answered with no choices (model {self.model})")
         return response.choices[0].message.content or ""
@@ -318,9 +322,12 @@ def grade(workspace: Path) -> dict:
         "notes": notes,
         "usage": {
             "input_tokens": usage.input_tokens,
+            "cached_input_tokens": usage.cached_input_tokens,
             "output_tokens": usage.output_tokens,
             "calls": usage.calls,
+            "without_usage": usage.without_usage,
         },
+        "model": endpoint.model,
     }
 
 

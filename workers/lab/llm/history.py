@@ -8,8 +8,15 @@ from dataclasses import dataclass, field
 import orjson
 from openai.types.chat import ChatCompletion
 
-from events.payloads import ModelCalled, ModelFailed, ModelResponded, Payload, PhaseEntered
-from events.payloads.model import Phase
+from events.payloads import (
+    ExperimentScored,
+    ModelCalled,
+    ModelFailed,
+    ModelResponded,
+    Payload,
+    PhaseEntered,
+)
+from events.payloads.model import Phase, Usage
 from workers.lab.llm import phases, text_protocol
 from workers.llm.reply import Reply, parse_reply
 
@@ -24,6 +31,7 @@ class LlmHistory:
     calls_in_phase: int = 0
     """Logical requests (first attempts) made since the phase began."""
     tokens: int = 0
+    """Budgeted tokens: the run's model calls and the gradings of its attempts."""
     dollars: float = 0.0
     unknown_cost_calls: int = 0
     calls: dict[str, ModelCalled] = field(default_factory=dict)
@@ -48,14 +56,17 @@ def fold_history(payloads: list[Payload]) -> LlmHistory:
                 history.calls_in_phase += 1
         elif isinstance(payload, ModelResponded):
             history.outcomes[payload.call_id] = payload
-            if payload.usage is not None:
-                history.tokens += payload.usage.input_tokens + payload.usage.output_tokens
+            history.tokens += usage_tokens(payload.usage)
             if payload.cost_usd is not None:
                 history.dollars += payload.cost_usd
             else:
                 history.unknown_cost_calls += 1
         elif isinstance(payload, ModelFailed):
             history.outcomes[payload.call_id] = payload
+        elif isinstance(payload, ExperimentScored) and payload.grader_usage:
+            history.tokens += grading_tokens(payload.grader_usage)
+            history.dollars += payload.grader_cost_usd or 0.0
+            history.unknown_cost_calls += payload.grader_cost_usd is None
     return history
 
 
@@ -99,3 +110,13 @@ def _completion(sha256: str, read_blob: BlobReader) -> ChatCompletion | None:
         while len(_PARSED) > _PARSED_MAX:
             _PARSED.popitem(last=False)
     return completion
+
+
+def usage_tokens(usage: Usage | None) -> int:
+    """The tokens a budget counts for one answer: input plus output, 0 when unreported."""
+    return 0 if usage is None else usage.input_tokens + usage.output_tokens
+
+
+def grading_tokens(usage: dict[str, int]) -> int:
+    """The tokens a budget counts for a grading that called a model (`grader_usage`)."""
+    return usage.get("input_tokens", 0) + usage.get("output_tokens", 0)

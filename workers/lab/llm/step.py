@@ -38,7 +38,13 @@ from workers.backoff import backoff_seconds
 from workers.gym.bundle import Bundle
 from workers.lab.llm import phases
 from workers.lab.llm.context import build
-from workers.lab.llm.history import LlmHistory, fold_history, reply_of
+from workers.lab.llm.history import (
+    LlmHistory,
+    fold_history,
+    grading_tokens,
+    reply_of,
+    usage_tokens,
+)
 from workers.lab.state import RunState
 from workers.llm import Gateway, ModelRequest, PreparedCall, Reply
 from workers.stream_cache import StreamCache
@@ -119,7 +125,7 @@ def _send(step: LlmStep, called: ModelCalled) -> Out:
         log.warning(
             "%s: call %s was interrupted; outcome unknown", step.state.stream, called.call_id
         )
-        return _next_attempt(called, _request_blob(step.store, called))
+        return _next_attempt(called)
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text(called.call_id)  # kept: a redelivery must not send this id again
     outcome = step.gateway.send(_prepared(step.store, called))
@@ -159,16 +165,16 @@ def _after_failure(step: LlmStep, history: LlmHistory, failed: ModelFailed) -> O
     wait = failed.retry_after_s
     wait = backoff_seconds(called.attempt) if wait is None else wait
     time.sleep(min(MAX_WAIT_S, wait))
-    return _next_attempt(called, _request_blob(step.store, called))
+    return _next_attempt(called)
 
 
-def _next_attempt(called: ModelCalled, request: bytes) -> Out:
+def _next_attempt(called: ModelCalled) -> Out:
+    """The same request again as the next attempt; its body is recorded with the first."""
     attempt = called.attempt + 1
     again = called.model_copy(
         update={"attempt": attempt, "call_id": f"{called.request_id}/{attempt}"}
     )
-    prepared = PreparedCall.restore(called, request)
-    return [again], prepared.blobs
+    return [again], {}
 
 
 def _run_tools(step: LlmStep, history: LlmHistory, reply: Reply, phase: str | None) -> Out:
@@ -290,7 +296,7 @@ def _over_model_budget(
         budget, tokens, dollars = campaign
         for payload in unrecorded:
             if isinstance(payload, ModelResponded):
-                tokens += _tokens(payload)
+                tokens += usage_tokens(payload.usage)
                 dollars += payload.cost_usd or 0.0
         checks += [("tokens", budget.tokens, tokens), ("dollars", budget.dollars, dollars)]
     for name, limit, used in checks:
@@ -314,9 +320,10 @@ def campaign_budget(  # type: ignore[no-untyped-def]
 ):
     """(the campaign's budget, tokens used, dollars used) or None when it sets no limits.
 
-    Used: every answered call of the campaign, and for each call of another run that is
-    in flight (written ahead, no outcome recorded yet) that run's last answer again, as
-    an estimate of what it will cost. `stream`'s own calls are counted by its caller."""
+    Used: every answered call of the campaign, every grading of its attempts that called
+    a model, and for each call of another run that is in flight (written ahead, no
+    outcome recorded yet) that run's last answer again, as an estimate of what it will
+    cost. `stream`'s own calls are counted by its caller."""
     started = streams.first(f"campaign-{campaign}")
     if started is None:
         return None
@@ -326,37 +333,31 @@ def campaign_budget(  # type: ignore[no-untyped-def]
     tokens, dollars = 0, 0.0
     last: dict[str, tuple[int, float]] = {}
     """Per run: the usage of its last answer."""
-    open_calls: dict[str, str] = {}
-    """Per run: its call in flight."""
-    after = 0
-    while True:
-        page = store.read_records(after=after, limit=5000, types=MODEL_TYPES, correlation=campaign)
-        if not page:
-            break
-        for record in page:
-            if record.type == "model.called":
-                open_calls[record.stream] = record.payload["call_id"]
-                continue
-            open_calls.pop(record.stream, None)
-            if record.type == "model.responded":
-                usage = record.payload.get("usage")
-                used = usage["input_tokens"] + usage["output_tokens"] if usage else 0
-                cost = record.payload.get("cost_usd") or 0.0
-                tokens, dollars = tokens + used, dollars + cost
-                last[record.stream] = (used, cost)
-        after = page[-1].position
-    for run in open_calls:
+    in_flight: set[str] = set()
+    """Runs with a call written ahead and no outcome recorded yet."""
+    for record in store.iter_records(types=BUDGETED_TYPES, correlation=campaign):
+        if record.type == "model.called":
+            in_flight.add(record.stream)
+            continue
+        if record.type == "experiment.scored":
+            tokens += grading_tokens(record.payload.get("grader_usage") or {})
+            dollars += record.payload.get("grader_cost_usd") or 0.0
+            continue
+        in_flight.discard(record.stream)
+        if record.type == "model.responded":
+            usage = record.payload.get("usage")
+            used = usage["input_tokens"] + usage["output_tokens"] if usage else 0
+            cost = record.payload.get("cost_usd") or 0.0
+            tokens, dollars = tokens + used, dollars + cost
+            last[record.stream] = (used, cost)
+    for run in in_flight:
         if run != stream and run in last:
             tokens, dollars = tokens + last[run][0], dollars + last[run][1]
     return budget, tokens, dollars
 
 
-MODEL_TYPES = ("model.called", "model.responded", "model.failed")
-
-
-def _tokens(responded: ModelResponded) -> int:
-    usage = responded.usage
-    return 0 if usage is None else usage.input_tokens + usage.output_tokens
+BUDGETED_TYPES = ("model.called", "model.responded", "model.failed", "experiment.scored")
+"""What a campaign's token and dollar budget counts: model calls and model-using gradings."""
 
 
 def _request_blob(store: EventStore, called: ModelCalled) -> bytes:

@@ -1,0 +1,66 @@
+"""Token and dollar budgets count what gradings cost when a task's grader calls a model
+(math-prompting), for the run and for its campaign; an unpriced grading is unknown cost."""
+
+from datetime import UTC, datetime, timedelta
+
+from events import Event, EventStore
+from events.ids import new_id
+from events.payloads import Budget, CampaignStarted, ExperimentScored, Payload, RunStarted
+from workers.lab.llm.history import fold_history
+from workers.lab.llm.step import campaign_budget
+from workers.stream_cache import StreamCache
+
+T0 = datetime(2026, 2, 1, tzinfo=UTC)
+USAGE = {"calls": 40, "input_tokens": 3000, "cached_input_tokens": 0, "output_tokens": 500}
+
+
+def graded(attempt: int, cost: float | None) -> ExperimentScored:
+    return ExperimentScored(
+        attempt=attempt,
+        subtask_scores={"accuracy": 0.5},
+        score=0.5,
+        grader_usage=USAGE,
+        grader_model="grader-model",
+        grader_cost_usd=cost,
+    )
+
+
+def events(stream: str, payloads: list[Payload], campaign: str) -> list[Event]:
+    return [
+        Event(
+            id=new_id(),
+            stream=stream,
+            version=v,
+            occurred_at=T0 + timedelta(seconds=v),
+            payload=p,
+            correlation_id=campaign,
+        )
+        for v, p in enumerate(payloads)
+    ]
+
+
+def test_a_runs_budget_counts_its_gradings() -> None:
+    run = [RunStarted(task="math-prompting", lab="a", policy="llm"), graded(1, 0.02)]
+    history = fold_history([*run, graded(2, None)])
+    assert history.tokens == 2 * 3500
+    assert history.dollars == 0.02
+    assert history.unknown_cost_calls == 1
+    plain = ExperimentScored(attempt=3, subtask_scores={"accuracy": 0.5}, score=0.5)
+    assert fold_history([*run, plain]).tokens == 3500, "a grading without a model costs none"
+
+
+def test_a_campaigns_budget_counts_every_runs_gradings(sqlite_url: str) -> None:
+    store = EventStore.from_url(sqlite_url)
+    started = CampaignStarted(
+        task="math-prompting", labs=2, mode="isolated", budget=Budget(tokens=10_000)
+    )
+    store.append(events("campaign-c", [started], "c"))
+    for lab in ("a", "b"):
+        run = [RunStarted(task="math-prompting", lab=lab, policy="llm"), graded(1, 0.01)]
+        store.append(events(f"run-{lab}", run, "c"))
+    store.append(events("run-other", [graded(1, 5.0)], "another-campaign"))
+    found = campaign_budget(store, StreamCache(store), "c", "run-a")
+    assert found is not None
+    budget, tokens, dollars = found
+    assert budget.tokens == 10_000
+    assert (tokens, round(dollars, 9)) == (2 * 3500, 0.02)

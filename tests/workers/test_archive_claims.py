@@ -1,0 +1,127 @@
+"""Claims in the archive as labs read it: verified against the author's graded attempts, and
+what the `search` policy does with a verified and with an unverified number."""
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from events import Event, EventStore
+from events.ids import new_id
+from events.payloads import (
+    Budget,
+    Claim,
+    Experiment,
+    ExperimentScored,
+    PapersRetrieved,
+    PaperSubmitted,
+    Payload,
+    RunStarted,
+    ToolInvoked,
+)
+from workers.gym.bundle import load_bundle
+from workers.lab.archive_log import LogArchive
+from workers.lab.search import SearchPolicy
+from workers.lab.state import fold
+
+T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+GYM = Path(__file__).resolve().parents[2] / "gym"
+BETTER = {"method": "replay", "replay_per_class": 20, "hidden_units": 64, "epochs": 10}
+
+
+def stream_of(run: str, payloads: list[Payload]) -> list[Event]:
+    return [
+        Event(
+            id=new_id(),
+            stream=run,
+            version=version,
+            occurred_at=T0 + timedelta(seconds=version),
+            payload=payload,
+            actor=run.removeprefix("run-"),
+        )
+        for version, payload in enumerate(payloads)
+    ]
+
+
+def author(store: EventStore, claimed: float, attempt: int | None = 1) -> str:
+    """Lab a's run: one graded attempt at 0.9 on `BETTER`, then a paper claiming `claimed`."""
+    scores = {"final_accuracy": 0.9, "average_forgetting": 0.05}
+    paper = PaperSubmitted(
+        paper_id="p-a1",
+        task="continual-digits",
+        title="replay with herding",
+        abstract="replay closes the gap",
+        body="final_accuracy replay",
+        method=BETTER,
+        claims=[
+            Claim(subtask="final_accuracy", metric="accuracy", value=claimed, attempt=attempt),
+            Claim(subtask="average_forgetting", metric="forgetting", value=0.05, attempt=7),
+        ],
+        experiments=[
+            Experiment(attempt=1, config=BETTER, scores={"final_accuracy": claimed}),
+            Experiment(attempt=2, config=BETTER, scores=scores),  # attempt 2 never ran
+        ],
+    )
+    store.append(
+        stream_of(
+            "run-a",
+            [
+                RunStarted(task="continual-digits", lab="a", policy="search"),
+                ToolInvoked(call_id="c1", tool="evaluate"),
+                ExperimentScored(attempt=1, subtask_scores=scores, score=0.9),
+                paper,
+            ],
+        )
+    )
+    return paper.paper_id
+
+
+@pytest.mark.parametrize(
+    ("claimed", "attempt", "verified"),
+    [(0.9, 1, True), (0.95, 1, False), (0.9, None, False), (0.9, 3, False)],
+)
+def test_a_claim_is_verified_only_by_the_graded_attempt_it_names(
+    sqlite_url: str, claimed: float, attempt: int | None, verified: bool
+) -> None:
+    store = EventStore.from_url(sqlite_url)
+    paper_id = author(store, claimed, attempt)
+    archive = LogArchive(store)
+    [hit] = archive.search("continual-digits", "replay", 5)
+    assert [c["verified"] for c in hit.claims] == [verified, False]  # attempt 7 never ran
+    assert [e["verified"] for e in hit.experiments] == [claimed == 0.9, False]
+    paper = archive.get(paper_id)
+    assert paper is not None and paper["claims"] == hit.claims
+    assert paper["run"] == "run-a"
+
+
+@pytest.mark.parametrize(("claimed", "measures_it_again"), [(0.9, False), (0.95, True)])
+def test_search_labs_build_on_a_verified_claim_and_measure_an_unverified_one(
+    sqlite_url: str, claimed: float, measures_it_again: bool
+) -> None:
+    """Lab b read lab a's paper before its first experiment: a verified best is a starting
+    point to move from; a number no graded attempt backs is measured before it is used."""
+    store = EventStore.from_url(sqlite_url)
+    paper_id = author(store, claimed)
+    started = RunStarted(
+        task="continual-digits",
+        lab="b",
+        policy="search",
+        seed=4,
+        reads_archive=True,
+        papers=2,
+        budget=Budget(attempts=4),
+    )
+    reader = stream_of("run-b", [started, PapersRetrieved(query="q", paper_ids=[paper_id])])
+    store.append(reader)
+    state = fold(reader)
+    state.searched_since_paper = True
+    bundle = load_bundle(GYM / "continual-digits")
+    action = SearchPolicy().decide(state, bundle, LogArchive(store))
+    assert action.tool == "write_file"
+    config = json.loads(action.args["content"])
+    published = {**bundle.starter_config(), **BETTER}
+    assert (config == published) is measures_it_again
+    if not measures_it_again:
+        changed = {k for k in config if config[k] != published[k]}
+        assert changed and changed <= set(bundle.card.search_space), "a move from the best"
