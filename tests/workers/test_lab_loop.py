@@ -22,9 +22,11 @@ def system(tmp_path: Path) -> Iterator[Embedded]:
     embedded.close()
 
 
-def _campaign(system: Embedded, mode: str, seed: int, labs: int = 2) -> list[list[Event]]:
+def _campaign(
+    system: Embedded, mode: str, seed: int, labs: int = 2, papers: int = 1
+) -> list[list[Event]]:
     plan = CampaignPlan(
-        task="continual-digits", labs=labs, papers=1, mode=mode, seed=seed, attempts=3
+        task="continual-digits", labs=labs, papers=papers, mode=mode, seed=seed, attempts=3
     )  # type: ignore[arg-type]
     _campaign_id, runs = start_campaign(system.bus, plan)
     system.bus.join()
@@ -54,6 +56,27 @@ def test_campaign_runs_finish_with_papers_whose_claims_were_measured(system: Emb
     campaign = streams[0][0].correlation_id
     finished = system.store.read_stream(f"campaign-{campaign}")
     assert [e.type for e in finished] == ["campaign.started", "campaign.finished"]
+
+
+def test_archive_labs_read_only_their_own_campaigns_papers(system: Embedded) -> None:
+    """An archive campaign after an isolated one on the same log starts from nothing."""
+    isolated = _campaign(system, "isolated", seed=5, papers=2)
+    earlier = _paper_ids(isolated)
+    archive = _campaign(system, "archive", seed=5, papers=2)
+    own = _paper_ids(archive)
+    read = {
+        paper_id
+        for events in archive
+        for e in events
+        if e.type == "papers.retrieved"
+        for paper_id in e.payload.paper_ids
+    }
+    assert earlier and read, "both campaigns published, and the archive labs searched"
+    assert read <= own and not read & earlier
+
+
+def _paper_ids(streams: list[list[Event]]) -> set[str]:
+    return {e.payload.paper_id for events in streams for e in events if e.type == "paper.submitted"}  # type: ignore[attr-defined]
 
 
 def test_search_policy_is_deterministic_for_a_seed(tmp_path: Path) -> None:

@@ -1,7 +1,10 @@
 """The archive as labs read it, straight from the log: always current, no projection lag.
 
 Labs in `archive` mode must see each other's papers as soon as they are recorded;
-reading `paper.submitted` events from the log gives exactly that. Ranking is BM25
+reading `paper.submitted` events from the log gives exactly that. A lab reads the
+papers of its own campaign (by the events' correlation id), so a campaign's budget is
+all it learns from: an archive campaign run after an isolated one on the same data
+does not start from the isolated labs' papers. Ranking is BM25
 over title, abstract and body; newer papers first among equals.
 
 Every claim and every reported experiment a paper shows carries `verified`: true when
@@ -27,10 +30,11 @@ class LogArchive:
     def __init__(self, store: EventStore) -> None:
         self.store = store
 
-    def _papers(self, task: str | None = None) -> list[dict[str, Any]]:
+    def _papers(self, task: str | None = None, campaign: str | None = None) -> list[dict[str, Any]]:
+        records = self.store.iter_records(types=["paper.submitted"], correlation=campaign)
         return [
             {**record.payload, "lab": record.actor or "", "run": record.stream}
-            for record in self.store.iter_records(types=["paper.submitted"], page=2000)
+            for record in records
             if task is None or record.payload["task"] == task
         ]
 
@@ -51,9 +55,10 @@ class LogArchive:
         paper = next((p for p in self._papers() if p["paper_id"] == paper_id), None)
         return None if paper is None else self._with_verified_claims(paper)
 
-    def search(self, task: str, query: str, k: int) -> list[PaperHit]:
-        """The `k` papers on `task` that best match `query` (newest first among equals)."""
-        papers = self._papers(task)
+    def search(self, task: str, query: str, k: int, campaign: str | None = None) -> list[PaperHit]:
+        """The `k` papers on `task` that best match `query` (newest first among equals);
+        with `campaign`, only the papers its labs wrote (what an archive-mode lab reads)."""
+        papers = self._papers(task, campaign)
         docs = [_tokens(f"{p['title']} {p['abstract']} {p['body']}") for p in papers]
         scores = _bm25(_tokens(query), docs)
         order = sorted(range(len(papers)), key=lambda i: (-scores[i], -i))

@@ -17,10 +17,11 @@ def search_archive(
     query: Annotated[str, Field(description="What to look for.")],
     k: Annotated[int, Field(ge=1, le=20, description="How many papers.")] = 5,
 ) -> ToolResult:
-    """Search the shared archive of papers on this task; best matches first."""
+    """Search the shared archive of papers on this task (those of this campaign's labs);
+    best matches first."""
     if not env.run.reads_archive:
         raise ToolError("this run does not read the archive (isolated mode)")
-    hits = env.archive.search(env.run.task, query, k)
+    hits = env.archive.search(env.run.task, query, k, env.run.campaign)
     lines = [
         f"{h.paper_id} [{h.lab}] {h.title}\n  claims: "
         + ", ".join(_claim(c) for c in h.claims)

@@ -30,8 +30,8 @@ class PaperHit:
 class Archive(Protocol):
     """The shared preprint archive, as labs read it."""
 
-    def search(self, task: str, query: str, k: int) -> list[PaperHit]:
-        """The `k` papers on `task` best matching `query`."""
+    def search(self, task: str, query: str, k: int, campaign: str | None = None) -> list[PaperHit]:
+        """The `k` papers on `task` best matching `query`, of `campaign` only if given."""
 
     def get(self, paper_id: str) -> dict[str, Any] | None:
         """A paper's full submitted payload, its claims marked `verified` as in `PaperHit`."""
