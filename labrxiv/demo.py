@@ -89,6 +89,7 @@ def comparison_table(result: DemoResult) -> Table:
         ]
         table.add_row(str(index + 1), *cells)
     for label, key in (
+        ("mean of labs' best", "mean_lab_best"),
         ("over baseline", "over_baseline"),
         ("seconds / paper", "seconds_per_paper"),
         ("compute s / paper", "compute_per_paper"),
@@ -127,6 +128,7 @@ def write_report(
         ]
         lines.append(f"| best normalized after paper {index + 1} | {cells[0]} | {cells[1]} |")
     for label, key in (
+        ("mean over the labs of each lab's best normalized score", "mean_lab_best"),
         ("improvement over baseline (fraction of gap to reference)", "over_baseline"),
         ("wall seconds per paper", "seconds_per_paper"),
         ("compute seconds per paper", "compute_per_paper"),

@@ -22,7 +22,7 @@ from events.payloads import (
 )
 from workers.gym.bundle import load_bundle
 from workers.lab.archive_log import LogArchive
-from workers.lab.search import SearchPolicy
+from workers.lab.search import Known, SearchPolicy, start_from
 from workers.lab.state import fold
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -125,3 +125,16 @@ def test_search_labs_build_on_a_verified_claim_and_measure_an_unverified_one(
     if not measures_it_again:
         changed = {k for k in config if config[k] != published[k]}
         assert changed and changed <= set(bundle.card.search_space), "a move from the best"
+
+
+@pytest.mark.parametrize(("theirs", "follows"), [(0.90, True), (0.83, False)])
+def test_a_lab_follows_another_labs_result_only_when_it_is_clearly_ahead(
+    theirs: float, follows: bool
+) -> None:
+    """Final accuracy 0.82 of our own against theirs: 0.90 is a tenth of the gap to the
+    reference ahead, 0.83 about one hundredth (below `PROGRESS`): noise on a plateau."""
+    primary = load_bundle(GYM / "continual-digits").card.subtask("final_accuracy")
+    mine = Known(0.82, {"method": "replay"}, measured=True, own=True)
+    other = Known(theirs, BETTER, measured=True)
+    start = start_from([mine, Known(0.5, {"method": "ncm"}, True, own=True), other], primary)
+    assert start == (other if follows else mine)

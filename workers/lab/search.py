@@ -43,7 +43,7 @@ class SearchPolicy:
         done = state.attempts_since_paper()
         if state.started.reads_archive and not state.searched_since_paper:
             query = f"{bundle.card.title} {bundle.card.primary} best configuration"
-            return Action("search_archive", {"query": query, "k": 5})
+            return Action("search_archive", {"query": query, "k": 20})
         if len(done) < _per_paper(state):
             config = self._next_config(state, bundle, archive)
             return Action(
@@ -57,10 +57,7 @@ class SearchPolicy:
         known = _known(state, archive, primary, starter)
         if not known:
             return starter
-        best = known[0]
-        for result in known[1:]:
-            if better(primary, result.score, best.score):
-                best = result
+        best = start_from(known, primary)
         tried = [a.config for a in state.attempts] + [k.config for k in known if k.measured]
         if best.config not in tried:
             return best.config  # a claim no graded attempt backs is measured before use
@@ -93,6 +90,25 @@ class SearchPolicy:
         }
 
 
+def start_from(known: list["Known"], primary: Subtask) -> "Known":
+    """The best known result, but the run's own best unless another lab's is ahead of it
+    by at least `PROGRESS`: labs that all follow a marginally better result pile onto
+    one plateau and stop exploring apart."""
+    best = known[0]
+    for result in known[1:]:
+        if better(primary, result.score, best.score):
+            best = result
+    own = [k for k in known if k.own]
+    if not own or best.own:
+        return best
+    mine = own[0]
+    for result in own[1:]:
+        if better(primary, result.score, mine.score):
+            mine = result
+    ahead = over_baseline(primary, best.score) - over_baseline(primary, mine.score)
+    return best if ahead >= PROGRESS else mine
+
+
 @dataclass(frozen=True)
 class Known:
     """A configuration and its primary score, from the run's attempts or a paper it read."""
@@ -101,11 +117,13 @@ class Known:
     config: dict[str, Any]
     measured: bool
     """Graded: by this run, or by the author's run (verified by the archive)."""
+    own: bool = False
+    """Measured by this run."""
 
 
 def _known(state: RunState, archive: Archive, primary: Subtask, starter: dict) -> list[Known]:
     known = [
-        Known(a.scores[primary.name], a.config, True)
+        Known(a.scores[primary.name], a.config, True, own=True)
         for a in state.attempts
         if a.scores is not None
     ]
@@ -147,19 +165,25 @@ TEMPERATURE = 0.1
 
 
 def _attempts_without_progress(state: RunState, primary: Subtask) -> int:
-    """How many of the latest scored attempts did not beat the best before them."""
+    """How many of the latest scored attempts did not beat the best before them by at
+    least `PROGRESS` (a gain below it is noise on a plateau, not a direction)."""
     best: float | None = None
     stuck = 0
     for attempt in state.attempts:
         if attempt.scores is None:
             stuck += 1
             continue
-        value = attempt.scores[primary.name]
-        if best is None or better(primary, value, best):
+        value = over_baseline(primary, attempt.scores[primary.name])
+        if best is None or value >= best + PROGRESS:
             best, stuck = value, 0
         else:
             stuck += 1
+            best = max(best, value)
     return stuck
+
+
+PROGRESS = 0.02
+"""The smallest gain, as a fraction of the baseline→reference gap, that counts as progress."""
 
 
 def _per_paper(state: RunState) -> int:
