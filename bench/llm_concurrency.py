@@ -10,7 +10,7 @@ them per second against the ideal, labs / latency (each lab always has exactly o
 call in flight when nothing else costs time).
 
     python bench/llm_concurrency.py [--labs 10 50 100] [--latency 0.5] [--window 20]
-                                    [--step-workers N]
+                                    [--step-workers N] [--recorders N]
 """
 
 import argparse
@@ -44,7 +44,7 @@ LABRXIV = Path(sys.executable).with_name("labrxiv")
 
 
 def measure(
-    labs: int, latency: float, window: float, warmup: float, step_workers: int
+    labs: int, latency: float, window: float, warmup: float, step_workers: int, recorders: int
 ) -> tuple[float, float]:
     """(answered calls per second in the window, ideal calls per second)."""
     with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
@@ -66,7 +66,7 @@ def measure(
             OPENAI_API_KEY="bench-key",
         )
         workers = [
-            _worker(env, ["-Q", "events", "-c", "1", "-P", "solo"]),
+            _worker(env, ["-Q", "events", "-c", "1", "-P", "solo"]) for _ in range(recorders)
         ] + [
             _worker(env, ["-Q", "steps", "-c", str(-(-labs // step_workers) + 4), "-P", "threads"])
             for _ in range(step_workers)
@@ -131,14 +131,20 @@ def main() -> None:
         default=os.cpu_count() or 1,
         help="thread-pool steps worker processes (default: one per core)",
     )
+    parser.add_argument(
+        "--recorders", type=int, default=1, help="recorder worker processes (solo pool each)"
+    )
     args = parser.parse_args()
     print(
         f"model latency {args.latency * 1000:.0f} ms, window {args.window:.0f} s, "
-        f"{args.step_workers} steps worker process(es) on a thread pool, 1 recorder"
+        f"{args.step_workers} steps worker process(es) on a thread pool, "
+        f"{args.recorders} recorder(s)"
     )
     print(f"{'labs':>5}  {'calls/s':>8}  {'ideal':>7}  {'of ideal':>8}")
     for labs in args.labs:
-        rate, ideal = measure(labs, args.latency, args.window, args.warmup, args.step_workers)
+        rate, ideal = measure(
+            labs, args.latency, args.window, args.warmup, args.step_workers, args.recorders
+        )
         print(f"{labs:>5}  {rate:>8.1f}  {ideal:>7.1f}  {rate / ideal:>8.0%}", flush=True)
 
 
