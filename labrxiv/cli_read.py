@@ -19,6 +19,7 @@ from projections.archive_search import search_papers, top_papers
 from projections.curves import curve_points, paper_points
 from projections.ledger import ledger_totals
 from projections.runner import ProjectionRunner
+from workers.lab.archive_log import LogArchive
 
 papers_app = typer.Typer(
     help="The paper archive (AgentRxiv): list, show, search, top.", no_args_is_help=True
@@ -80,14 +81,17 @@ def papers_list(
 
 @papers_app.command("show")
 def papers_show(paper_id: str = typer.Argument(..., help="The paper's archive id.")) -> None:
-    """One paper in full: claims, method, citations, who cited and who retrieved it, body."""
+    """One paper in full: claims (verified against the grader's scores), method, citations,
+    who cited and who retrieved it, body."""
     runner = _runner()
     with runner.store.engine.connect() as conn:
         detail = get_paper(conn, paper_id)
     if detail is None:
         console.print(f"[red]no paper {escape(paper_id)} in the archive[/]")
         raise typer.Exit(1)
-    console.print(paper_view(detail))
+    checked = LogArchive(runner.store).get(paper_id)  # claims checked against the log
+    verified = [c["verified"] for c in checked["claims"]] if checked else None
+    console.print(paper_view(detail, verified))
 
 
 @papers_app.command("search")

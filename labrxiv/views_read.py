@@ -87,8 +87,10 @@ def top_table(ranked: Sequence[ClaimedPaper], task: str) -> Table:
     return table
 
 
-def paper_view(detail: PaperDetail) -> RenderableType:
-    """A paper in full: metadata, claims, method, lineage both ways, then the body."""
+def paper_view(detail: PaperDetail, verified: list[bool] | None = None) -> RenderableType:
+    """A paper in full: metadata, claims, method, lineage both ways, then the body.
+
+    `verified[i]`: whether claim i is the grader's score of the attempt it names."""
     p = detail.paper
     version = f"version {p.version}" + (f", revises {p.revises}" if p.revises else "")
     header: list[RenderableType] = [
@@ -102,15 +104,17 @@ def paper_view(detail: PaperDetail) -> RenderableType:
         Text(detail.abstract),
     ]
     claims = Table(title="claims")
-    for name in ("subtask", "metric", "value", "attempt"):
+    for name in ("subtask", "metric", "value", "attempt", "verified"):
         claims.add_column(name)
-    for claim in p.claims:
+    for index, claim in enumerate(p.claims):
         attempt = claim.get("attempt")
+        checked = "-" if verified is None else ("yes" if verified[index] else "[red]NO[/]")
         claims.add_row(
             claim["subtask"],
             claim["metric"],
             f"{claim['value']:.4f}",
             "-" if attempt is None else str(attempt),
+            checked,
         )
     method = orjson.dumps(detail.method, option=orjson.OPT_SORT_KEYS).decode()
     lineage = Table(title="lineage")

@@ -104,7 +104,10 @@ def read_log(workdir: Path) -> EventStore:
                     title="Replay with herding",
                     abstract="Herding picks exemplars.",
                     body="## Method\nreplay",
-                    claims=[Claim(subtask="acc", metric="accuracy", value=0.6, attempt=1)],
+                    claims=[
+                        Claim(subtask="acc", metric="accuracy", value=0.6, attempt=1),
+                        Claim(subtask="acc", metric="accuracy", value=0.9, attempt=1),
+                    ],
                 ),
             ),
         ],
@@ -151,7 +154,8 @@ def test_papers_show_with_citations_and_readers(read_log: EventStore) -> None:
     assert code == 0, out
     text = said(out)
     assert "Replay with herding" in text and "Herding picks exemplars." in text
-    assert has_row(out, "acc", "accuracy", "0.6000", 1)
+    assert has_row(out, "acc", "accuracy", "0.6000", 1, "yes")
+    assert has_row(out, "acc", "accuracy", "0.9000", 1, "NO"), "an inflated claim is flagged"
     assert has_row(out, "cited by", "p-two", "lab-y", "Fine-tuning again")
     assert has_row(out, "2026-03-01 09:00:06", "run-y", "lab-y", 1, "replay")
     code, out = invoke("papers", "show", "p-two")
@@ -169,7 +173,8 @@ def test_papers_search_and_top(read_log: EventStore) -> None:
     code, out = invoke("papers", "search", "quantum")
     assert code == 0 and "no paper matches 'quantum'" in said(out)
     code, out = invoke("papers", "top", "digits", "--subtask", "acc")
-    assert code == 0 and has_row(out, 1, "p-one", "lab-x", "camp1", "acc", "0.6000")
+    # `top` ranks by claimed values, the unverified 0.9 included (`papers show` flags it).
+    assert code == 0 and has_row(out, 1, "p-one", "lab-x", "camp1", "acc", "0.9000")
 
 
 def test_ledger_roll_ups(read_log: EventStore) -> None:
