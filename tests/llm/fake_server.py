@@ -15,6 +15,7 @@ Imported by bare name from tests/llm (pytest puts that folder on the path), or a
 """
 
 import json
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -123,6 +124,14 @@ def hang() -> Scripted:
     return Scripted(hang=True)
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """Clients that hang up (a worker killed mid-call) are expected, not tracebacks."""
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+
 class FakeServer:
     """The server, on a free port of 127.0.0.1, answering on threads until `stop`."""
 
@@ -141,7 +150,7 @@ class FakeServer:
         self._script: deque[Scripted] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._httpd = _QuietServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
         self._httpd.request_queue_size = 256
         # A short poll keeps `stop` quick (serve_forever checks for shutdown once a poll).
