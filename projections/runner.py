@@ -6,7 +6,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from sqlalchemy import delete
+from sqlalchemy import delete, inspect
 
 from events import EventStore
 from events.engines import WRITER_OPTIONS
@@ -45,11 +45,35 @@ class ProjectionRunner:
         self.store = store
         self.projectors = list(projectors)
         self.page = page
+        self._schema_checked = False
 
     def create_schema(self) -> None:
-        """Create the checkpoint table and every projector's tables (idempotent)."""
+        """Create the checkpoint table and every projector's tables (idempotent).
+
+        A read model whose stored tables do not have today's columns (written by an older
+        labrxiv) is dropped and rebuilt from the log: read models are derived data."""
+        if not self._schema_checked:
+            for projector in self.projectors:
+                changed = _changed_tables(self.store, projector)
+                if changed:
+                    log.warning(
+                        "read model %s: table(s) %s changed since they were built; "
+                        "rebuilding them from the log",
+                        projector.name,
+                        ", ".join(changed),
+                    )
+                    self._reset(projector)
+            self._schema_checked = True
         tables = [CHECKPOINTS, *(t for p in self.projectors for t in p.tables)]
         CHECKPOINTS.metadata.create_all(self.store.engine, tables=tables)
+
+    def _reset(self, projector: Projector) -> None:
+        """Drop a projector's tables and checkpoint: it starts again from position 0."""
+        for table in projector.tables:
+            table.drop(self.store.engine, checkfirst=True)
+        CHECKPOINTS.metadata.create_all(self.store.engine, tables=[CHECKPOINTS])
+        with self.store.engine.begin() as conn:
+            conn.execute(delete(CHECKPOINTS).where(CHECKPOINTS.c.name == projector.name))
 
     def catch_up(self, limit: int | None = None) -> int:
         """Apply every event not yet applied (at most `limit` per projector); returns how many
@@ -110,10 +134,7 @@ class ProjectionRunner:
         """Drop every read model and its checkpoint, then replay the log from position 0."""
         self.create_schema()
         for projector in self.projectors:
-            for table in projector.tables:
-                table.drop(self.store.engine, checkfirst=True)
-            with self.store.engine.begin() as conn:
-                conn.execute(delete(CHECKPOINTS).where(CHECKPOINTS.c.name == projector.name))
+            self._reset(projector)
         return self.catch_up()
 
     def lag(self) -> list[Lag]:
@@ -122,6 +143,18 @@ class ProjectionRunner:
         head = self.store.max_position()
         with self.store.engine.connect() as conn:
             return [Lag(p.name, read_checkpoint(conn, p.name), head) for p in self.projectors]
+
+
+def _changed_tables(store: EventStore, projector: Projector) -> list[str]:
+    """The projector's tables that exist with other columns than today's."""
+    inspector = inspect(store.engine)
+    changed = []
+    for table in projector.tables:
+        if inspector.has_table(table.name):
+            stored = {c["name"] for c in inspector.get_columns(table.name)}
+            if stored != set(table.c.keys()):
+                changed.append(table.name)
+    return changed
 
 
 def _prefetched_pages(store: EventStore, after: int, page: int) -> Iterator[list[Recorded]]:

@@ -1,6 +1,6 @@
 """Archive events (AgentRxiv): papers submitted by labs and papers retrieved by labs."""
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
@@ -16,8 +16,8 @@ class Claim(BaseModel):
     """The task's subtask the number is for."""
     metric: str
     """What the number measures (accuracy, ndcg…)."""
-    value: float
-    """The number as reported."""
+    value: float = Field(allow_inf_nan=False)
+    """The number as reported (finite)."""
     attempt: int | None = Field(default=None, ge=1)
     """The run's scored attempt (`experiment.scored`) it comes from; None if not measured."""
 
@@ -31,8 +31,8 @@ class Experiment(BaseModel):
     """The run's scored attempt (`experiment.scored`) it was."""
     config: dict[str, JsonValue]
     """The configuration the attempt ran."""
-    scores: dict[str, float]
-    """Score per subtask, as reported."""
+    scores: dict[str, Annotated[float, Field(allow_inf_nan=False)]]
+    """Score per subtask, as reported (finite)."""
 
 
 class PaperSubmitted(Payload):

@@ -44,7 +44,7 @@ def test_a_runs_budget_counts_its_gradings() -> None:
     history = fold_history([*run, graded(2, None)])
     assert history.tokens == 2 * 3500
     assert history.dollars == 0.02
-    assert history.unknown_cost_calls == 1
+    assert history.unknown_cost_calls == history.unpriced_gradings == 1
     plain = ExperimentScored(attempt=3, subtask_scores={"accuracy": 0.5}, score=0.5)
     assert fold_history([*run, plain]).tokens == 3500, "a grading without a model costs none"
 

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from events import Event, EventStore
 from events.ids import new_id
@@ -22,7 +23,7 @@ from events.payloads import (
 )
 from workers.gym.bundle import load_bundle
 from workers.lab.archive_log import LogArchive
-from workers.lab.search import Known, SearchPolicy, start_from
+from workers.lab.search import Known, SearchPolicy, _known, start_from
 from workers.lab.state import fold
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -61,6 +62,7 @@ def author(store: EventStore, claimed: float, attempt: int | None = 1) -> str:
         experiments=[
             Experiment(attempt=1, config=BETTER, scores={"final_accuracy": claimed}),
             Experiment(attempt=2, config=BETTER, scores=scores),  # attempt 2 never ran
+            Experiment(attempt=1, config={"method": "ncm"}, scores=scores),  # not what ran
         ],
     )
     store.append(
@@ -68,6 +70,11 @@ def author(store: EventStore, claimed: float, attempt: int | None = 1) -> str:
             "run-a",
             [
                 RunStarted(task="continual-digits", lab="a", policy="search"),
+                ToolInvoked(
+                    call_id="c0",
+                    tool="write_file",
+                    args={"path": "config.json", "content": json.dumps(BETTER)},
+                ),
                 ToolInvoked(call_id="c1", tool="evaluate"),
                 ExperimentScored(attempt=1, subtask_scores=scores, score=0.9),
                 paper,
@@ -89,7 +96,7 @@ def test_a_claim_is_verified_only_by_the_graded_attempt_it_names(
     archive = LogArchive(store)
     [hit] = archive.search("continual-digits", "replay", 5)
     assert [c["verified"] for c in hit.claims] == [verified, False]  # attempt 7 never ran
-    assert [e["verified"] for e in hit.experiments] == [claimed == 0.9, False]
+    assert [e["verified"] for e in hit.experiments] == [claimed == 0.9, False, False]
     paper = archive.get(paper_id)
     assert paper is not None and paper["claims"] == hit.claims
     assert paper["run"] == "run-a"
@@ -138,3 +145,54 @@ def test_a_lab_follows_another_labs_result_only_when_it_is_clearly_ahead(
     other = Known(theirs, BETTER, measured=True)
     start = start_from([mine, Known(0.5, {"method": "ncm"}, True, own=True), other], primary)
     assert start == (other if follows else mine)
+
+
+def test_a_number_that_is_not_finite_is_refused() -> None:
+    with pytest.raises(ValidationError):
+        Claim(subtask="a", metric="a", value=float("nan"))
+    with pytest.raises(ValidationError):
+        Experiment(attempt=1, config={}, scores={"a": float("inf")})
+
+
+def test_an_attempt_graded_after_the_paper_does_not_verify_it(sqlite_url: str) -> None:
+    """Experiment 2 names an attempt the author ran only after publishing."""
+    store = EventStore.from_url(sqlite_url)
+    author(store, 0.9)
+    scores = {"final_accuracy": 0.9, "average_forgetting": 0.05}
+    later = [
+        ToolInvoked(call_id="c2", tool="evaluate"),
+        ExperimentScored(attempt=2, subtask_scores=scores, score=0.9),
+    ]
+    events = stream_of("run-a", [RunStarted(task="t", lab="a", policy="search")] * 5 + later)
+    store.append(events[5:])
+    paper = LogArchive(store).get("p-a1")
+    assert paper is not None
+    assert [e["verified"] for e in paper["experiments"]] == [True, False, False]
+
+
+def test_a_configuration_the_lab_graded_itself_is_known_by_its_own_score(sqlite_url: str) -> None:
+    """Lab b ran lab a's configuration and got 0.3: the paper's 0.9 no longer counts."""
+    store = EventStore.from_url(sqlite_url)
+    paper_id = author(store, 0.9)
+    bundle = load_bundle(GYM / "continual-digits")
+    published = {**bundle.starter_config(), **BETTER}
+    started = RunStarted(task="continual-digits", lab="b", policy="search", reads_archive=True)
+    own = {"final_accuracy": 0.3, "average_forgetting": 0.5}
+    reader = stream_of(
+        "run-b",
+        [
+            started,
+            ToolInvoked(
+                call_id="c0",
+                tool="write_file",
+                args={"path": "config.json", "content": json.dumps(published)},
+            ),
+            ToolInvoked(call_id="c1", tool="evaluate"),
+            ExperimentScored(attempt=1, subtask_scores=own, score=0.3),
+            PapersRetrieved(query="q", paper_ids=[paper_id]),
+        ],
+    )
+    store.append(reader)
+    primary = bundle.card.subtask("final_accuracy")
+    known = _known(fold(reader), LogArchive(store), primary, dict(bundle.starter_config()))
+    assert [(k.score, k.own) for k in known if k.config == published] == [(0.3, True)]

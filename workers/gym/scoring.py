@@ -26,3 +26,8 @@ def over_baseline(subtask: Subtask, score: float) -> float:
 def better(subtask: Subtask, a: float, b: float) -> bool:
     """Whether score `a` is better than score `b` on `subtask`."""
     return a > b if subtask.direction == "maximize" else a < b
+
+
+PROGRESS = 0.02
+"""The smallest gain, as a fraction of the baseline→reference gap, that counts as progress
+(a smaller one is noise on a plateau)."""

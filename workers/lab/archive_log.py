@@ -8,8 +8,9 @@ does not start from the isolated labs' papers. Ranking is BM25
 over title, abstract and body; newer papers first among equals.
 
 Every claim and every reported experiment a paper shows carries `verified`: true when
-the author's run has a graded attempt (`experiment.scored`, written by the
-environment) with that number and the scores reported, false otherwise. A reader may
+the author's run, before the paper, has that graded attempt (`experiment.scored`,
+written by the environment) with the number claimed, and for an experiment also the
+configuration reported (as the run's `config.json` writes say); false otherwise. A reader may
 trust a verified number without measuring it again.
 """
 
@@ -19,6 +20,7 @@ from collections import Counter
 from typing import Any
 
 from events import EventStore
+from workers.lab.state import Attempt, fold
 from workers.tools.env import PaperHit
 
 _WORD = re.compile(r"[a-z0-9_]+")
@@ -33,19 +35,21 @@ class LogArchive:
     def _papers(self, task: str | None = None, campaign: str | None = None) -> list[dict[str, Any]]:
         records = self.store.iter_records(types=["paper.submitted"], correlation=campaign)
         return [
-            {**record.payload, "lab": record.actor or "", "run": record.stream}
+            {
+                **record.payload,
+                "lab": record.actor or "",
+                "run": record.stream,
+                "version": record.version,
+            }
             for record in records
             if task is None or record.payload["task"] == task
         ]
 
     def _with_verified_claims(self, paper: dict[str, Any]) -> dict[str, Any]:
-        scored = {
-            record.payload["attempt"]: record.payload["subtask_scores"]
-            for record in self.store.iter_records(stream=paper["run"], types=["experiment.scored"])
-        }
-        claims = [{**c, "verified": _measured(c, scored)} for c in paper["claims"]]
+        graded = _graded_before(self.store, paper["run"], paper["version"])
+        claims = [{**c, "verified": _measured(c, graded)} for c in paper["claims"]]
         experiments = [
-            {**e, "verified": _same_scores(e["scores"], scored.get(e["attempt"]))}
+            {**e, "verified": _reproduces(e, graded.get(e.get("attempt") or 0))}
             for e in paper.get("experiments") or []
         ]
         return {**paper, "claims": claims, "experiments": experiments}
@@ -79,13 +83,6 @@ class LogArchive:
         return hits
 
 
-def _measured(claim: dict[str, Any], scored: dict[int, dict[str, float]]) -> bool:
-    """Whether the graded attempt the claim names measured the value it claims."""
-    scores = scored.get(claim.get("attempt") or 0, {})
-    value = scores.get(claim["subtask"])
-    return value is not None and math.isclose(value, claim["value"], rel_tol=1e-9, abs_tol=1e-12)
-
-
 def _tokens(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
@@ -108,9 +105,33 @@ def _bm25(query: list[str], docs: list[list[str]], k1: float = 1.5, b: float = 0
     return scores
 
 
-def _same_scores(reported: dict[str, float], graded: dict[str, float] | None) -> bool:
-    """Whether every reported score is the grader's for that attempt."""
-    return graded is not None and all(
-        k in graded and math.isclose(v, graded[k], rel_tol=1e-9, abs_tol=1e-12)
-        for k, v in reported.items()
-    )
+def _graded_before(store: EventStore, run: str, version: int) -> dict[int, Attempt]:
+    """The author's graded attempts recorded before its paper, by number (config and
+    scores as the run's events say: written by the lab's tools and by the grader)."""
+    events = [e for e in store.read_stream(run) if e.version < version]
+    try:
+        attempts = fold(events).attempts if events else []
+    except ValueError:  # not a run stream
+        return {}
+    return {a.number: a for a in attempts if a.scores is not None}
+
+
+def _measured(claim: dict[str, Any], graded: dict[int, Attempt]) -> bool:
+    """Whether the graded attempt the claim names measured the value it claims."""
+    attempt = graded.get(claim.get("attempt") or 0)
+    return attempt is not None and _same(claim.get("value"), attempt.scores.get(claim["subtask"]))  # type: ignore[union-attr]
+
+
+def _reproduces(experiment: dict[str, Any], attempt: Attempt | None) -> bool:
+    """Whether the attempt ran the reported configuration and got every reported score."""
+    if attempt is None or experiment.get("config") != attempt.config:
+        return False
+    scores = experiment.get("scores") or {}
+    return bool(scores) and all(_same(v, attempt.scores.get(k)) for k, v in scores.items())  # type: ignore[union-attr]
+
+
+def _same(reported: object, graded: float | None) -> bool:
+    """A reported number equal to the grader's (a null, NaN or infinity never is)."""
+    if not isinstance(reported, int | float) or graded is None or not math.isfinite(reported):
+        return False
+    return math.isclose(reported, graded, rel_tol=1e-9, abs_tol=1e-12)

@@ -4,7 +4,7 @@ from typing import Any
 
 from workers.gym.bundle import Bundle
 from workers.gym.card import Subtask
-from workers.gym.scoring import better
+from workers.gym.scoring import PROGRESS, better, over_baseline
 from workers.lab.state import Attempt, RunState
 
 
@@ -57,7 +57,7 @@ def write_paper(state: RunState, bundle: Bundle, published: list[dict[str, Any]]
         "method": method,
         "experiments": [
             {"attempt": a.number, "config": a.config, "scores": a.scores}
-            for a in round_attempts
+            for a in ([best] if best and best not in round_attempts else []) + round_attempts
             if a.scores is not None
         ],
         "cited": cited,
@@ -74,12 +74,17 @@ def _best(scored: list[Attempt], primary: Subtask) -> Attempt | None:
 
 
 def _led(paper: dict[str, Any], primary: Subtask, before: float | None) -> bool:
-    """Whether the paper's verified result beat everything the run had measured before this
-    round: then the round's moves started from it."""
+    """Whether the paper's verified result was ahead of everything the run had measured
+    before this round by `PROGRESS`: then the round's moves started from it."""
     values = [
         c["value"] for c in paper["claims"] if c["subtask"] == primary.name and c.get("verified")
     ]
-    return bool(values) and (before is None or better(primary, values[0], before))
+    if not values or not paper["method"]:
+        return False
+    return (
+        before is None
+        or over_baseline(primary, values[0]) >= over_baseline(primary, before) + PROGRESS
+    )
 
 
 def _changes(config: dict[str, Any], starter: dict[str, Any]) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 from workers.gym.bundle import Bundle
 from workers.gym.card import Subtask
-from workers.gym.scoring import better, over_baseline
+from workers.gym.scoring import PROGRESS, better, over_baseline
 from workers.lab.paper import write_paper
 from workers.lab.policy import Action
 from workers.lab.state import RunState
@@ -60,7 +60,7 @@ class SearchPolicy:
         best = start_from(known, primary)
         tried = [a.config for a in state.attempts] + [k.config for k in known if k.measured]
         if best.config not in tried:
-            return best.config  # a claim no graded attempt backs is measured before use
+            return best.config  # a claim no verified experiment backs is measured first
         rng = random.Random(f"{state.started.seed}:{state.lab}:{len(state.attempts)}")
         space = bundle.card.search_space
         stuck = len(state.attempts_since_paper())
@@ -122,20 +122,25 @@ class Known:
 
 
 def _known(state: RunState, archive: Archive, primary: Subtask, starter: dict) -> list[Known]:
+    """The run's graded attempts, then what the papers it read report: their verified
+    experiments (graded), and each paper's claimed best (not graded unless a verified
+    experiment ran it). A configuration the run graded itself is known by its own score."""
     known = [
         Known(a.scores[primary.name], a.config, True, own=True)
         for a in state.attempts
         if a.scores is not None
     ]
+    mine = [a.config for a in state.attempts]
     for paper in _published(state, archive):
         for experiment in paper.get("experiments") or []:
-            if experiment.get("verified") and primary.name in experiment["scores"]:
-                config = {**starter, **experiment["config"]}
-                known.append(Known(experiment["scores"][primary.name], config, True))
+            config = {**starter, **experiment["config"]}
+            value = experiment["scores"].get(primary.name)
+            if experiment.get("verified") and value is not None and config not in mine:
+                known.append(Known(value, config, True))
         claimed = [c for c in paper["claims"] if c["subtask"] == primary.name]
-        if claimed and paper["method"]:
-            config = {**starter, **paper["method"]}
-            known.append(Known(claimed[0]["value"], config, bool(claimed[0].get("verified"))))
+        config = {**starter, **paper["method"]}
+        if claimed and paper["method"] and config not in mine:
+            known.append(Known(claimed[0]["value"], config, False))
     return known
 
 
@@ -180,10 +185,6 @@ def _attempts_without_progress(state: RunState, primary: Subtask) -> int:
             stuck += 1
             best = max(best, value)
     return stuck
-
-
-PROGRESS = 0.02
-"""The smallest gain, as a fraction of the baseline→reference gap, that counts as progress."""
 
 
 def _per_paper(state: RunState) -> int:

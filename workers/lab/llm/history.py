@@ -34,6 +34,8 @@ class LlmHistory:
     """Budgeted tokens: the run's model calls and the gradings of its attempts."""
     dollars: float = 0.0
     unknown_cost_calls: int = 0
+    unpriced_gradings: int = 0
+    """Gradings that called a model whose cost is unknown."""
     calls: dict[str, ModelCalled] = field(default_factory=dict)
     outcomes: dict[str, ModelResponded | ModelFailed] = field(default_factory=dict)
     phase_at_call: dict[str, Phase | None] = field(default_factory=dict)
@@ -67,6 +69,7 @@ def fold_history(payloads: list[Payload]) -> LlmHistory:
             history.tokens += grading_tokens(payload.grader_usage)
             history.dollars += payload.grader_cost_usd or 0.0
             history.unknown_cost_calls += payload.grader_cost_usd is None
+            history.unpriced_gradings += payload.grader_cost_usd is None
     return history
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from events import Event, EventStore
 from events.payloads import (
     BudgetExceeded,
+    ExperimentScored,
     ModelCalled,
     ModelFailed,
     ModelResponded,
@@ -298,6 +299,9 @@ def _over_model_budget(
             if isinstance(payload, ModelResponded):
                 tokens += usage_tokens(payload.usage)
                 dollars += payload.cost_usd or 0.0
+            elif isinstance(payload, ExperimentScored) and payload.grader_usage:
+                tokens += grading_tokens(payload.grader_usage)
+                dollars += payload.grader_cost_usd or 0.0
         checks += [("tokens", budget.tokens, tokens), ("dollars", budget.dollars, dollars)]
     for name, limit, used in checks:
         if limit is not None and used >= limit:
@@ -310,6 +314,12 @@ def _over_model_budget(
     if dollars_limited and step.gateway.prices.price_of(model) is None:
         detail = (
             f"a dollars budget cannot be kept for {model}: it has no price (see docs/models.md)"
+        )
+        return [RunFinished(reason="error", detail=detail)]
+    if dollars_limited and history.unpriced_gradings:
+        detail = (
+            "a dollars budget cannot be kept: the task's grader called a model whose cost is "
+            "unknown (no price, or answers without usage; see docs/models.md)"
         )
         return [RunFinished(reason="error", detail=detail)]
     return None
