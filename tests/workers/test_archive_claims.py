@@ -45,6 +45,14 @@ def stream_of(run: str, payloads: list[Payload]) -> list[Event]:
     ]
 
 
+def configured(config: dict) -> ToolInvoked:
+    """The lab writing `config.json` (what its next evaluations run)."""
+    content = json.dumps(config)
+    return ToolInvoked(
+        call_id="c0", tool="write_file", args={"path": "config.json", "content": content}
+    )
+
+
 def author(store: EventStore, claimed: float, attempt: int | None = 1) -> str:
     """Lab a's run: one graded attempt at 0.9 on `BETTER`, then a paper claiming `claimed`."""
     scores = {"final_accuracy": 0.9, "average_forgetting": 0.05}
@@ -70,11 +78,7 @@ def author(store: EventStore, claimed: float, attempt: int | None = 1) -> str:
             "run-a",
             [
                 RunStarted(task="continual-digits", lab="a", policy="search"),
-                ToolInvoked(
-                    call_id="c0",
-                    tool="write_file",
-                    args={"path": "config.json", "content": json.dumps(BETTER)},
-                ),
+                configured(BETTER),
                 ToolInvoked(call_id="c1", tool="evaluate"),
                 ExperimentScored(attempt=1, subtask_scores=scores, score=0.9),
                 paper,
@@ -182,11 +186,7 @@ def test_a_configuration_the_lab_graded_itself_is_known_by_its_own_score(sqlite_
         "run-b",
         [
             started,
-            ToolInvoked(
-                call_id="c0",
-                tool="write_file",
-                args={"path": "config.json", "content": json.dumps(published)},
-            ),
+            configured(published),
             ToolInvoked(call_id="c1", tool="evaluate"),
             ExperimentScored(attempt=1, subtask_scores=own, score=0.3),
             PapersRetrieved(query="q", paper_ids=[paper_id]),
