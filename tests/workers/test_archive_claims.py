@@ -196,3 +196,22 @@ def test_a_configuration_the_lab_graded_itself_is_known_by_its_own_score(sqlite_
     primary = bundle.card.subtask("final_accuracy")
     known = _known(fold(reader), LogArchive(store), primary, dict(bundle.starter_config()))
     assert [(k.score, k.own) for k in known if k.config == published] == [(0.3, True)]
+
+
+def test_one_archive_instance_sees_papers_recorded_after_its_first_read(sqlite_url: str) -> None:
+    store = EventStore.from_url(sqlite_url)
+    author(store, 0.9)
+    archive = LogArchive(store)
+    assert [h.paper_id for h in archive.search("continual-digits", "replay", 5)] == ["p-a1"]
+    later = PaperSubmitted(
+        paper_id="p-c1", task="continual-digits", title="replay again", abstract="", body=""
+    )
+    store.append(
+        stream_of("run-c", [RunStarted(task="continual-digits", lab="c", policy="search"), later])
+    )
+    assert {h.paper_id for h in archive.search("continual-digits", "replay", 5)} == {
+        "p-a1",
+        "p-c1",
+    }
+    paper = archive.get("p-c1")
+    assert paper is not None and paper["claims"] == [] and paper["run"] == "run-c"

@@ -10,12 +10,13 @@ over title, abstract and body; newer papers first among equals.
 Every claim and every reported experiment a paper shows carries `verified`: true when
 the author's run, before the paper, has that graded attempt (`experiment.scored`,
 written by the environment) with the number claimed, and for an experiment also the
-configuration reported (as the run's `config.json` writes say); false otherwise. A reader may
-trust a verified number without measuring it again.
+configuration reported (as the run's `config.json` writes say); false otherwise. A
+reader may trust a verified number without measuring it again.
 """
 
 import math
 import re
+import threading
 from collections import Counter
 from typing import Any
 
@@ -27,36 +28,61 @@ _WORD = re.compile(r"[a-z0-9_]+")
 
 
 class LogArchive:
-    """`Archive` over the `paper.submitted` events of the log."""
+    """`Archive` over the `paper.submitted` events of the log.
+
+    Papers are read once, incrementally by log position (positions are committed in
+    order, so a later read never misses an earlier paper), and each paper's verification
+    is computed once: it depends only on its author's events before it, which never
+    change. One instance serves a worker's threads."""
 
     def __init__(self, store: EventStore) -> None:
         self.store = store
+        self._lock = threading.Lock()
+        self._read_to = 0
+        self._all: list[dict[str, Any]] = []
+        self._by_id: dict[str, dict[str, Any]] = {}
+        self._checked: dict[str, dict[str, Any]] = {}
 
     def _papers(self, task: str | None = None, campaign: str | None = None) -> list[dict[str, Any]]:
-        records = self.store.iter_records(types=["paper.submitted"], correlation=campaign)
+        with self._lock:
+            for record in self.store.iter_records(self._read_to, types=["paper.submitted"]):
+                paper = {
+                    **record.payload,
+                    "lab": record.actor or "",
+                    "run": record.stream,
+                    "version": record.version,
+                    "campaign": record.correlation_id,
+                }
+                self._all.append(paper)
+                self._by_id.setdefault(paper["paper_id"], paper)
+                self._read_to = record.position
+            papers = list(self._all)
         return [
-            {
-                **record.payload,
-                "lab": record.actor or "",
-                "run": record.stream,
-                "version": record.version,
-            }
-            for record in records
-            if task is None or record.payload["task"] == task
+            p for p in papers if task in (None, p["task"]) and campaign in (None, p["campaign"])
         ]
 
     def _with_verified_claims(self, paper: dict[str, Any]) -> dict[str, Any]:
+        key = f"{paper['run']}:{paper['version']}"
+        with self._lock:
+            known = self._checked.get(key)
+        if known is not None:
+            return known
         graded = _graded_before(self.store, paper["run"], paper["version"])
         claims = [{**c, "verified": _measured(c, graded)} for c in paper["claims"]]
         experiments = [
             {**e, "verified": _reproduces(e, graded.get(e.get("attempt") or 0))}
             for e in paper.get("experiments") or []
         ]
-        return {**paper, "claims": claims, "experiments": experiments}
+        checked = {**paper, "claims": claims, "experiments": experiments}
+        with self._lock:
+            self._checked[key] = checked
+        return checked
 
     def get(self, paper_id: str) -> dict[str, Any] | None:
         """A paper's submitted payload (plus `lab`, `run`, and `verified` per claim), or None."""
-        paper = next((p for p in self._papers() if p["paper_id"] == paper_id), None)
+        self._papers()
+        with self._lock:
+            paper = self._by_id.get(paper_id)
         return None if paper is None else self._with_verified_claims(paper)
 
     def search(self, task: str, query: str, k: int, campaign: str | None = None) -> list[PaperHit]:
