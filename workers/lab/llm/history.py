@@ -2,8 +2,9 @@
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 from openai.types.chat import ChatCompletion
@@ -66,7 +67,7 @@ def fold_history(payloads: list[Payload]) -> LlmHistory:
         elif isinstance(payload, ModelFailed):
             history.outcomes[payload.call_id] = payload
         elif isinstance(payload, ExperimentScored) and payload.grader_usage:
-            history.tokens += grading_tokens(payload.grader_usage)
+            history.tokens += mapping_tokens(payload.grader_usage)
             history.dollars += payload.grader_cost_usd or 0.0
             history.unknown_cost_calls += payload.grader_cost_usd is None
             history.unpriced_gradings += payload.grader_cost_usd is None
@@ -120,6 +121,7 @@ def usage_tokens(usage: Usage | None) -> int:
     return 0 if usage is None else usage.input_tokens + usage.output_tokens
 
 
-def grading_tokens(usage: dict[str, int]) -> int:
-    """The tokens a budget counts for a grading that called a model (`grader_usage`)."""
-    return usage.get("input_tokens", 0) + usage.get("output_tokens", 0)
+def mapping_tokens(usage: Mapping[str, Any] | None) -> int:
+    """`usage_tokens` of a usage as stored in an event (`usage` of `model.responded`,
+    `grader_usage` of `experiment.scored`): input plus output, 0 when absent."""
+    return 0 if not usage else usage.get("input_tokens", 0) + usage.get("output_tokens", 0)

@@ -25,7 +25,6 @@ from pathlib import Path
 from events import Event, EventStore
 from events.payloads import (
     BudgetExceeded,
-    ExperimentScored,
     ModelCalled,
     ModelFailed,
     ModelResponded,
@@ -39,13 +38,7 @@ from workers.backoff import backoff_seconds
 from workers.gym.bundle import Bundle
 from workers.lab.llm import phases
 from workers.lab.llm.context import build
-from workers.lab.llm.history import (
-    LlmHistory,
-    fold_history,
-    grading_tokens,
-    reply_of,
-    usage_tokens,
-)
+from workers.lab.llm.history import LlmHistory, fold_history, mapping_tokens, reply_of
 from workers.lab.state import RunState
 from workers.llm import Gateway, ModelRequest, PreparedCall, Reply
 from workers.stream_cache import StreamCache
@@ -295,13 +288,8 @@ def _over_model_budget(
     )
     if campaign is not None:
         budget, tokens, dollars = campaign
-        for payload in unrecorded:
-            if isinstance(payload, ModelResponded):
-                tokens += usage_tokens(payload.usage)
-                dollars += payload.cost_usd or 0.0
-            elif isinstance(payload, ExperimentScored) and payload.grader_usage:
-                tokens += grading_tokens(payload.grader_usage)
-                dollars += payload.grader_cost_usd or 0.0
+        mine = fold_history(unrecorded)  # what this step spent, counted as the log will
+        tokens, dollars = tokens + mine.tokens, dollars + mine.dollars
         checks += [("tokens", budget.tokens, tokens), ("dollars", budget.dollars, dollars)]
     for name, limit, used in checks:
         if limit is not None and used >= limit:
@@ -350,13 +338,12 @@ def campaign_budget(  # type: ignore[no-untyped-def]
             in_flight.add(record.stream)
             continue
         if record.type == "experiment.scored":
-            tokens += grading_tokens(record.payload.get("grader_usage") or {})
+            tokens += mapping_tokens(record.payload.get("grader_usage"))
             dollars += record.payload.get("grader_cost_usd") or 0.0
             continue
         in_flight.discard(record.stream)
         if record.type == "model.responded":
-            usage = record.payload.get("usage")
-            used = usage["input_tokens"] + usage["output_tokens"] if usage else 0
+            used = mapping_tokens(record.payload.get("usage"))
             cost = record.payload.get("cost_usd") or 0.0
             tokens, dollars = tokens + used, dollars + cost
             last[record.stream] = (used, cost)
