@@ -6,6 +6,7 @@ from typing import Any
 
 from events import Event, EventStore
 from workers.bus.base import Bus
+from workers.lab.llm.campaign_spend import CampaignSpend
 from workers.stream_cache import StreamCache
 
 Reaction = Callable[["WorkerContext", Sequence[Event]], None]
@@ -25,6 +26,9 @@ class WorkerContext:
     """`workers.lab.services.LabServices` on workers that take lab steps."""
     streams: StreamCache = field(init=False)
     """Streams this worker read, so it reads only what is new in them."""
+    spend: CampaignSpend = field(init=False)
+    """Campaigns' model spend as this worker folded it, for their budgets."""
 
     def __post_init__(self) -> None:
         self.streams = StreamCache(self.store)
+        self.spend = CampaignSpend(self.store)

@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 from events import Event, EventStore
 from events.ids import new_id
 from events.payloads import Budget, CampaignStarted, ExperimentScored, Payload, RunStarted
+from workers.lab.llm.campaign_spend import CampaignSpend
 from workers.lab.llm.history import fold_history
 from workers.lab.llm.step import campaign_budget
 from workers.stream_cache import StreamCache
@@ -59,8 +60,14 @@ def test_a_campaigns_budget_counts_every_runs_gradings(sqlite_url: str) -> None:
         run = [RunStarted(task="math-prompting", lab=lab, policy="llm"), graded(1, 0.01)]
         store.append(events(f"run-{lab}", run, "c"))
     store.append(events("run-other", [graded(1, 5.0)], "another-campaign"))
-    found = campaign_budget(store, StreamCache(store), "c", "run-a")
+    spend = CampaignSpend(store)
+    found = campaign_budget(StreamCache(store), spend, "c", "run-a")
     assert found is not None
     budget, tokens, dollars = found
     assert budget.tokens == 10_000
     assert (tokens, round(dollars, 9)) == (2 * 3500, 0.02)
+    later = [graded(2, 0.03)]
+    store.append([e.model_copy(update={"version": 2}) for e in events("run-b", later, "c")])
+    again = campaign_budget(StreamCache(store), spend, "c", "run-a")
+    assert again is not None, "the same fold, read on from where it stopped"
+    assert (again[1], round(again[2], 9)) == (3 * 3500, 0.05)

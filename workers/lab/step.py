@@ -110,6 +110,7 @@ def _act(
                     inflight=labs.inflight,
                     env=labs.env_for(state),
                     streams=ctx.streams,
+                    spend=ctx.spend,
                     version=after_version,
                 )
             )

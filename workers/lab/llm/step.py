@@ -37,8 +37,9 @@ from events.payloads import (
 from workers.backoff import backoff_seconds
 from workers.gym.bundle import Bundle
 from workers.lab.llm import phases
+from workers.lab.llm.campaign_spend import CampaignSpend
 from workers.lab.llm.context import build
-from workers.lab.llm.history import LlmHistory, fold_history, mapping_tokens, reply_of
+from workers.lab.llm.history import LlmHistory, fold_history, reply_of
 from workers.lab.state import RunState
 from workers.llm import Gateway, ModelRequest, PreparedCall, Reply
 from workers.stream_cache import StreamCache
@@ -65,6 +66,8 @@ class LlmStep:
     env: ToolEnv
     streams: StreamCache
     """The worker's cache of streams it read."""
+    spend: CampaignSpend
+    """The worker's fold of campaigns' model spend."""
     version: int
     """The version this step follows."""
 
@@ -282,7 +285,7 @@ def _over_model_budget(
     checks = [("tokens", state.started.budget.tokens, history.tokens)]
     checks.append(("dollars", state.started.budget.dollars, history.dollars))
     campaign = (
-        campaign_budget(step.store, step.streams, state.campaign, state.stream)
+        campaign_budget(step.streams, step.spend, state.campaign, state.stream)
         if state.campaign
         else None
     )
@@ -314,47 +317,22 @@ def _over_model_budget(
 
 
 def campaign_budget(  # type: ignore[no-untyped-def]
-    store: EventStore, streams: StreamCache, campaign: str, stream: str
+    streams: StreamCache, spend: CampaignSpend, campaign: str, stream: str
 ):
     """(the campaign's budget, tokens used, dollars used) or None when it sets no limits.
 
     Used: every answered call of the campaign, every grading of its attempts that called
     a model, and for each call of another run that is in flight (written ahead, no
     outcome recorded yet) that run's last answer again, as an estimate of what it will
-    cost. `stream`'s own calls are counted by its caller."""
+    cost (`CampaignSpend`). `stream`'s own calls are counted by its caller."""
     started = streams.first(f"campaign-{campaign}")
     if started is None:
         return None
     budget = started.payload.budget  # type: ignore[union-attr]
     if budget.tokens is None and budget.dollars is None:
         return None
-    tokens, dollars = 0, 0.0
-    last: dict[str, tuple[int, float]] = {}
-    """Per run: the usage of its last answer."""
-    in_flight: set[str] = set()
-    """Runs with a call written ahead and no outcome recorded yet."""
-    for record in store.iter_records(types=BUDGETED_TYPES, correlation=campaign):
-        if record.type == "model.called":
-            in_flight.add(record.stream)
-            continue
-        if record.type == "experiment.scored":
-            tokens += mapping_tokens(record.payload.get("grader_usage"))
-            dollars += record.payload.get("grader_cost_usd") or 0.0
-            continue
-        in_flight.discard(record.stream)
-        if record.type == "model.responded":
-            used = mapping_tokens(record.payload.get("usage"))
-            cost = record.payload.get("cost_usd") or 0.0
-            tokens, dollars = tokens + used, dollars + cost
-            last[record.stream] = (used, cost)
-    for run in in_flight:
-        if run != stream and run in last:
-            tokens, dollars = tokens + last[run][0], dollars + last[run][1]
+    tokens, dollars = spend.used(campaign, stream)
     return budget, tokens, dollars
-
-
-BUDGETED_TYPES = ("model.called", "model.responded", "model.failed", "experiment.scored")
-"""What a campaign's token and dollar budget counts: model calls and model-using gradings."""
 
 
 def _request_blob(store: EventStore, called: ModelCalled) -> bytes:
