@@ -5,8 +5,16 @@ from the best published configuration (re-measured first unless the archive veri
 its claim against the author's graded attempt); run experiments by writing `config.json`
 within the task's declared search space and calling `evaluate`; write a paper with
 the numbers the grader measured; repeat; finish. Local search: each new
-configuration changes one or two parameters of the best one known. Deterministic
-for a given seed.
+configuration changes one or more parameters of the best one known, or jumps to the
+configuration covering the most untried pairs of values. Deterministic for a given seed.
+
+What the archive is used for (an island model: labs keep their own line and take
+another's only when it is clearly better): another lab's verified result is a
+starting point when it is `FOLLOW` ahead of the lab's own; experiments any known lab
+ran are not repeated, and jumps cover pairs of values none of them tried. How values
+are weighted in local moves comes from the lab's own results only: labs that all
+steer by the same shared results search alike, and one unlucky negative result (a
+memory method tried without a memory) then steers every lab away from what works.
 """
 
 import json
@@ -66,23 +74,20 @@ class SearchPolicy:
         stuck = len(state.attempts_since_paper())
         if any(a.config == best.config for a in state.attempts if a.scores is not None):
             stuck = _attempts_without_progress(state, primary)
-        weights = _value_weights(known, space, primary)
+        weights = _value_weights([k for k in known if k.own], space, primary)
         for _ in range(50):
             # Moves around the best: small while they pay, wider after every attempt
             # that did not improve (a best adopted from a paper is a new start, judged on
             # this round's attempts); a fifth of the moves are jumps. New values are drawn
-            # by what every known result says of them (the run's own, and in archive mode
-            # the verified experiments of the papers it read).
+            # by what the run's own results say of them.
             candidate = dict(best.config)
             moves = min(len(space), 1 + stuck + rng.choice([0, 0, 1]))
             jump = rng.random() < 0.2
             if jump:
-                moves = len(space)
-            for key in rng.sample(sorted(space), k=moves):
-                values = space[key]
-                candidate[key] = (
-                    rng.choice(values) if jump else rng.choices(values, weights[key])[0]
-                )
+                candidate = _novel(rng, candidate, space, tried)
+            else:
+                for key in rng.sample(sorted(space), k=moves):
+                    candidate[key] = rng.choices(space[key], weights[key])[0]
             if candidate not in tried:
                 return candidate
         return {key: rng.choice(values) for key, values in space.items()} | {
@@ -90,9 +95,44 @@ class SearchPolicy:
         }
 
 
+def _novel(
+    rng: random.Random,
+    base: dict[str, Any],
+    space: dict[str, list[Any]],
+    tried: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """A jump: of a few random configurations, the one that covers the most pairs of
+    values (two parameters set together) not tried yet, by this run and, in archive mode,
+    by the labs whose papers it read. Effects that need two settings together (rehearsal
+    and a memory) are found by covering pairs; labs that know each other's experiments
+    cover them apart instead of repeating them."""
+    keys = sorted(space)
+    seen: dict[tuple[str, Any, str, Any], int] = {}
+    for config in tried:
+        for i, a in enumerate(keys):
+            for b in keys[i + 1 :]:
+                pair = (a, config.get(a), b, config.get(b))
+                seen[pair] = seen.get(pair, 0) + 1
+    best, novelty = base, -1.0
+    for _ in range(JUMP_CANDIDATES):
+        candidate = dict(base) | {key: rng.choice(space[key]) for key in keys}
+        score = sum(
+            1 / (1 + seen.get((a, candidate[a], b, candidate[b]), 0))
+            for i, a in enumerate(keys)
+            for b in keys[i + 1 :]
+        )
+        if score > novelty and candidate not in tried:
+            best, novelty = candidate, score
+    return best
+
+
+JUMP_CANDIDATES = 8
+"""How many random configurations a jump chooses the least tried one from."""
+
+
 def start_from(known: list["Known"], primary: Subtask) -> "Known":
     """The best known result, but the run's own best unless another lab's is ahead of it
-    by at least `PROGRESS`: labs that all follow a marginally better result pile onto
+    by at least `FOLLOW`: labs that all follow a marginally better result pile onto
     one plateau and stop exploring apart."""
     best = known[0]
     for result in known[1:]:
@@ -106,7 +146,13 @@ def start_from(known: list["Known"], primary: Subtask) -> "Known":
         if better(primary, result.score, mine.score):
             mine = result
     ahead = over_baseline(primary, best.score) - over_baseline(primary, mine.score)
-    return best if ahead >= PROGRESS else mine
+    return best if ahead >= FOLLOW else mine
+
+
+FOLLOW = 0.10
+"""How far (fraction of the baseline→reference gap) another lab's result must be ahead
+of the lab's own best to be followed. A small lead is often a plateau a little above
+the baseline that a lab would get stuck on; a lab keeps its own line for those."""
 
 
 @dataclass(frozen=True)
