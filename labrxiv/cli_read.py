@@ -6,6 +6,7 @@ current; `labrxiv projector --once` catches up once) and never write the log.
 
 import enum
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -15,7 +16,7 @@ from rich.markup import escape
 from labrxiv.settings import SettingsError, load_settings
 from labrxiv.views_read import ledger_table, paper_view, papers_table, search_table, top_table
 from projections.archive import get_paper, list_papers
-from projections.archive_search import search_papers, top_papers
+from projections.archive_search import ClaimedPaper, search_papers, top_papers
 from projections.curves import curve_points, paper_points
 from projections.ledger import ledger_totals
 from projections.runner import ProjectionRunner
@@ -116,12 +117,54 @@ def papers_top(
     k: int = typer.Option(10, "-k", min=1, help="How many papers."),
     subtask: str | None = typer.Option(None, help="Rank by this subtask (default: headline)."),
     direction: Direction = typer.Option(Direction.maximize, help="Which way is better."),
+    verified_only: bool = typer.Option(
+        False, "--verified-only", help="Rank only claims the log verifies."
+    ),
 ) -> None:
-    """The task's papers with the best claimed value."""
+    """The task's papers with the best claimed value, each marked verified or not (the
+    claim is the grader's score of the attempt it names, recorded before the paper)."""
     runner = _runner()
     with runner.store.engine.connect() as conn:
-        ranked = top_papers(conn, task, k=k, subtask=subtask, direction=direction.value)
-    console.print(top_table(ranked, task))
+        ranked = top_papers(
+            conn,
+            task,
+            k=None if verified_only else k,
+            subtask=subtask,
+            direction=direction.value,
+        )
+    archive = LogArchive(runner.store)
+    if verified_only:
+        ranked = _best_verified(archive, ranked, direction)[:k]
+        console.print(top_table(ranked, task, [True] * len(ranked)))
+        return
+    console.print(top_table(ranked, task, [_claim_verified(archive, i) for i in ranked]))
+
+
+def _verified_claims(archive: LogArchive, item: ClaimedPaper) -> list[float]:
+    """The values of the paper's claims on the ranked subtask that the log verifies."""
+    checked = archive.get(item.paper.paper_id)
+    claims = checked["claims"] if checked else []
+    return [c["value"] for c in claims if c["verified"] and c["subtask"] == item.subtask]
+
+
+def _claim_verified(archive: LogArchive, item: ClaimedPaper) -> bool:
+    """Whether the paper's ranked claim is one the log verifies."""
+    return item.value in _verified_claims(archive, item)
+
+
+def _best_verified(
+    archive: LogArchive, ranked: list[ClaimedPaper], direction: Direction
+) -> list[ClaimedPaper]:
+    """The papers re-ranked by their best verified claim on the subtask (a paper whose
+    best claim is inflated still ranks by a lower one it measured); none: left out."""
+    pick = max if direction == Direction.maximize else min
+    kept = []
+    for item in ranked:
+        values = _verified_claims(archive, item)
+        if values:
+            kept.append(replace(item, value=pick(values)))
+    sign = -1 if direction == Direction.maximize else 1
+    return sorted(kept, key=lambda item: sign * item.value)  # stable: earlier first on ties
 
 
 def ledger(

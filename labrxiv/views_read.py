@@ -67,13 +67,13 @@ def search_table(hits: Sequence[SearchHit], query: str) -> Table:
     return table
 
 
-def top_table(ranked: Sequence[ClaimedPaper], task: str) -> Table:
-    """Papers ranked by a claimed value."""
+def top_table(ranked: Sequence[ClaimedPaper], task: str, verified: Sequence[bool]) -> Table:
+    """Papers ranked by a claimed value; `verified[i]`: whether the log verifies claim i."""
     table = Table(title=f"top papers on {escape(task)}")
-    for name in ("#", "paper", "lab", "campaign", "subtask", "value"):
+    for name in ("#", "paper", "lab", "campaign", "subtask", "value", "verified"):
         table.add_column(name, no_wrap=True)
     table.add_column("title", overflow="fold")
-    for rank, item in enumerate(ranked, start=1):
+    for rank, (item, checked) in enumerate(zip(ranked, verified, strict=True), start=1):
         p = item.paper
         table.add_row(
             str(rank),
@@ -82,6 +82,7 @@ def top_table(ranked: Sequence[ClaimedPaper], task: str) -> Table:
             p.campaign or "-",
             item.subtask,
             f"{item.value:.4f}",
+            "yes" if checked else "[red]NO[/]",
             escape(p.title),
         )
     return table

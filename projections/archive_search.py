@@ -109,11 +109,11 @@ def _bm25(
 def top_papers(
     conn: Connection,
     task: str,
-    k: int = 10,
+    k: int | None = 10,
     subtask: str | None = None,
     direction: Literal["maximize", "minimize"] = "maximize",
 ) -> list[ClaimedPaper]:
-    """The `k` papers of `task` with the best claimed value on `subtask`.
+    """The `k` papers of `task` (None: all) with the best claimed value on `subtask`.
 
     `subtask=None` ranks each paper by its headline (first) claim. The read model
     does not know a subtask's direction (the task card does): pass `minimize` for
@@ -121,7 +121,7 @@ def top_papers(
     its better value; among equal values the earlier paper comes first (it got
     there first). Papers with no such claim are left out.
     """
-    if k < 1:
+    if k is not None and k < 1:
         return []
     value = PAPER_CLAIMS.c.value
     query = (

@@ -173,8 +173,12 @@ def test_papers_search_and_top(read_log: EventStore) -> None:
     code, out = invoke("papers", "search", "quantum")
     assert code == 0 and "no paper matches 'quantum'" in said(out)
     code, out = invoke("papers", "top", "digits", "--subtask", "acc")
-    # `top` ranks by claimed values, the unverified 0.9 included (`papers show` flags it).
-    assert code == 0 and has_row(out, 1, "p-one", "lab-x", "camp1", "acc", "0.9000")
+    # `top` ranks by claimed values, the unverified 0.9 included, and flags it.
+    assert code == 0 and has_row(out, 1, "p-one", "lab-x", "camp1", "acc", "0.9000", "NO")
+    code, out = invoke("papers", "top", "digits", "--subtask", "acc", "--verified-only")
+    # p-one ranks by the 0.6 its author's graded attempt 1 measured.
+    assert code == 0 and has_row(out, 1, "p-one", "lab-x", "camp1", "acc", "0.6000", "yes")
+    assert "0.9000" not in out
 
 
 def test_ledger_roll_ups(read_log: EventStore) -> None:
