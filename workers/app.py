@@ -15,11 +15,14 @@ Why these settings (see ../shared/REFERENCE.md, "Celery on Redis"):
   broker, is the truth: a run that stops moving there is resumed by the reaper
   (workers/lab/reaper.py).
 - Redelivery reorders messages: two messages of one stream in flight together can
-  be recorded later part first (a version conflict, dead-lettered).
+  arrive later part first. The recorder then asks to be run again later
+  (`StreamBehind`, retried with backoff for about two minutes) and records the later
+  part once the earlier one is in; past that it dead-letters it as a version conflict.
 - `worker_prefetch_multiplier=1`: a busy worker does not hoard messages that an idle
   one could take.
 """
 
+import inspect
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -29,6 +32,7 @@ from sqlalchemy.exc import OperationalError
 
 from workers.backoff import backoff_seconds
 from workers.context import WorkerContext
+from workers.errors import RetryLater
 from workers.handlers import HANDLERS
 
 log = logging.getLogger(__name__)
@@ -83,11 +87,24 @@ def register_tasks(app: Celery, context: ContextProvider) -> None:
 def _register(
     app: Celery, context: ContextProvider, name: str, handler: Callable[..., Any], queue: str
 ) -> None:
+    takes_final = "final" in inspect.signature(handler).parameters
+
     @app.task(name=name, bind=True, queue=queue, max_retries=None)
     def task(self: Task, *args: Any) -> None:
+        retries = self.request.retries
+        extra = {"final": retries >= RETRY_LATER_LIMIT} if takes_final else {}
         try:
-            handler(context(), *args)
+            handler(context(), *args, **extra)
         except OperationalError as exc:
-            delay = backoff_seconds(self.request.retries)
+            delay = backoff_seconds(retries)
             log.warning("%s: database unavailable, retrying in %.1fs: %s", name, delay, exc)
             raise self.retry(exc=exc, countdown=delay) from exc
+        except RetryLater as exc:
+            delay = backoff_seconds(retries)
+            log.info("%s: not yet (%s), retrying in %.1fs", name, exc, delay)
+            raise self.retry(exc=exc, countdown=delay) from exc
+
+
+RETRY_LATER_LIMIT = 12
+"""Tries after which a handler that asked to be run later must handle its message
+anyway (`final`): with the backoff's 30 s cap, about two minutes of waiting."""

@@ -11,3 +11,13 @@ class NotConfigured(WorkerError):
 
 class BundleError(WorkerError):
     """A task bundle cannot be found or is broken; the message names every problem."""
+
+
+class RetryLater(WorkerError):
+    """A message cannot be handled yet; the bus runs it again later (a handler raising
+    this takes `final`: on the last try it must handle the message without raising)."""
+
+
+class StreamBehind(RetryLater):
+    """A message continues a stream past its last recorded version: an earlier message
+    of the stream is still on its way."""

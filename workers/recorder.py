@@ -25,6 +25,7 @@ from events.errors import UnknownSchemaVersion, UpgradeFailed
 from events.gc_pause import gc_paused
 from events.upgrade import upgrade
 from workers.context import WorkerContext
+from workers.errors import StreamBehind
 
 log = logging.getLogger(__name__)
 
@@ -43,13 +44,20 @@ class RecordOutcome:
     dead: int
 
 
-def record_message(ctx: WorkerContext, message: str) -> RecordOutcome:
-    """Validate and append one published message; dead-letter whatever is bad in it."""
+def record_message(ctx: WorkerContext, message: str, final: bool = True) -> RecordOutcome:
+    """Validate and append one published message; dead-letter whatever is bad in it.
+
+    A stream whose events in the message continue past the stream's last recorded
+    version (a gap: an earlier message of the stream is still on its way, e.g.
+    redelivered after this one) raises `StreamBehind` unless `final`, after every other
+    stream of the message is recorded and before anything is dead-lettered, so a
+    retry records it once the gap is filled; when `final`, it is dead-lettered as a
+    version conflict."""
     with gc_paused():  # a batch's objects all live until it is appended
-        return _record(ctx, message)
+        return _record(ctx, message, final)
 
 
-def _record(ctx: WorkerContext, message: str) -> RecordOutcome:
+def _record(ctx: WorkerContext, message: str, final: bool) -> RecordOutcome:
     size = len(message.encode())
     if size > ctx.max_message_bytes:
         return _reject(
@@ -65,13 +73,15 @@ def _record(ctx: WorkerContext, message: str) -> RecordOutcome:
         blobs = _decode_blobs(body.get("blobs") or {})
     except ValueError as exc:
         return _reject(ctx, str(exc), message)
-    events, dead = _validate(ctx, body["events"])
+    events, letters = _validate(body["events"])
     if "\\u0000" in message:  # the only way JSON carries NUL: rare, so checked only then
-        events, unstorable = _without_nul(ctx, events)
-        dead += unstorable
-    appended, skipped, conflicted = _append(ctx, events, blobs)
-    dead += conflicted
-    return RecordOutcome(appended=appended, skipped=skipped, dead=dead)
+        events, unstorable = _without_nul(events)
+        letters += unstorable
+    appended, skipped, conflicted = _append(ctx, events, blobs, final)
+    letters += conflicted
+    for reason, item in letters:  # written once: after any `StreamBehind` retry is over
+        _dead_event(ctx, reason, item)
+    return RecordOutcome(appended=appended, skipped=skipped, dead=len(letters))
 
 
 def _reject(ctx: WorkerContext, reason: str, message: str) -> RecordOutcome:
@@ -95,27 +105,31 @@ def _decode_blobs(raw: Any) -> dict[str, bytes]:
     return blobs
 
 
-def _validate(ctx: WorkerContext, items: list[Any]) -> tuple[list[Event], int]:
-    """All valid events of the batch, in order; each invalid one is dead-lettered."""
+Letter = tuple[str, Any]
+"""A dead letter to write: the reason and the rejected item."""
+
+
+def _validate(items: list[Any]) -> tuple[list[Event], list[Letter]]:
+    """All valid events of the batch, in order, and a dead letter for each invalid one."""
     try:
-        return _EVENTS.validate_python([_upgraded(i) for i in items]), 0
+        return _EVENTS.validate_python([_upgraded(i) for i in items]), []
     except (ValidationError, UnknownSchemaVersion, UpgradeFailed):
         pass  # find the bad ones below; the good ones are still recorded
     good: list[Event] = []
-    dead = 0
+    letters: list[Letter] = []
     for item in items:
         try:
             good.append(_EVENT.validate_python(_upgraded(item)))
         except (ValidationError, UnknownSchemaVersion, UpgradeFailed) as exc:
-            dead += 1
-            _dead_event(ctx, f"invalid event: {_explain(exc)}", item)
-    return good, dead
+            letters.append((f"invalid event: {_explain(exc)}", item))
+    return good, letters
 
 
-def _without_nul(ctx: WorkerContext, events: list[Event]) -> tuple[list[Event], int]:
-    """Dead-letter events holding a NUL character: PostgreSQL text and jsonb cannot store
-    one (a tool printing binary output), and the log is the same on every backend."""
+def _without_nul(events: list[Event]) -> tuple[list[Event], list[Letter]]:
+    """Events holding a NUL character are dead letters: PostgreSQL text and jsonb cannot
+    store one (a tool printing binary output), and the log is the same on every backend."""
     kept: list[Event] = []
+    letters: list[Letter] = []
     for event in events:
         item = event.model_dump(mode="json")
         path = _nul_path(item)
@@ -123,8 +137,8 @@ def _without_nul(ctx: WorkerContext, events: list[Event]) -> tuple[list[Event], 
             kept.append(event)
         else:
             reason = f"invalid event: {path}: contains a NUL character, which the log cannot store"
-            _dead_event(ctx, reason, item)
-    return kept, len(events) - len(kept)
+            letters.append((reason, item))
+    return kept, letters
 
 
 def _nul_path(value: Any, path: str = "") -> str | None:
@@ -175,40 +189,50 @@ def _dead_event(ctx: WorkerContext, reason: str, item: Any) -> None:
 
 
 def _append(
-    ctx: WorkerContext, events: Sequence[Event], blobs: dict[str, bytes]
-) -> tuple[int, int, int]:
+    ctx: WorkerContext, events: Sequence[Event], blobs: dict[str, bytes], final: bool
+) -> tuple[int, int, list[Letter]]:
     """Append the batch; on a conflict, append stream by stream so one stale stream
-    does not hold back the others. Returns (appended, skipped, dead-lettered)."""
+    does not hold back the others. Returns (appended, skipped, dead letters)."""
     if not events and not blobs:
-        return 0, 0, 0
+        return 0, 0, []
     try:
         result = ctx.store.append(events, blobs)
     except ConflictError:
-        return _append_by_stream(ctx, events, blobs)
+        return _append_by_stream(ctx, events, blobs, final)
     _react(ctx, result.appended)
-    return len(result.appended), result.skipped, 0
+    return len(result.appended), result.skipped, []
 
 
 def _append_by_stream(
-    ctx: WorkerContext, events: Sequence[Event], blobs: dict[str, bytes]
-) -> tuple[int, int, int]:
+    ctx: WorkerContext, events: Sequence[Event], blobs: dict[str, bytes], final: bool
+) -> tuple[int, int, list[Letter]]:
     by_stream: dict[str, list[Event]] = {}
     for event in events:
         by_stream.setdefault(event.stream, []).append(event)
-    appended = skipped = dead = 0
+    appended = skipped = 0
+    letters: list[Letter] = []
+    behind: list[str] = []
     ctx.store.append([], blobs)
-    for stream_events in by_stream.values():
+    for stream, stream_events in by_stream.items():
         try:
             result = ctx.store.append(stream_events)
         except ConflictError as exc:
+            last = ctx.store.stream_version(stream)
+            if not final and stream_events[0].version > last + 1:
+                behind.append(
+                    f"{stream} is at version {last}, the message starts at "
+                    f"{stream_events[0].version}"
+                )
+                continue
             for event in stream_events:
-                dead += 1
-                _dead_event(ctx, f"version conflict: {exc}", event.model_dump(mode="json"))
+                letters.append((f"version conflict: {exc}", event.model_dump(mode="json")))
             continue
         appended += len(result.appended)
         skipped += result.skipped
         _react(ctx, result.appended)
-    return appended, skipped, dead
+    if behind:
+        raise StreamBehind("; ".join(behind))
+    return appended, skipped, letters
 
 
 def _react(ctx: WorkerContext, appended: list[Event]) -> None:

@@ -71,6 +71,9 @@ def main() -> None:
     cut.add_argument("--chunk", type=int)
     cut.add_argument("--runs-per-message", type=int)
     parser.add_argument("--malformed", action="store_true")
+    parser.add_argument(
+        "--reverse", action="store_true", help="send the last message first (later parts first)"
+    )
     args = parser.parse_args()
 
     streams = runs(args.runs, args.attempts)
@@ -88,6 +91,8 @@ def main() -> None:
             [event for events in streams[i : i + k] for event in events]
             for i in range(0, len(streams), k)
         ]
+    if args.reverse:
+        messages.reverse()
     bus = open_bus(load_settings())
     try:
         for index, batch in enumerate(messages):

@@ -7,9 +7,9 @@ takes its pool children with it) and publishes from another subprocess
 - a worker SIGKILLed in the middle of a task loses nothing: the unacked message comes
   back (after the visibility timeout when the whole worker died; at once, at the back of
   the queue, when only a prefork child died) and the redelivery is a no-op for what was
-  already stored. Redelivery reorders messages, so these tests send whole runs per
-  message: a stream split over messages in flight together is not safe (the recorder
-  dead-letters a later part recorded first as a version conflict);
+  already stored;
+- a stream split over messages that arrive later part first (as redelivery can reorder
+  them) is recorded whole: the recorder retries a part whose stream is behind;
 - a malformed event is dead-lettered with its reason, its neighbours are recorded;
 - a database that refuses connections makes the task retry, not drop the message.
 """
@@ -383,6 +383,27 @@ def test_prefork_child_killed_mid_task_is_requeued_at_once(
     # The log does not say which of the messages in flight the killed child held.
     again = [t for t in in_flight_ids if worker.text().count(f"[{t}] received") >= 2]
     assert again, "no task in flight at the kill was delivered again"
+
+
+def test_a_streams_parts_arriving_later_part_first_are_all_recorded(
+    sqlite_url: str, redis_url: str, tmp_path: Path, workers: list[Worker]
+) -> None:
+    """Every run is split over three messages sent last part first: each later part
+    finds its stream behind and is retried (with backoff) until the earlier parts are
+    in; every event lands once and nothing is dead-lettered."""
+    runs, attempts = 3, 5
+    env = environment(redis_url, sqlite_url, tmp_path, VISIBILITY)
+    store = EventStore.from_url(sqlite_url)
+    client = redis.Redis.from_url(redis_url)
+    worker = Worker(env, tmp_path / "worker.log").start()
+    workers.append(worker)
+    expected = expected_ids(runs, attempts)
+    sent = publish(env, str(runs), str(attempts), "--chunk", "6", "--reverse")
+    assert sent["messages"] >= 3 * runs
+    wait_for("every event recorded", Settled(client, store, len(expected)), worker)
+    assert_exactly_once(store, expected)
+    assert store.dead_letter_count() == 0
+    assert "retrying in" in worker.text() and "is at version" in worker.text()
 
 
 def test_malformed_events_are_dead_lettered_and_their_neighbours_recorded(

@@ -16,6 +16,7 @@ from events.ids import new_id
 from events.payloads import RunStarted, ToolInvoked, ToolReturned
 from events.wire import encode_batch
 from workers.context import WorkerContext
+from workers.errors import StreamBehind
 from workers.recorder import RAW_LIMIT, RecordOutcome, record_message
 from workers.simulated import simulated_run
 
@@ -406,6 +407,36 @@ def test_a_version_gap_is_a_conflict(ctx: WorkerContext, store: EventStore) -> N
     assert (outcome.appended, outcome.dead) == (0, 2)
     assert store.count() == 0
     assert all("version conflict" in d.reason for d in store.dead_letters())
+
+
+def test_a_stream_behind_the_message_waits_for_its_earlier_part(
+    ctx: WorkerContext, store: EventStore
+) -> None:
+    """Redelivery reordered a stream's two messages: the later part arrives first. On a
+    try that is not the last, the message's other streams are recorded, nothing is
+    dead-lettered (not even its invalid item, which a retry would letter again), and
+    `StreamBehind` asks for a retry; once the earlier part is in, the retry records the
+    rest and letters the invalid item once."""
+    events = [tool_event("run-a", v) for v in range(4)]
+    other = run("b")
+    later = message_with([*as_items(events[2:]), *as_items(other), {"id": "not-a-uuid"}])
+    with pytest.raises(StreamBehind, match="run-a is at version -1, the message starts at 2"):
+        record_message(ctx, later, final=False)
+    assert [e.id for e in store.read_stream("run-b")] == [e.id for e in other]
+    assert store.read_stream("run-a") == [] and store.dead_letter_count() == 0
+    assert record_message(ctx, encode_batch(events[:2])).appended == 2
+    outcome = record_message(ctx, later, final=False)
+    assert (outcome.appended, outcome.skipped, outcome.dead) == (2, len(other), 1)
+    assert [e.id for e in store.read_stream("run-a")] == [e.id for e in events]
+    assert store.dead_letter_count() == 1
+
+
+def test_on_its_last_try_a_stream_still_behind_is_dead_lettered(
+    ctx: WorkerContext, store: EventStore
+) -> None:
+    outcome = record_message(ctx, encode_batch([tool_event("run-a", 2)]), final=True)
+    assert (outcome.appended, outcome.dead) == (0, 1) and store.count() == 0
+    assert store.dead_letters()[0].reason.startswith("version conflict:")
 
 
 def test_a_redelivered_batch_with_a_conflict_keeps_its_good_streams_once(
