@@ -156,7 +156,8 @@ def _best_verified(
     archive: LogArchive, ranked: list[ClaimedPaper], direction: Direction
 ) -> list[ClaimedPaper]:
     """The papers re-ranked by their best verified claim on the subtask (a paper whose
-    best claim is inflated still ranks by a lower one it measured); none: left out."""
+    best claim is inflated still ranks by a lower one it measured; the earlier paper
+    first among equal values); a paper with none is left out."""
     pick = max if direction == Direction.maximize else min
     kept = []
     for item in ranked:
@@ -164,7 +165,7 @@ def _best_verified(
         if values:
             kept.append(replace(item, value=pick(values)))
     sign = -1 if direction == Direction.maximize else 1
-    return sorted(kept, key=lambda item: sign * item.value)  # stable: earlier first on ties
+    return sorted(kept, key=lambda item: (sign * item.value, item.paper.position))
 
 
 def ledger(

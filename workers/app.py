@@ -90,21 +90,23 @@ def _register(
     takes_final = "final" in inspect.signature(handler).parameters
 
     @app.task(name=name, bind=True, queue=queue, max_retries=None)
-    def task(self: Task, *args: Any) -> None:
-        retries = self.request.retries
-        extra = {"final": retries >= RETRY_LATER_LIMIT} if takes_final else {}
+    def task(self: Task, *args: Any, later: int = 0) -> None:
+        """`later`: how many times the handler asked to be run later (`RetryLater`);
+        counted apart from database retries, which say nothing of the message."""
+        extra = {"final": later >= RETRY_LATER_LIMIT} if takes_final else {}
         try:
             handler(context(), *args, **extra)
         except OperationalError as exc:
-            delay = backoff_seconds(retries)
+            delay = backoff_seconds(self.request.retries)
             log.warning("%s: database unavailable, retrying in %.1fs: %s", name, delay, exc)
-            raise self.retry(exc=exc, countdown=delay) from exc
+            raise self.retry(exc=exc, countdown=delay, kwargs={"later": later}) from exc
         except RetryLater as exc:
-            delay = backoff_seconds(retries)
+            delay = backoff_seconds(later)
             log.info("%s: not yet (%s), retrying in %.1fs", name, exc, delay)
-            raise self.retry(exc=exc, countdown=delay) from exc
+            raise self.retry(exc=exc, countdown=delay, kwargs={"later": later + 1}) from exc
 
 
 RETRY_LATER_LIMIT = 12
-"""Tries after which a handler that asked to be run later must handle its message
-anyway (`final`): with the backoff's 30 s cap, about two minutes of waiting."""
+"""Retries after which a handler that asked to be run later must handle its message
+anyway (`final`, the 13th try): with the backoff's 30 s cap and full jitter, about
+two minutes of waiting in all."""

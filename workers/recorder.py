@@ -218,7 +218,9 @@ def _append_by_stream(
             result = ctx.store.append(stream_events)
         except ConflictError as exc:
             last = ctx.store.stream_version(stream)
-            if not final and stream_events[0].version > last + 1:
+            # `last + 1` too: the earlier part may have been recorded (by another
+            # recorder) between the refused append and this read; the retry appends.
+            if not final and stream_events[0].version >= last + 1:
                 behind.append(
                     f"{stream} is at version {last}, the message starts at "
                     f"{stream_events[0].version}"

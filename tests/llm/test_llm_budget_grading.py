@@ -2,6 +2,7 @@
 (math-prompting), for the run and for its campaign; an unpriced grading is unknown cost."""
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from events import Event, EventStore
 from events.ids import new_id
@@ -68,6 +69,15 @@ def test_a_campaigns_budget_counts_every_runs_gradings(sqlite_url: str) -> None:
     assert (tokens, round(dollars, 9)) == (2 * 3500, 0.02)
     later = [graded(2, 0.03)]
     store.append([e.model_copy(update={"version": 2}) for e in events("run-b", later, "c")])
+    reads: list[int] = []
+    iter_records = store.iter_records
+
+    def spy(after: int = 0, *args: Any, **kwargs: Any) -> Any:
+        reads.append(after)
+        return iter_records(after, *args, **kwargs)
+
+    store.iter_records = spy  # type: ignore[method-assign]
     again = campaign_budget(StreamCache(store), spend, "c", "run-a")
-    assert again is not None, "the same fold, read on from where it stopped"
+    assert again is not None
     assert (again[1], round(again[2], 9)) == (3 * 3500, 0.05)
+    assert reads and reads[0] > 0, "the fold reads on from where it stopped, not from 0"

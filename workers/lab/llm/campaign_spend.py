@@ -8,6 +8,7 @@ only those after the last position it folded.
 """
 
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from events import EventStore
@@ -58,21 +59,27 @@ class Spend:
 
 
 class CampaignSpend:
-    """Each campaign's spend as this worker last read it; one instance serves its threads."""
+    """Each campaign's spend as this worker last read it; one instance serves its threads.
+
+    A campaign's fold is read on under its own lock (a long first read of one campaign
+    does not hold up the budget checks of another)."""
 
     def __init__(self, store: EventStore, max_campaigns: int = 64) -> None:
         self.store = store
         self.max_campaigns = max_campaigns
-        self._spends: dict[str, Spend] = {}
+        self._spends: OrderedDict[str, tuple[threading.Lock, Spend]] = OrderedDict()
         self._lock = threading.Lock()
 
     def used(self, campaign: str, stream: str) -> tuple[int, float]:
         """Tokens and dollars the campaign used up to now, as `Spend.used` counts them."""
         with self._lock:
-            spend = self._spends.pop(campaign, None) or Spend()
-            self._spends[campaign] = spend  # most recently used last
+            if campaign not in self._spends:
+                self._spends[campaign] = (threading.Lock(), Spend())
+            self._spends.move_to_end(campaign)
+            lock, spend = self._spends[campaign]
             while len(self._spends) > self.max_campaigns:
-                self._spends.pop(next(iter(self._spends)))
+                self._spends.popitem(last=False)
+        with lock:
             records = self.store.iter_records(
                 spend.position, types=BUDGETED_TYPES, correlation=campaign
             )
