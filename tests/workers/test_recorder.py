@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from events import Event, EventStore
+from events import ConflictError, Event, EventStore
 from events.ids import new_id
 from events.payloads import RunStarted, ToolInvoked, ToolReturned
 from events.wire import encode_batch
@@ -429,6 +429,29 @@ def test_a_stream_behind_the_message_waits_for_its_earlier_part(
     assert (outcome.appended, outcome.skipped, outcome.dead) == (2, len(other), 1)
     assert [e.id for e in store.read_stream("run-a")] == [e.id for e in events]
     assert store.dead_letter_count() == 1
+
+
+def test_a_stream_filled_while_its_append_was_refused_is_retried(
+    ctx: WorkerContext, store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another recorder appends the earlier part between this one's refused append and
+    its look at the stream: the stream is then exactly at the message's first version,
+    and the message is retried (it would now append), not dead-lettered."""
+    store.append([tool_event("run-a", 0)])
+    message = encode_batch([tool_event("run-a", 1)])
+    append = store.append
+    refusals = [ConflictError("run-a: version 1 is not next (a race)")] * 2
+
+    def racing(events: Any, blobs: Any = None) -> Any:
+        if events and refusals:
+            raise refusals.pop()
+        return append(events, blobs)
+
+    monkeypatch.setattr(store, "append", racing)
+    with pytest.raises(StreamBehind):
+        record_message(ctx, message, final=False)
+    assert store.dead_letter_count() == 0
+    assert record_message(ctx, message, final=False).appended == 1
 
 
 def test_on_its_last_try_a_stream_still_behind_is_dead_lettered(
