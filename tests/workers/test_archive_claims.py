@@ -155,7 +155,7 @@ def test_a_lab_follows_another_labs_result_only_when_it_is_clearly_ahead(
 
 def test_a_jump_covers_pairs_of_values_no_known_experiment_tried() -> None:
     """Rehearsal pays only with a memory: a jump prefers configurations whose pairs of
-    values no known experiment (the lab's own, or one read in the archive) set together.
+    values none of the lab's experiments set together.
     Of the five configurations not tried here, one sets all three untried pairs and
     the others one or none (1.2 on average)."""
     space = {"method": ["finetune", "replay"], "memory": [0, 20], "epochs": [1, 10]}

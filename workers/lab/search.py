@@ -10,11 +10,11 @@ configuration covering the most untried pairs of values. Deterministic for a giv
 
 What the archive is used for (an island model: labs keep their own line and take
 another's only when it is clearly better): another lab's verified result is a
-starting point when it is `FOLLOW` ahead of the lab's own; experiments any known lab
-ran are not repeated, and jumps cover pairs of values none of them tried. How values
-are weighted in local moves comes from the lab's own results only: labs that all
-steer by the same shared results search alike, and one unlucky negative result (a
-memory method tried without a memory) then steers every lab away from what works.
+starting point when it is `FOLLOW` ahead of the lab's own, and experiments a known
+lab ran are not repeated. Which values local moves prefer, and which pairs of values
+jumps cover, come from the lab's own experiments only: labs that all steer by the
+same shared results search alike, and one unlucky negative result (a memory method
+tried without a memory) then steers every lab away from what works.
 """
 
 import json
@@ -74,6 +74,7 @@ class SearchPolicy:
         stuck = len(state.attempts_since_paper())
         if any(a.config == best.config for a in state.attempts if a.scores is not None):
             stuck = _attempts_without_progress(state, primary)
+        mine = [a.config for a in state.attempts]
         weights = _value_weights([k for k in known if k.own], space, primary)
         for _ in range(50):
             # Moves around the best: small while they pay, wider after every attempt
@@ -84,7 +85,7 @@ class SearchPolicy:
             moves = min(len(space), 1 + stuck + rng.choice([0, 0, 1]))
             jump = rng.random() < 0.2
             if jump:
-                candidate = _novel(rng, candidate, space, tried)
+                candidate = _novel(rng, candidate, space, mine)
             else:
                 for key in rng.sample(sorted(space), k=moves):
                     candidate[key] = rng.choices(space[key], weights[key])[0]
@@ -101,11 +102,9 @@ def _novel(
     space: dict[str, list[Any]],
     tried: list[dict[str, Any]],
 ) -> dict[str, Any]:
-    """A jump: of a few random configurations, the one that covers the most pairs of
-    values (two parameters set together) not tried yet, by this run and, in archive mode,
-    by the labs whose papers it read. Effects that need two settings together (rehearsal
-    and a memory) are found by covering pairs; labs that know each other's experiments
-    cover them apart instead of repeating them."""
+    """A jump: of a few random configurations, the one that sets the most pairs of
+    values (two parameters set together) that `tried` did not. Effects that need two
+    settings together (rehearsal and a memory) are found by covering pairs."""
     keys = sorted(space)
     seen: dict[tuple[str, Any, str, Any], int] = {}
     for config in tried:
