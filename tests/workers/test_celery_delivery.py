@@ -133,6 +133,19 @@ def environment(redis_url: str, store_url: str, tmp_path: Path, visibility: int)
     return env
 
 
+def start_recorder(
+    store_url: str, redis_url: str, tmp_path: Path, workers: list[Worker]
+) -> tuple[dict[str, str], EventStore, redis.Redis, Worker]:
+    """A recorder worker on the log at `store_url` (its tables created first, by opening
+    the store here) and the test's Redis: (its environment, the store, Redis, it)."""
+    env = environment(redis_url, store_url, tmp_path, VISIBILITY)
+    store = EventStore.from_url(store_url)
+    client = redis.Redis.from_url(redis_url)
+    worker = Worker(env, tmp_path / "worker.log").start()
+    workers.append(worker)
+    return env, store, client, worker
+
+
 def publish(env: dict[str, str], *args: str) -> dict[str, int]:
     """Run the publisher in its own process; its summary."""
     done = subprocess.run(
@@ -229,11 +242,7 @@ def test_events_from_another_process_land_exactly_once(
     consumer and no failure: messages are recorded in the order sent, so a run may
     span messages here."""
     runs, attempts = 12, 40
-    env = environment(redis_url, store_url, tmp_path, VISIBILITY)
-    store = EventStore.from_url(store_url)  # tables exist before the worker starts
-    client = redis.Redis.from_url(redis_url)
-    worker = Worker(env, tmp_path / "worker.log").start()
-    workers.append(worker)
+    env, store, client, worker = start_recorder(store_url, redis_url, tmp_path, workers)
     expected = expected_ids(runs, attempts)
 
     sent = publish(env, str(runs), str(attempts), "--chunk", "25")
@@ -392,11 +401,7 @@ def test_a_streams_parts_arriving_later_part_first_are_all_recorded(
     finds its stream behind and is retried (with backoff) until the earlier parts are
     in; every event lands once and nothing is dead-lettered."""
     runs, attempts = 3, 5
-    env = environment(redis_url, sqlite_url, tmp_path, VISIBILITY)
-    store = EventStore.from_url(sqlite_url)
-    client = redis.Redis.from_url(redis_url)
-    worker = Worker(env, tmp_path / "worker.log").start()
-    workers.append(worker)
+    env, store, client, worker = start_recorder(sqlite_url, redis_url, tmp_path, workers)
     expected = expected_ids(runs, attempts)
     sent = publish(env, str(runs), str(attempts), "--chunk", "6", "--reverse")
     assert sent["messages"] >= 3 * runs
@@ -414,11 +419,7 @@ def test_malformed_events_are_dead_lettered_and_their_neighbours_recorded(
     event (before and after the bad one in its message, and in the other messages) is
     recorded, and the recorder goes on."""
     runs, attempts = 4, 5
-    env = environment(redis_url, sqlite_url, tmp_path, VISIBILITY)
-    store = EventStore.from_url(sqlite_url)
-    client = redis.Redis.from_url(redis_url)
-    worker = Worker(env, tmp_path / "worker.log").start()
-    workers.append(worker)
+    env, store, client, worker = start_recorder(sqlite_url, redis_url, tmp_path, workers)
     expected = expected_ids(runs, attempts)
 
     publish(env, str(runs), str(attempts), "--chunk", "8", "--malformed")
@@ -449,11 +450,7 @@ def test_database_refusing_connections_is_retried_not_dropped(
     waits: the task retries with backoff (the message is never acknowledged as done),
     and once connections are allowed again every event is recorded once."""
     name = make_url(pg_url).database
-    env = environment(redis_url, pg_url, tmp_path, VISIBILITY)
-    store = EventStore.from_url(pg_url)
-    client = redis.Redis.from_url(redis_url)
-    worker = Worker(env, tmp_path / "worker.log").start()
-    workers.append(worker)
+    env, store, client, worker = start_recorder(pg_url, redis_url, tmp_path, workers)
     publish(env, "2", "5", "--runs-per-message", "1")
     wait_for("the first runs recorded", Settled(client, store, len(expected_ids(2, 5))), worker)
     store.engine.dispose()

@@ -20,6 +20,8 @@ tried without a memory) then steers every lab away from what works.
 import json
 import math
 import random
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,23 +108,21 @@ def _novel(
     values (two parameters set together) that `tried` did not. Effects that need two
     settings together (rehearsal and a memory) are found by covering pairs."""
     keys = sorted(space)
-    seen: dict[tuple[str, Any, str, Any], int] = {}
-    for config in tried:
-        for i, a in enumerate(keys):
-            for b in keys[i + 1 :]:
-                pair = (a, config.get(a), b, config.get(b))
-                seen[pair] = seen.get(pair, 0) + 1
+    seen = Counter(pair for config in tried for pair in _pairs(config, keys))
     best, novelty = base, -1.0
     for _ in range(JUMP_CANDIDATES):
         candidate = dict(base) | {key: rng.choice(space[key]) for key in keys}
-        score = sum(
-            1 / (1 + seen.get((a, candidate[a], b, candidate[b]), 0))
-            for i, a in enumerate(keys)
-            for b in keys[i + 1 :]
-        )
+        score = sum(1 / (1 + seen[pair]) for pair in _pairs(candidate, keys))
         if score > novelty and candidate not in tried:
             best, novelty = candidate, score
     return best
+
+
+def _pairs(config: dict[str, Any], keys: list[str]) -> Iterator[tuple[str, Any, str, Any]]:
+    """Every pair of the configuration's values of `keys`, as (key, value, key, value)."""
+    for i, a in enumerate(keys):
+        for b in keys[i + 1 :]:
+            yield a, config.get(a), b, config.get(b)
 
 
 JUMP_CANDIDATES = 8
@@ -133,19 +133,22 @@ def start_from(known: list["Known"], primary: Subtask) -> "Known":
     """The best known result, but the run's own best unless another lab's is ahead of it
     by at least `FOLLOW`: labs that all follow a marginally better result pile onto
     one plateau and stop exploring apart."""
-    best = known[0]
-    for result in known[1:]:
-        if better(primary, result.score, best.score):
-            best = result
+    best = _top(known, primary)
     own = [k for k in known if k.own]
     if not own or best.own:
         return best
-    mine = own[0]
-    for result in own[1:]:
-        if better(primary, result.score, mine.score):
-            mine = result
+    mine = _top(own, primary)
     ahead = over_baseline(primary, best.score) - over_baseline(primary, mine.score)
     return best if ahead >= FOLLOW else mine
+
+
+def _top(results: list["Known"], primary: Subtask) -> "Known":
+    """The first of the best-scoring results."""
+    best = results[0]
+    for result in results[1:]:
+        if better(primary, result.score, best.score):
+            best = result
+    return best
 
 
 FOLLOW = 0.10
