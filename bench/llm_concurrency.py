@@ -7,7 +7,9 @@ by default (Celery on Redis, PostgreSQL log): one process's threads share one
 interpreter lock, so a second process doubles what the steps can compute. For 10, 50
 and 100 labs it counts the model calls answered during a measurement window and prints
 them per second against the ideal, labs / latency (each lab always has exactly one
-call in flight when nothing else costs time).
+call in flight when nothing else costs time), and the CPU time the steps workers and
+the recorder spent per answered call in the window (read from /proc: a figure that
+moves less than the rate with how busy the machine is).
 
     python bench/llm_concurrency.py [--labs 10 50 100] [--latency 0.5] [--window 20]
                                     [--step-workers N] [--recorders N]
@@ -20,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -43,10 +46,20 @@ REDIS = os.environ.get("LABRXIV_BENCH_REDIS", "redis://127.0.0.1:6379") + "/13"
 LABRXIV = Path(sys.executable).with_name("labrxiv")
 
 
+@dataclass(frozen=True)
+class Figures:
+    rate: float
+    """Answered calls per second in the window."""
+    ideal: float
+    steps_ms: float
+    """CPU milliseconds of the steps workers per answered call in the window."""
+    recorder_ms: float
+
+
 def measure(
     labs: int, latency: float, window: float, warmup: float, step_workers: int, recorders: int
-) -> tuple[float, float]:
-    """(answered calls per second in the window, ideal calls per second)."""
+) -> Figures:
+    """The window's figures for `labs` labs."""
     with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
         admin.execute(f'CREATE DATABASE "{DATABASE}"')
@@ -86,10 +99,12 @@ def measure(
             start_campaign(open_bus(settings), plan)
             time.sleep(warmup)
             before = _answered(store)
+            cpu_before = [_cpu_seconds(w.pid) for w in workers]
             started = time.monotonic()
             time.sleep(window)
             after = _answered(store)
             elapsed = time.monotonic() - started
+            cpu = [_cpu_seconds(w.pid) - b for w, b in zip(workers, cpu_before, strict=True)]
         finally:
             for worker in workers:
                 os.killpg(worker.pid, signal.SIGKILL)
@@ -97,7 +112,19 @@ def measure(
     store.engine.dispose()
     with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{DATABASE}" WITH (FORCE)')
-    return (after - before) / elapsed, labs / latency
+    calls = max(1, after - before)
+    return Figures(
+        rate=(after - before) / elapsed,
+        ideal=labs / latency,
+        steps_ms=1000 * sum(cpu[recorders:]) / calls,
+        recorder_ms=1000 * sum(cpu[:recorders]) / calls,
+    )
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of a process, all its threads (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _answered(store: EventStore) -> int:
@@ -140,12 +167,19 @@ def main() -> None:
         f"{args.step_workers} steps worker process(es) on a thread pool, "
         f"{args.recorders} recorder(s)"
     )
-    print(f"{'labs':>5}  {'calls/s':>8}  {'ideal':>7}  {'of ideal':>8}")
+    print(
+        f"{'labs':>5}  {'calls/s':>8}  {'ideal':>7}  {'of ideal':>8}  "
+        f"{'steps CPU/call':>14}  {'recorder CPU/call':>17}"
+    )
     for labs in args.labs:
-        rate, ideal = measure(
+        got = measure(
             labs, args.latency, args.window, args.warmup, args.step_workers, args.recorders
         )
-        print(f"{labs:>5}  {rate:>8.1f}  {ideal:>7.1f}  {rate / ideal:>8.0%}", flush=True)
+        print(
+            f"{labs:>5}  {got.rate:>8.1f}  {got.ideal:>7.1f}  {got.rate / got.ideal:>8.0%}  "
+            f"{got.steps_ms:>11.1f} ms  {got.recorder_ms:>14.1f} ms",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

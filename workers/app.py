@@ -31,6 +31,7 @@ from celery import Celery, Task
 from sqlalchemy.exc import OperationalError
 
 from workers.backoff import backoff_seconds
+from workers.bus.redis_transport import Transport
 from workers.context import WorkerContext
 from workers.errors import RetryLater
 from workers.handlers import HANDLERS
@@ -43,6 +44,8 @@ ContextProvider = Callable[[], WorkerContext]
 def make_celery(redis_url: str, visibility_timeout: int) -> Celery:
     """A Celery app on `redis_url` with labrxiv's delivery settings (no tasks yet)."""
     app = Celery("labrxiv", broker=redis_url, set_as_current=False)
+    if redis_url.startswith("redis://"):
+        app.conf.broker_transport = Transport
     app.conf.update(
         task_acks_late=True,
         task_reject_on_worker_lost=True,

@@ -24,7 +24,15 @@ from events.payloads import (
 )
 from workers.gym.bundle import load_bundle
 from workers.lab.archive_log import LogArchive
-from workers.lab.search import Known, SearchPolicy, _known, _novel, start_from
+from workers.lab.search import (
+    Known,
+    SearchPolicy,
+    _crossed,
+    _known,
+    _novel,
+    _partners,
+    start_from,
+)
 from workers.lab.state import fold
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -174,6 +182,30 @@ def test_a_jump_covers_pairs_of_values_no_known_experiment_tried() -> None:
         pairs = {(a, jump[a], b, jump[b]) for i, a in enumerate(keys) for b in keys[i + 1 :]}
         covered.append(len(pairs & untried))
     assert sum(covered) / len(covered) >= 1.8, covered
+
+
+def test_a_crossing_takes_some_of_a_good_partners_values_and_keeps_some_of_the_best() -> None:
+    """Partners are the good measured results that differ from the best in two or more
+    parameters; a result at the baseline or one parameter away is none. A crossing
+    takes at least one of the partner's differing values and keeps at least one."""
+    primary = load_bundle(GYM / "continual-digits").card.subtask("final_accuracy")
+    space = {"method": ["finetune", "replay", "ncm"], "replay_per_class": [0, 20]}
+    space |= {"epochs": [1, 10], "hidden_units": [0, 64]}
+    best = Known(0.9, {"method": "replay", "replay_per_class": 20, "epochs": 1}, True, own=True)
+    partner = Known(0.8, {"method": "ncm", "replay_per_class": 20, "epochs": 10}, True)
+    one_away = Known(0.85, best.config | {"epochs": 10}, True)
+    at_baseline = Known(0.19, {"method": "finetune", "replay_per_class": 0}, True)
+    claimed = Known(0.95, {"method": "ncm", "hidden_units": 64}, measured=False)
+    known = [best, partner, one_away, at_baseline, claimed]
+    assert _partners(known, best, primary, space) == [partner]
+    children = [
+        _crossed(random.Random(seed), best.config, partner.config, space) for seed in range(20)
+    ]
+    assert {c["replay_per_class"] for c in children} == {20}
+    for child in children:
+        assert child not in (best.config, partner.config)
+        assert {(c["method"], c["epochs"]) for c in [child]} <= {("ncm", 1), ("replay", 10)}
+    assert {c["method"] for c in children} == {"ncm", "replay"}
 
 
 def test_a_number_that_is_not_finite_is_refused() -> None:

@@ -6,7 +6,9 @@ its claim against the author's graded attempt); run experiments by writing `conf
 within the task's declared search space and calling `evaluate`; write a paper with
 the numbers the grader measured; repeat; finish. Local search: each new
 configuration changes one or more parameters of the best one known, or jumps to the
-configuration covering the most untried pairs of values. Deterministic for a given seed.
+configuration covering the most untried pairs of values, or crosses the best with
+another good result (uniform crossover: some of its values are taken). Deterministic
+for a given seed.
 
 What the archive is used for (an island model: labs keep their own line and take
 another's only when it is clearly better): another lab's verified result is a
@@ -78,16 +80,20 @@ class SearchPolicy:
             stuck = _attempts_without_progress(state, primary)
         mine = [a.config for a in state.attempts]
         weights = _value_weights([k for k in known if k.own], space, primary)
+        partners = _partners(known, best, primary, space)
         for _ in range(50):
             # Moves around the best: small while they pay, wider after every attempt
             # that did not improve (a best adopted from a paper is a new start, judged on
-            # this round's attempts); a fifth of the moves are jumps. New values are drawn
-            # by what the run's own results say of them.
+            # this round's attempts); a fifth of the moves are jumps, a fifth (when
+            # another good result is known) cross the best with it. New values are
+            # drawn by what the run's own results say of them.
             candidate = dict(best.config)
             moves = min(len(space), 1 + stuck + rng.choice([0, 0, 1]))
-            jump = rng.random() < 0.2
-            if jump:
+            draw = rng.random()
+            if draw < 0.2:
                 candidate = _novel(rng, candidate, space, mine)
+            elif draw < 0.4 and partners:
+                candidate = _crossed(rng, candidate, rng.choice(partners).config, space)
             else:
                 for key in rng.sample(sorted(space), k=moves):
                     candidate[key] = rng.choices(space[key], weights[key])[0]
@@ -116,6 +122,44 @@ def _novel(
         if score > novelty and candidate not in tried:
             best, novelty = candidate, score
     return best
+
+
+def _partners(
+    known: list["Known"], best: "Known", primary: Subtask, space: dict[str, list[Any]]
+) -> list["Known"]:
+    """Who the best is crossed with: the `PARTNERS` best measured results that differ
+    from it in at least two parameters of the space and are `PROGRESS` above the
+    baseline (a result at the baseline has no ingredient worth taking). In archive
+    mode these are mostly other labs' results: one lab's ingredient meets another's."""
+
+    def differs(config: dict[str, Any]) -> bool:
+        return sum(config.get(key) != best.config.get(key) for key in space) >= 2
+
+    good = [
+        k
+        for k in known
+        if k.measured and differs(k.config) and over_baseline(primary, k.score) >= PROGRESS
+    ]
+    good.sort(key=lambda k: over_baseline(primary, k.score), reverse=True)
+    return good[:PARTNERS]
+
+
+PARTNERS = 3
+"""How many of the best other results a crossing may draw its partner from."""
+
+
+def _crossed(
+    rng: random.Random, base: dict[str, Any], partner: dict[str, Any], space: dict[str, list[Any]]
+) -> dict[str, Any]:
+    """The best with each parameter where the partner differs taken from the partner
+    with even odds (at least one taken, at least one kept): uniform crossover."""
+    differing = [key for key in sorted(space) if partner.get(key) != base.get(key)]
+    taken = [key for key in differing if rng.random() < 0.5]
+    if not taken:
+        taken = [rng.choice(differing)]
+    if len(taken) == len(differing):
+        taken.remove(rng.choice(taken))
+    return dict(base) | {key: partner[key] for key in taken}
 
 
 def _pairs(config: dict[str, Any], keys: list[str]) -> Iterator[tuple[str, Any, str, Any]]:
