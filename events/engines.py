@@ -28,8 +28,7 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
             url,
             json_serializer=_json_dumps,
             json_deserializer=orjson.loads,
-            pool_pre_ping=True,
-            **kwargs,
+            **({"pool_pre_ping": True} | kwargs),
         )
     raise ValueError(
         f"unsupported database URL scheme {parsed.drivername!r}: use sqlite or postgresql"

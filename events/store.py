@@ -67,9 +67,10 @@ class EventStore:
         self.engine = engine
 
     @classmethod
-    def from_url(cls, url: str, create: bool = True) -> "EventStore":
-        """A store on `url`, creating the log's tables if they are missing."""
-        store = cls(make_engine(url))
+    def from_url(cls, url: str, create: bool = True, **engine: Any) -> "EventStore":
+        """A store on `url`, creating the log's tables if they are missing (`engine`:
+        options for `make_engine`)."""
+        store = cls(make_engine(url, **engine))
         if create:
             store.create_schema()
         return store

@@ -133,7 +133,11 @@ class ProcessContext:
 
     def __call__(self) -> WorkerContext:
         if self._ctx is None or self._pid != os.getpid():
-            self._ctx = worker_context(self.settings, open_store(self.settings), self.bus)
+            # No ping on every connection checkout (a round trip before each query):
+            # a task whose pooled connection died gets OperationalError, which the
+            # task wrapper retries with backoff on a fresh connection.
+            store = EventStore.from_url(self.settings.store_url, pool_pre_ping=False)
+            self._ctx = worker_context(self.settings, store, self.bus)
             self._pid = os.getpid()
         return self._ctx
 

@@ -135,7 +135,7 @@ def test_search_labs_build_on_a_verified_claim_and_measure_an_unverified_one(
     reader = stream_of("run-b", [started, PapersRetrieved(query="q", paper_ids=[paper_id])])
     store.append(reader)
     state = fold(reader)
-    state.searched_since_paper = True
+    state.searched_at = 0  # the search that retrieved the paper, before the first attempt
     bundle = load_bundle(GYM / "continual-digits")
     action = SearchPolicy().decide(state, bundle, LogArchive(store))
     assert action.tool == "write_file"
@@ -184,9 +184,51 @@ def test_a_jump_covers_pairs_of_values_no_known_experiment_tried() -> None:
     assert sum(covered) / len(covered) >= 1.8, covered
 
 
+@pytest.mark.parametrize("reads_archive", [True, False])
+def test_an_archive_lab_searches_before_every_experiment_and_an_isolated_one_never(
+    sqlite_url: str, reads_archive: bool
+) -> None:
+    """A paper another lab records mid-round is read before the lab's next experiment,
+    not a round later; the paper ends the round without another search."""
+    store = EventStore.from_url(sqlite_url)
+    bundle = load_bundle(GYM / "continual-digits")
+    started = RunStarted(
+        task="continual-digits",
+        lab="b",
+        policy="search",
+        seed=4,
+        reads_archive=reads_archive,
+        papers=2,
+        budget=Budget(attempts=4),
+    )
+    search = ToolInvoked(call_id="s", tool="search_archive", args={"query": "q"})
+    evaluate = ToolInvoked(call_id="e", tool="evaluate")
+    steps = [started]
+    tools = []
+    for _ in range(20):
+        state = fold(stream_of("run-b", steps))
+        action = SearchPolicy().decide(state, bundle, LogArchive(store))
+        tools.append(action.tool)
+        if action.tool == "search_archive":
+            steps.append(search)
+        elif action.tool == "write_file":
+            steps.append(configured(json.loads(action.args["content"])))
+        elif action.tool == "evaluate":
+            steps.append(evaluate)
+        elif action.tool == "submit_paper":
+            paper = action.args | {"paper_id": str(new_id()), "task": "continual-digits"}
+            steps.append(PaperSubmitted.model_validate(paper))
+        else:
+            break
+    experiment = ["write_file", "evaluate"]
+    per_paper = (["search_archive"] if reads_archive else []) + experiment
+    assert tools == (per_paper * 2 + ["submit_paper"]) * 2 + ["finish"]
+
+
 def test_a_crossing_takes_some_of_a_good_partners_values_and_keeps_some_of_the_best() -> None:
     """Partners are the good measured results that differ from the best in two or more
-    parameters; a result at the baseline or one parameter away is none. A crossing
+    parameters; a result at the baseline, less than half as far above it as the best
+    (0.45: a third of the gap, the best 92%), or one parameter away is none. A crossing
     takes at least one of the partner's differing values and keeps at least one."""
     primary = load_bundle(GYM / "continual-digits").card.subtask("final_accuracy")
     space = {"method": ["finetune", "replay", "ncm"], "replay_per_class": [0, 20]}
@@ -195,8 +237,9 @@ def test_a_crossing_takes_some_of_a_good_partners_values_and_keeps_some_of_the_b
     partner = Known(0.8, {"method": "ncm", "replay_per_class": 20, "epochs": 10}, True)
     one_away = Known(0.85, best.config | {"epochs": 10}, True)
     at_baseline = Known(0.19, {"method": "finetune", "replay_per_class": 0}, True)
+    weak = Known(0.45, {"method": "finetune", "replay_per_class": 20, "epochs": 10}, True)
     claimed = Known(0.95, {"method": "ncm", "hidden_units": 64}, measured=False)
-    known = [best, partner, one_away, at_baseline, claimed]
+    known = [best, partner, one_away, at_baseline, weak, claimed]
     assert _partners(known, best, primary, space) == [partner]
     children = [
         _crossed(random.Random(seed), best.config, partner.config, space) for seed in range(20)

@@ -1,8 +1,9 @@
 """The `search` policy: an offline researcher, a baseline agent (not a stand-in for an LLM).
 
-It works in rounds, one paper per round: (archive mode) search the archive and start
-from the best published configuration (re-measured first unless the archive verified
-its claim against the author's graded attempt); run experiments by writing `config.json`
+It works in rounds, one paper per round: (archive mode) search the archive before
+every experiment and start from the best published configuration (re-measured first
+unless the archive verified its claim against the author's graded attempt); run
+experiments by writing `config.json`
 within the task's declared search space and calling `evaluate`; write a paper with
 the numbers the grader measured; repeat; finish. Local search: each new
 configuration changes one or more parameters of the best one known, or jumps to the
@@ -53,10 +54,12 @@ class SearchPolicy:
         if state.pending_tool == "write_file":
             return Action("evaluate")
         done = state.attempts_since_paper()
-        if state.started.reads_archive and not state.searched_since_paper:
-            query = f"{bundle.card.title} {bundle.card.primary} best configuration"
-            return Action("search_archive", {"query": query, "k": 20})
         if len(done) < _per_paper(state):
+            if state.started.reads_archive and state.searched_at != len(state.attempts):
+                # Before every experiment: a paper recorded since the last one is read
+                # at once, not a round later.
+                query = f"{bundle.card.title} {bundle.card.primary} best configuration"
+                return Action("search_archive", {"query": query, "k": 20})
             config = self._next_config(state, bundle, archive)
             return Action(
                 "write_file", {"path": "config.json", "content": json.dumps(config, sort_keys=True)}
@@ -128,17 +131,20 @@ def _partners(
     known: list["Known"], best: "Known", primary: Subtask, space: dict[str, list[Any]]
 ) -> list["Known"]:
     """Who the best is crossed with: the `PARTNERS` best measured results that differ
-    from it in at least two parameters of the space and are `PROGRESS` above the
-    baseline (a result at the baseline has no ingredient worth taking). In archive
-    mode these are mostly other labs' results: one lab's ingredient meets another's."""
+    from it in at least two parameters of the space and are good in their own right:
+    `PROGRESS` above the baseline and at least half as far above it as the best (a
+    result near the baseline has no ingredient worth taking; crossing a cliff found
+    with one lab's near-baseline result only loses the cliff). In archive mode these
+    are mostly other labs' results: one lab's ingredient meets another's."""
 
     def differs(config: dict[str, Any]) -> bool:
         return sum(config.get(key) != best.config.get(key) for key in space) >= 2
 
+    floor = max(PROGRESS, over_baseline(primary, best.score) / 2)
     good = [
         k
         for k in known
-        if k.measured and differs(k.config) and over_baseline(primary, k.score) >= PROGRESS
+        if k.measured and differs(k.config) and over_baseline(primary, k.score) >= floor
     ]
     good.sort(key=lambda k: over_baseline(primary, k.score), reverse=True)
     return good[:PARTNERS]

@@ -44,8 +44,8 @@ class RunState:
     retrieved: list[str] = field(default_factory=list)
     """Paper ids shown to the lab since its last paper, in order."""
     retrieved_ever: list[str] = field(default_factory=list)
-    searched_since_paper: bool = False
-    """Whether the lab searched the archive since its last paper."""
+    searched_at: int = -1
+    """How many attempts the lab had made when it last searched the archive (-1: never)."""
     config: dict[str, Any] = field(default_factory=dict)
     """The last config.json the lab wrote."""
     pending_tool: str | None = None
@@ -94,7 +94,7 @@ def _apply(state: RunState, event: Event) -> None:
         if payload.tool == "write_file" and payload.args.get("path") == "config.json":
             state.config = _parse(payload.args.get("content"))
         if payload.tool == "search_archive":
-            state.searched_since_paper = True
+            state.searched_at = len(state.attempts)
         if payload.tool == "evaluate":
             state.attempts.append(Attempt(number=len(state.attempts) + 1, config=state.config))
     elif isinstance(payload, ToolReturned):
@@ -109,7 +109,6 @@ def _apply(state: RunState, event: Event) -> None:
     elif isinstance(payload, PaperSubmitted):
         state.papers.append(payload)
         state.retrieved = []
-        state.searched_since_paper = False
         state._attempts_at_last_paper = len(state.attempts)
     elif isinstance(payload, RunFinished):
         state.finished = payload
