@@ -54,6 +54,19 @@ def stream_of(run: str, payloads: list[Payload]) -> list[Event]:
     ]
 
 
+def lab_b_started(reads_archive: bool) -> RunStarted:
+    """Lab b's run: 2 papers of 2 attempts each on continual-digits."""
+    return RunStarted(
+        task="continual-digits",
+        lab="b",
+        policy="search",
+        seed=4,
+        reads_archive=reads_archive,
+        papers=2,
+        budget=Budget(attempts=4),
+    )
+
+
 def configured(config: dict) -> ToolInvoked:
     """The lab writing `config.json` (what its next evaluations run)."""
     content = json.dumps(config)
@@ -123,15 +136,7 @@ def test_search_labs_build_on_a_verified_claim_and_measure_an_unverified_one(
     point to move from; a number no graded attempt backs is measured before it is used."""
     store = EventStore.from_url(sqlite_url)
     paper_id = author(store, claimed)
-    started = RunStarted(
-        task="continual-digits",
-        lab="b",
-        policy="search",
-        seed=4,
-        reads_archive=True,
-        papers=2,
-        budget=Budget(attempts=4),
-    )
+    started = lab_b_started(reads_archive=True)
     reader = stream_of("run-b", [started, PapersRetrieved(query="q", paper_ids=[paper_id])])
     store.append(reader)
     state = fold(reader)
@@ -192,15 +197,7 @@ def test_an_archive_lab_searches_before_every_experiment_and_an_isolated_one_nev
     not a round later; the paper ends the round without another search."""
     store = EventStore.from_url(sqlite_url)
     bundle = load_bundle(GYM / "continual-digits")
-    started = RunStarted(
-        task="continual-digits",
-        lab="b",
-        policy="search",
-        seed=4,
-        reads_archive=reads_archive,
-        papers=2,
-        budget=Budget(attempts=4),
-    )
+    started = lab_b_started(reads_archive)
     search = ToolInvoked(call_id="s", tool="search_archive", args={"query": "q"})
     evaluate = ToolInvoked(call_id="e", tool="evaluate")
     steps = [started]
