@@ -3,9 +3,9 @@
 It works in rounds, one paper per round: (archive mode) search the archive before
 every experiment and start from the best published configuration (re-measured first
 unless the archive verified its claim against the author's graded attempt); run
-experiments by writing `config.json`
-within the task's declared search space and calling `evaluate`; write a paper with
-the numbers the grader measured; repeat; finish. Local search: each new
+experiments by writing `config.json` within the task's declared search space and
+calling `evaluate`; write a paper with the numbers the grader measured; repeat;
+finish. Local search: each new
 configuration changes one or more parameters of the best one known, or jumps to the
 configuration covering the most untried pairs of values, or crosses the best with
 another good result (uniform crossover: some of its values are taken). Deterministic
