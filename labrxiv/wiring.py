@@ -6,6 +6,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from celery import Celery
 
@@ -96,9 +97,10 @@ def gym_dirs(settings: Settings) -> list[Path]:
     return [builtin_gym_dir(), *settings.gym_path]
 
 
-def open_store(settings: Settings) -> EventStore:
-    """The event store the settings name, with its tables created."""
-    return EventStore.from_url(settings.store_url)
+def open_store(settings: Settings, **engine: Any) -> EventStore:
+    """The event store the settings name, with its tables created (`engine`: options
+    for its database engine)."""
+    return EventStore.from_url(settings.store_url, **engine)
 
 
 def open_runner(settings: Settings, store: EventStore | None = None) -> ProjectionRunner:
@@ -136,7 +138,7 @@ class ProcessContext:
             # No ping on every connection checkout (a round trip before each query):
             # a task whose pooled connection died gets OperationalError, which the
             # task wrapper retries with backoff on a fresh connection.
-            store = EventStore.from_url(self.settings.store_url, pool_pre_ping=False)
+            store = open_store(self.settings, pool_pre_ping=False)
             self._ctx = worker_context(self.settings, store, self.bus)
             self._pid = os.getpid()
         return self._ctx
