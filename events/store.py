@@ -181,12 +181,15 @@ class EventStore:
             yield from batch
             after = batch[-1].position
 
-    def read_stream(self, stream: str, after_version: int = -1) -> list[Event]:
-        """A stream's events in version order."""
+    def read_stream(
+        self, stream: str, after_version: int = -1, limit: int | None = None
+    ) -> list[Event]:
+        """A stream's events in version order (the first `limit` of them, if given)."""
         query = (
             select(*_COLUMNS)
             .where(EVENTS.c.stream == stream, EVENTS.c.version > after_version)
             .order_by(EVENTS.c.version)
+            .limit(limit)
         )
         with self.engine.connect() as conn:
             return [r.typed() for r in rows_to_records(conn.execute(query).all())]

@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from labrxiv.campaigns import run_campaign
-from labrxiv.plots import write_curves
+from labrxiv.plots import Plot, report_curves
 from labrxiv.report import CampaignSummary, summarize
 from labrxiv.settings import Settings
 from labrxiv.wiring import open_embedded
@@ -66,12 +66,16 @@ def run_demo(
         labels = {c: m for m, c in campaigns.items()}
         points = [replace(p, campaign=labels[p.campaign]) for p in points]  # type: ignore[index]
         paper_rows = [replace(p, campaign=labels[p.campaign]) for p in paper_rows]  # type: ignore[index]
-        plots = write_curves(points, paper_rows, report, by="campaign")
+        plots = report_curves(points, paper_rows, report, by="campaign")
     finally:
         system.close()
     console.print(comparison_table(result))
-    write_report(result, task, labs, papers, attempts, seed, [p.name for p in plots])
-    console.print(f"report written to {report}/ (summary.md, {', '.join(p.name for p in plots)})")
+    write_report(result, task, labs, papers, attempts, seed, plots)
+    drawn = ", ".join(p.file for p in plots if p.drawn)
+    console.print(f"report written to {report}/ (summary.md, {drawn})")
+    for plot in plots:
+        if plot.note:  # why a plot was left out, or what a drawn one leaves out
+            console.print(plot.note, markup=False)
     return result
 
 
@@ -106,9 +110,9 @@ def write_report(
     papers: int,
     attempts: int,
     seed: int,
-    plots: list[str],
+    plots: list[Plot],
 ) -> None:
-    """`report/summary.md`, beside the plots."""
+    """`report/summary.md`, beside the plots; a plot left out leaves its reason in its place."""
     result.report.mkdir(parents=True, exist_ok=True)
     lines = [
         "# labrxiv demo report",
@@ -138,8 +142,8 @@ def write_report(
             f"| {label} | {'-' if a is None else f'{a:.3f}'} | {'-' if b is None else f'{b:.3f}'} |"
         )
     lines.append("")
-    lines += [f"![{name}]({name})" for name in plots]
-    lines.append("")
+    for plot in plots:
+        lines += [plot.markdown(), ""]
     lines.append(
         "One seed is an anecdote: `python bench/archive_vs_isolated.py` measures the "
         "difference over several seeds with its spread."

@@ -8,29 +8,42 @@ from sqlalchemy import select
 
 from events import EventStore
 from events.recorded import Recorded
-from projections.runs import RUNS
+from projections.runs import RUNS, runs_of
 
 
 def runs_table(store: EventStore, title: str = "runs") -> Table:
     """The runs read model as a table."""
     table = Table(title=title)
-    for name in ("run", "lab", "policy", "status", "events", "attempts", "best", "first", "last"):
+    for name in (
+        "run",
+        "lab",
+        "policy",
+        "status",
+        "events",
+        "steps",
+        "attempts",
+        "papers",
+        "best",
+        "first",
+        "last",
+    ):
         table.add_column(name)
     with store.engine.connect() as conn:
-        rows = conn.execute(select(RUNS).order_by(RUNS.c.stream)).mappings().all()
-    for row in rows:
-        status = row["status"] + (f" ({row['finish_reason']})" if row["finish_reason"] else "")
-        best = "-" if row["best_score"] is None else f"{row['best_score']:.3f}"
+        runs = runs_of(conn)
+    for run in runs:
+        status = run.status + (f" ({run.finish_reason})" if run.finish_reason else "")
         table.add_row(
-            row["stream"],
-            row["lab"] or "-",
-            row["policy"] or "-",
+            run.stream,
+            run.lab or "-",
+            run.policy or "-",
             status,
-            str(row["event_count"]),
-            str(row["attempts"]),
-            best,
-            f"{row['first_event_at']:%H:%M:%S}" if row["first_event_at"] else "-",
-            f"{row['last_event_at']:%H:%M:%S}" if row["last_event_at"] else "-",
+            str(run.event_count),
+            str(run.steps),
+            str(run.attempts),
+            str(run.papers),
+            "-" if run.best_score is None else f"{run.best_score:.3f}",
+            f"{run.first_event_at:%H:%M:%S}" if run.first_event_at else "-",
+            f"{run.last_event_at:%H:%M:%S}" if run.last_event_at else "-",
         )
     return table
 

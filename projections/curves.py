@@ -2,8 +2,10 @@
 
 `curve_points`: one row per `experiment.scored`, with what the run had used when it
 was scored: seconds since its `run.started`, compute seconds (sum of its
-`tool.returned` durations up to and including the graded call), tokens and dollars
-(0 until model call events exist), and its best score so far.
+`tool.returned` durations up to and including the graded call), model tokens and
+dollars (its answered model calls and the model use of its gradings, this one
+included, counted by the one rule in `events.spend`; calls of unknown cost are counted
+in `unknown_cost_calls` and add no dollars), and its best score so far.
 
 `curve_papers`: one row per `paper.submitted`, numbered in the campaign's submission
 order (log order), with the submitting run's best score at that moment: AgentRxiv's
@@ -26,10 +28,13 @@ from sqlmodel import Field, SQLModel
 
 from events.envelope import as_utc
 from events.recorded import Recorded
+from events.spend import spend_of
 from projections.projector import Projector
 
-CURVE_TYPES = frozenset({"run.started", "tool.returned", "experiment.scored", "paper.submitted"})
-"""The event types the curves fold (model call events join when they exist)."""
+CURVE_TYPES = frozenset(
+    {"run.started", "tool.returned", "experiment.scored", "paper.submitted", "model.responded"}
+)
+"""The event types the curves fold."""
 
 
 class CurveRunRow(SQLModel, table=True):
@@ -48,6 +53,7 @@ class CurveRunRow(SQLModel, table=True):
     compute_seconds: float = 0.0
     tokens: int = 0
     cost_usd: float = 0.0
+    unknown_cost_calls: int = 0
     best_so_far: float | None = None
     papers: int = 0
 
@@ -68,9 +74,12 @@ class CurvePointRow(SQLModel, table=True):
     elapsed_s: float
     """Seconds from the run's start to the scoring."""
     tokens: int
-    """Model tokens the run had used (0 until model call events exist)."""
+    """Model tokens the run had used (its calls and gradings, this grading included)."""
     cost_usd: float
     """Dollars the run had spent, at known prices."""
+    unknown_cost_calls: int = 0
+    """Answered calls and model-using gradings so far whose cost is unknown (in no
+    dollar total: `cost_usd` is then a lower bound)."""
     compute_seconds: float
     """Tool seconds the run had used, the graded call included."""
     score: float
@@ -138,13 +147,14 @@ class CurvesProjector(Projector):
                 _start(run, event)
             elif event.type == "tool.returned":
                 run["compute_seconds"] += event.payload["duration_s"]
+            elif event.type == "model.responded":
+                _spend(run, event)
             elif event.type == "experiment.scored":
+                _spend(run, event)
                 points.append(_score(run, event))
             elif _is_paper(event):
                 indexes[event.correlation_id] = indexes.get(event.correlation_id, 0) + 1
                 papers.append(_paper(run, event, indexes[event.correlation_id]))
-            # Model call events add their tokens and known cost to the run here
-            # (`tokens`, `cost_usd`) when they exist.
         if stored:
             conn.execute(delete(CURVE_RUNS).where(CURVE_RUNS.c.run.in_(sorted(stored))))
         conn.execute(insert(CURVE_RUNS), [runs[r] for r in sorted(runs)])
@@ -177,6 +187,7 @@ def _new_run(event: Recorded) -> dict[str, Any]:
         "compute_seconds": 0.0,
         "tokens": 0,
         "cost_usd": 0.0,
+        "unknown_cost_calls": 0,
         "papers": 0,
     }
 
@@ -184,6 +195,15 @@ def _new_run(event: Recorded) -> dict[str, Any]:
 def _start(run: dict[str, Any], event: Recorded) -> None:
     run["task"], run["lab"] = event.payload["task"], event.payload["lab"]
     run["started_at"] = event.occurred_at
+
+
+def _spend(run: dict[str, Any], event: Recorded) -> None:
+    """Add what a model answer or a model-using grading spent to the run's totals."""
+    spent = spend_of(event.type, event.payload)
+    if spent is not None:
+        run["tokens"] += spent.tokens
+        run["cost_usd"] += spent.dollars
+        run["unknown_cost_calls"] += spent.unknown_cost
 
 
 def _elapsed(run: dict[str, Any], event: Recorded) -> float:
@@ -208,6 +228,7 @@ def _score(run: dict[str, Any], event: Recorded) -> dict[str, Any]:
         "elapsed_s": _elapsed(run, event),
         "tokens": run["tokens"],
         "cost_usd": run["cost_usd"],
+        "unknown_cost_calls": run["unknown_cost_calls"],
         "compute_seconds": run["compute_seconds"],
         "score": payload["score"],
         "normalized_score": normalized,
@@ -249,6 +270,7 @@ class CurvePoint:
     elapsed_s: float
     tokens: int
     cost_usd: float
+    unknown_cost_calls: int
     compute_seconds: float
     score: float
     normalized_score: float | None

@@ -45,6 +45,7 @@ from sqlmodel import Field, SQLModel
 
 from events.envelope import as_utc
 from events.recorded import Recorded
+from events.spend import spend_of
 from projections.projector import Projector
 
 TOOL_TYPES = frozenset({"tool.invoked", "tool.returned"})
@@ -190,16 +191,11 @@ def _fold(row: dict[str, Any], event: Recorded) -> None:
 
 def _fold_grading(row: dict[str, Any], event: Recorded) -> None:
     """The model calls a grader made for one attempt, summed into one row."""
-    payload, usage = event.payload, event.payload["grader_usage"]
+    payload = event.payload
     row["model"], row["tool"], row["attempt"] = payload.get("grader_model"), "evaluate", None
     row["invoked_at"] = row["returned_at"] = event.occurred_at
-    row["cost_usd"] = payload.get("grader_cost_usd")
-    row["cost_known"] = row["cost_usd"] is not None
-    row["input_tokens"] = usage.get("input_tokens", 0)
-    row["cached_input_tokens"] = usage.get("cached_input_tokens", 0)
-    row["output_tokens"] = usage.get("output_tokens", 0)
-    row["total_tokens"] = row["input_tokens"] + row["output_tokens"]
-    row["grader_calls"] = usage.get("calls", 0)
+    _spent(row, event)
+    row["grader_calls"] = payload["grader_usage"].get("calls", 0)
 
 
 def _fold_model(row: dict[str, Any], event: Recorded) -> None:
@@ -214,15 +210,22 @@ def _fold_model(row: dict[str, Any], event: Recorded) -> None:
         row["status"], row["error"] = "failed", payload["error"]
         return
     row["status"], row["model"] = "responded", payload["model"]
-    row["cost_usd"], row["cost_known"] = payload["cost_usd"], payload["cost_known"]
-    usage = payload["usage"]
-    if usage is not None:
-        row["input_tokens"] = usage["input_tokens"]
-        row["cached_input_tokens"] = usage.get("cached_input_tokens", 0)
-        row["output_tokens"] = usage["output_tokens"]
-        row["reasoning_tokens"] = usage.get("reasoning_tokens", 0)
-        # Cached tokens are inside the input and reasoning inside the output: no double count.
-        row["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
+    _spent(row, event, reported=payload["usage"] is not None)
+
+
+def _spent(row: dict[str, Any], event: Recorded, reported: bool = True) -> None:
+    """Tokens and cost as the one counting rule (`events.spend`) reads the event; tokens
+    the provider did not report stay unknown (None), not 0."""
+    spent = spend_of(event.type, event.payload)
+    assert spent is not None
+    row["cost_known"] = not spent.unknown_cost
+    row["cost_usd"] = spent.dollars if row["cost_known"] else None
+    if reported:
+        row["input_tokens"] = spent.input_tokens
+        row["cached_input_tokens"] = spent.cached_input_tokens
+        row["output_tokens"] = spent.output_tokens
+        row["reasoning_tokens"] = spent.reasoning_tokens
+        row["total_tokens"] = spent.tokens
 
 
 # -- roll-ups ------------------------------------------------------------------

@@ -6,7 +6,8 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from sqlalchemy import delete, inspect
+from sqlalchemy import Table, delete, inspect
+from sqlalchemy.exc import DBAPIError
 
 from events import EventStore
 from events.engines import WRITER_OPTIONS
@@ -65,14 +66,40 @@ class ProjectionRunner:
                     self._reset(projector)
             self._schema_checked = True
         tables = [CHECKPOINTS, *(t for p in self.projectors for t in p.tables)]
-        CHECKPOINTS.metadata.create_all(self.store.engine, tables=tables)
+        try:
+            self._create_missing(tables)
+        except DBAPIError:
+            # Another process created them at the same time (PostgreSQL: duplicate key on
+            # pg_type, seen when a projector and the campaign watcher started at once on a
+            # fresh database): they exist now, and a second pass skips them. A fault of
+            # another kind fails again here and is raised.
+            self._create_missing(tables)
+
+    def _create_missing(self, tables: list[Table]) -> None:
+        """Create whichever of `tables` do not exist yet.
+
+        Looked at first without a lock: this runs at every catch-up, and the tables are
+        almost always there. Created in one writer transaction: SQLite begins it
+        IMMEDIATE, so the existence checks and the CREATEs see the same database. In a
+        deferred one, a commit by the recorder in between failed the CREATE at once with
+        "database is locked" (the campaign watcher creates `runs` while labs record)."""
+        inspector = inspect(self.store.engine)
+        if all(inspector.has_table(table.name) for table in tables):
+            return
+        writer = self.store.engine.connect().execution_options(**WRITER_OPTIONS)
+        with writer as conn, conn.begin():
+            CHECKPOINTS.metadata.create_all(conn, tables=tables)
 
     def _reset(self, projector: Projector) -> None:
-        """Drop a projector's tables and checkpoint: it starts again from position 0."""
-        for table in projector.tables:
-            table.drop(self.store.engine, checkfirst=True)
-        CHECKPOINTS.metadata.create_all(self.store.engine, tables=[CHECKPOINTS])
-        with self.store.engine.begin() as conn:
+        """Drop a projector's tables and checkpoint: it starts again from position 0.
+
+        One writer transaction (see `_create_missing`), so a crash never leaves the
+        tables dropped and the checkpoint where it was."""
+        writer = self.store.engine.connect().execution_options(**WRITER_OPTIONS)
+        with writer as conn, conn.begin():
+            for table in projector.tables:
+                table.drop(conn, checkfirst=True)
+            CHECKPOINTS.metadata.create_all(conn, tables=[CHECKPOINTS])
             conn.execute(delete(CHECKPOINTS).where(CHECKPOINTS.c.name == projector.name))
 
     def catch_up(self, limit: int | None = None) -> int:
@@ -113,13 +140,16 @@ class ProjectionRunner:
         with gc_paused(), writer as conn:  # a page's objects live until it is applied
             with conn.begin():
                 ensure_checkpoint(conn, projector.name)
+                # Debug, not info: processes taking turns is the normal case (several
+                # `labrxiv projector`s, or the campaign watcher catching up `runs` four
+                # times a second beside them); at info each lost turn printed a line.
                 if claim_checkpoint(conn, projector.name) != seen:
-                    log.info("%s: another projector moved on; stopping", projector.name)
+                    log.debug("%s: another projector moved on; stopping", projector.name)
                     return False
                 projector.apply(conn, page)
                 if not advance_checkpoint(conn, projector.name, seen, to):
                     conn.rollback()
-                    log.info("%s: checkpoint moved by another projector", projector.name)
+                    log.debug("%s: checkpoint moved by another projector", projector.name)
                     return False
         return True
 

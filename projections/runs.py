@@ -1,6 +1,11 @@
-"""The runs read model: one row per run stream (status, counts, first/last event time)."""
+"""The runs read model: one row per run stream (status, counts, first/last event time).
+
+It is what people and the campaign watcher look at to follow runs: `runs_of` reads it,
+so no caller re-reads and re-folds run streams to show their progress.
+"""
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -29,17 +34,79 @@ class RunRow(SQLModel, table=True):
     finish_reason: str | None = None
     """done, budget, error or cancelled."""
     event_count: int = 0
+    steps: int = 0
+    """Tool calls the lab asked for (`tool.invoked`): the steps a steps budget counts."""
     attempts: int = 0
     """Scored experiments so far."""
+    papers: int = 0
+    """Papers the lab submitted (`paper.submitted`)."""
     best_score: float | None = None
     """Best normalized score so far (raw score when the task has no SOTA)."""
     first_event_at: datetime | None = None
+    """When the run started (its first event occurred)."""
     last_event_at: datetime | None = None
     last_position: int = 0
 
 
 RUNS = RunRow.__table__
 _COLUMNS = [c.name for c in RUNS.c]
+
+
+@dataclass(frozen=True)
+class RunView:
+    """One row of the runs read model, typed, with aware timestamps."""
+
+    stream: str
+    task: str | None
+    lab: str | None
+    policy: str | None
+    campaign: str | None
+    status: str
+    finish_reason: str | None
+    event_count: int
+    steps: int
+    attempts: int
+    papers: int
+    best_score: float | None
+    first_event_at: datetime | None
+    last_event_at: datetime | None
+    last_position: int
+
+    @property
+    def finished(self) -> bool:
+        """Whether the run's `run.finished` has been applied."""
+        return self.status == "finished"
+
+    @property
+    def elapsed_seconds(self) -> float:
+        """Seconds from the run's first event to its latest one."""
+        if self.first_event_at is None or self.last_event_at is None:
+            return 0.0
+        return (self.last_event_at - self.first_event_at).total_seconds()
+
+
+def runs_of(
+    conn: Connection, streams: Sequence[str] | None = None, campaign: str | None = None
+) -> list[RunView]:
+    """The runs read model's rows, in stream order: every run, or only those among
+    `streams` and/or of `campaign`.
+
+    A run appears once its first event has been projected; the rows are as fresh as the
+    runs projector's checkpoint (the caller catches it up when it must be current)."""
+    query = select(RUNS).order_by(RUNS.c.stream)
+    if streams is not None:
+        query = query.where(RUNS.c.stream.in_(list(streams)))
+    if campaign is not None:
+        query = query.where(RUNS.c.campaign == campaign)
+    return [_view(row) for row in conn.execute(query).mappings()]
+
+
+def _view(row: Any) -> RunView:
+    values = dict(row)
+    for key in ("first_event_at", "last_event_at"):  # SQLite reads back naive
+        if values[key] is not None:
+            values[key] = as_utc(values[key])
+    return RunView(**values)
 
 
 class RunsProjector(Projector):
@@ -49,7 +116,10 @@ class RunsProjector(Projector):
     tables = (RUNS,)
 
     def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:
-        """Load the touched rows, fold the page into them, write them back."""
+        """Load the touched rows, fold the page into them, write them back.
+
+        Every column is a count, a latest value or a running best, so folding a run's
+        events in pages of any size gives the same row (`rebuild` must equal it)."""
         touched = sorted({e.stream for e in events if e.stream.startswith("run-")})
         if not touched:
             return
@@ -76,7 +146,9 @@ def _new_row(stream: str) -> dict[str, Any]:
         "stream": stream,
         "status": "running",
         "event_count": 0,
+        "steps": 0,
         "attempts": 0,
+        "papers": 0,
         "last_position": 0,
     }
 
@@ -90,7 +162,9 @@ def _fold(row: dict[str, Any], event: Recorded) -> None:
     row["last_position"] = event.position
     if event.correlation_id and not row["campaign"]:
         row["campaign"] = event.correlation_id
-    if event.type == "run.started":
+    if event.type == "tool.invoked":
+        row["steps"] += 1
+    elif event.type == "run.started":
         row["task"], row["lab"], row["policy"] = payload["task"], payload["lab"], payload["policy"]
     elif event.type == "run.finished":
         row["status"], row["finish_reason"] = "finished", payload["reason"]
@@ -100,3 +174,5 @@ def _fold(row: dict[str, Any], event: Recorded) -> None:
         score = payload["score"] if score is None else score
         if row["best_score"] is None or score > row["best_score"]:
             row["best_score"] = score
+    elif event.type == "paper.submitted":
+        row["papers"] += 1

@@ -1,47 +1,66 @@
-"""Recently read streams, kept in memory by a worker.
+"""Run states and first events of streams, kept in memory by a worker.
 
 A recorded event never changes and a stream's versions are contiguous (the store
-refuses gaps and stale versions), so a worker that read a stream up to version v
-only needs the events after v next time. A lab step reads its whole run's stream
-on every step; with the cache it reads and validates only what is new since its
-last step on this worker.
+refuses gaps and stale versions), so a worker that folded a run up to version v only
+needs the events after v next time: a lab step reads and folds only what is new since
+the run's last step on this worker, whatever the run's length (issue 11: every step
+used to copy and fold the whole stream, O(n²) a run).
 """
 
 import threading
 from collections import OrderedDict
+from typing import TypeVar
 
 from events import Event, EventStore
+from runstate import RunState, fold_from, start
+
+_T = TypeVar("_T")
 
 
 class StreamCache:
-    """Streams read through this cache, the least recently used dropped past `max_streams`."""
+    """Folded run states by stream (each at the version it was folded to) and streams'
+    first events; the least recently used dropped past `max_streams`."""
 
     def __init__(self, store: EventStore, max_streams: int = 512) -> None:
         self.store = store
         self.max_streams = max_streams
-        self._streams: OrderedDict[str, list[Event]] = OrderedDict()
+        self._states: OrderedDict[str, RunState] = OrderedDict()
+        self._firsts: OrderedDict[str, Event] = OrderedDict()
         self._lock = threading.Lock()
 
-    def read(self, stream: str) -> list[Event]:
-        """The stream's events in version order, as `EventStore.read_stream` returns them."""
+    def run_state(self, stream: str) -> RunState | None:
+        """The run's state folded up to its last recorded event (None: no such stream)."""
         with self._lock:
-            cached = self._streams.get(stream, [])
-        after = cached[-1].version if cached else -1
-        events = cached + self.store.read_stream(stream, after_version=after)
+            cached = self._states.get(stream)
+        if cached is None:
+            events = self.store.read_stream(stream)
+            if not events:
+                return None
+            state = fold_from(start(events[0]), events[1:])
+        else:
+            state = fold_from(cached, self.store.read_stream(stream, after_version=cached.version))
         with self._lock:
-            held = self._streams.get(stream, [])
-            if len(events) >= len(held):
-                self._streams[stream] = events
-            self._streams.move_to_end(stream)
-            while len(self._streams) > self.max_streams:
-                self._streams.popitem(last=False)
-        return list(events)
+            held = self._states.get(stream)
+            if held is None or held.version <= state.version:
+                self._states[stream] = state
+            self._remember(self._states, stream)
+        return state
 
     def first(self, stream: str) -> Event | None:
         """The stream's first event (a campaign's or run's start), read once."""
         with self._lock:
-            cached = self._streams.get(stream)
-        if cached:
-            return cached[0]
-        events = self.read(stream)
-        return events[0] if events else None
+            cached = self._firsts.get(stream)
+        if cached is not None:
+            return cached
+        events = self.store.read_stream(stream, after_version=-1, limit=1)
+        if not events:
+            return None
+        with self._lock:
+            self._firsts[stream] = events[0]
+            self._remember(self._firsts, stream)
+        return events[0]
+
+    def _remember(self, entries: "OrderedDict[str, _T]", stream: str) -> None:
+        entries.move_to_end(stream)
+        while len(entries) > self.max_streams:
+            entries.popitem(last=False)

@@ -47,9 +47,9 @@ from events.payloads import ExperimentScored, RunStarted
 from labrxiv.settings import load_settings
 from labrxiv.wiring import open_embedded
 from projections.ledger import ledger_calls, ledger_totals
+from runstate import fold
 from workers.gym.card import TaskCard
 from workers.gym.validate import validate_bundle
-from workers.lab.state import fold
 from workers.tools.invoke import invoke
 
 BUNDLE = Path(__file__).resolve().parents[2] / "gym" / "math-prompting"

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from events import EventStore
 from labrxiv.cli import app
 from projections.catalogue import all_projectors
-from projections.runs import RUNS
+from projections.runs import runs_of
 from workers.bus.local import LocalBus
 from workers.context import WorkerContext
 from workers.recorder import record_message
@@ -108,19 +108,40 @@ def test_demo_runs_on_a_bare_directory(demo: Demo) -> None:
     assert demo.returncode == 0, demo.output
     assert "report written to report/" in said(demo.output)
     assert (demo.workdir / "report" / "summary.md").is_file()
-    for plot in ("best_per_paper", "best_vs_time", "best_vs_attempts", "best_vs_tokens"):
+    for plot in ("best_per_paper", "best_vs_time", "best_vs_attempts"):
         assert (demo.workdir / "report" / f"{plot}.png").stat().st_size > 1000
+    # Search labs call no model: flat-zero tokens and cost plots are left out, with why.
+    summary = (demo.workdir / "report" / "summary.md").read_text()
+    for plot in ("tokens", "cost"):
+        assert not (demo.workdir / "report" / f"best_vs_{plot}.png").exists()
+        assert f"so best score against {plot} is not drawn." in said(summary)
+        assert f"so best score against {plot} is not drawn." in said(demo.output)
     assert "best normalized score after each paper" in said(demo.output)
 
     store = demo.store
     with store.engine.connect() as conn:
-        runs = [dict(r) for r in conn.execute(select(RUNS)).mappings()]
-    assert runs, "the demo made no runs"
-    # Every run got all of its events into the log, in order, to its end.
+        runs = runs_of(conn)
+    assert len(runs) == 6, "the demo runs two campaigns of three labs"
+    # Every run got all of its events into the log, in order, to its end, and the runs
+    # read model counts them as the log has them.
     for run in runs:
-        versions = [e.version for e in store.read_stream(run["stream"])]
-        assert versions == list(range(run["event_count"])), run["stream"]
-        assert run["status"] == "finished", run["stream"]
+        events = store.read_stream(run.stream)
+        assert [e.version for e in events] == list(range(run.event_count)), run.stream
+        assert run.finished, run.stream
+        types = [e.type for e in events]
+        assert run.steps == types.count("tool.invoked") > 0, run.stream
+        assert run.papers == types.count("paper.submitted") == 2, run.stream
+        # The watcher's last table of each campaign shows the run as the read model has it.
+        assert has_row(
+            demo.output,
+            run.lab,
+            run.steps,
+            f"{run.attempts}/4",
+            f"{run.papers}/2",
+            "-" if run.best_score is None else f"{run.best_score:.3f}",
+            f"{run.elapsed_seconds:.1f}s",
+            f"finished ({run.finish_reason})",
+        ), run.stream
     assert store.dead_letter_count() == 0
 
 
@@ -204,12 +225,14 @@ def test_events_show_unknown_id(demo: Demo) -> None:
 @pytest.mark.slow
 def test_runs(demo: Demo) -> None:
     with demo.store.engine.connect() as conn:
-        runs = conn.execute(select(RUNS.c.stream, RUNS.c.finish_reason)).all()
+        runs = runs_of(conn)
     code, out = demo.cli("runs")
     assert code == 0, out
-    for stream, _reason in runs:
-        assert has_row(out, stream)
-    done = sum(1 for _stream, reason in runs if reason == "done")
+    for run in runs:
+        status = f"finished ({run.finish_reason})"
+        cells = (run.event_count, run.steps, run.attempts, run.papers)
+        assert has_row(out, run.stream, run.lab, "search", status, *cells), run.stream
+    done = sum(1 for run in runs if run.finish_reason == "done")
     assert out.count("finished (done)") == done
 
 

@@ -7,9 +7,9 @@ from typing import Any
 from events import Event, EventStore
 from events.ids import new_id
 from events.payloads import Budget, CampaignStarted, ExperimentScored, Payload, RunStarted
+from runstate import fold
+from workers.lab.budget import campaign_budget
 from workers.lab.llm.campaign_spend import CampaignSpend
-from workers.lab.llm.history import fold_history
-from workers.lab.llm.step import campaign_budget
 from workers.stream_cache import StreamCache
 
 T0 = datetime(2026, 2, 1, tzinfo=UTC)
@@ -43,12 +43,13 @@ def events(stream: str, payloads: list[Payload], campaign: str) -> list[Event]:
 
 def test_a_runs_budget_counts_its_gradings() -> None:
     run = [RunStarted(task="math-prompting", lab="a", policy="llm"), graded(1, 0.02)]
-    history = fold_history([*run, graded(2, None)])
-    assert history.tokens == 2 * 3500
-    assert history.dollars == 0.02
-    assert history.unknown_cost_calls == history.unpriced_gradings == 1
+    spend = fold(events("run-a", [*run, graded(2, None)], "c")).spend
+    assert spend.tokens == 2 * 3500
+    assert spend.dollars == 0.02
+    assert spend.unknown_cost == spend.unknown_cost_gradings == 1
     plain = ExperimentScored(attempt=3, subtask_scores={"accuracy": 0.5}, score=0.5)
-    assert fold_history([*run, plain]).tokens == 3500, "a grading without a model costs none"
+    spent = fold(events("run-a", [*run, plain], "c")).spend
+    assert spent.tokens == 3500, "a grading without a model costs none"
 
 
 def test_a_campaigns_budget_counts_every_runs_gradings(sqlite_url: str) -> None:
@@ -64,9 +65,8 @@ def test_a_campaigns_budget_counts_every_runs_gradings(sqlite_url: str) -> None:
     spend = CampaignSpend(store)
     found = campaign_budget(StreamCache(store), spend, "c", "run-a")
     assert found is not None
-    budget, tokens, dollars = found
-    assert budget.tokens == 10_000
-    assert (tokens, round(dollars, 9)) == (2 * 3500, 0.02)
+    assert found.budget.tokens == 10_000
+    assert (found.used.tokens, round(found.used.dollars, 9)) == (2 * 3500, 0.02)
     later = [graded(2, 0.03)]
     store.append([e.model_copy(update={"version": 2}) for e in events("run-b", later, "c")])
     reads: list[int] = []
@@ -79,5 +79,5 @@ def test_a_campaigns_budget_counts_every_runs_gradings(sqlite_url: str) -> None:
     store.iter_records = spy  # type: ignore[method-assign]
     again = campaign_budget(StreamCache(store), spend, "c", "run-a")
     assert again is not None
-    assert (again[1], round(again[2], 9)) == (3 * 3500, 0.05)
+    assert (again.used.tokens, round(again.used.dollars, 9)) == (3 * 3500, 0.05)
     assert reads and reads[0] > 0, "the fold reads on from where it stopped, not from 0"

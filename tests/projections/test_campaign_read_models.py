@@ -16,6 +16,7 @@ from projections.archive_search import search_papers, top_papers
 from projections.catalogue import all_projectors
 from projections.curves import CURVE_RUNS, curve_points, paper_points
 from projections.ledger import LEDGER, ledger_totals
+from projections.runs import RunView, runs_of
 from workers.lab.archive_log import LogArchive
 from workers.lab.campaign import CampaignPlan, start_campaign
 
@@ -140,6 +141,45 @@ def test_curves_and_ledger_match_the_log(campaign: tuple[Embedded, str]) -> None
     for run, seconds in compute.items():
         assert per_run[run].compute_seconds == pytest.approx(seconds)
         assert totals[run] == pytest.approx(seconds)
+
+
+@pytest.mark.slow
+def test_runs_match_the_log(campaign: tuple[Embedded, str]) -> None:
+    system, campaign_id = campaign
+    streams: dict[str, list[Recorded]] = defaultdict(list)
+    for event in system.store.read_records(limit=1_000_000, correlation=campaign_id):
+        if event.stream.startswith("run-"):
+            streams[event.stream].append(event)
+    expected = []
+    for stream, events in sorted(streams.items()):
+        types = [e.type for e in events]
+        scores = [e.payload["normalized_score"] for e in events if e.type == "experiment.scored"]
+        started, last = events[0], events[-1]
+        assert (started.type, last.type) == ("run.started", "run.finished")
+        expected.append(
+            RunView(
+                stream=stream,
+                task="continual-digits",
+                lab=started.payload["lab"],
+                policy="search",
+                campaign=campaign_id,
+                status="finished",
+                finish_reason=last.payload["reason"],
+                event_count=len(events),
+                steps=types.count("tool.invoked"),
+                attempts=len(scores),
+                papers=types.count("paper.submitted"),
+                best_score=max(scores),
+                first_event_at=started.occurred_at,
+                last_event_at=last.occurred_at,
+                last_position=last.position,
+            )
+        )
+    with system.store.engine.connect() as conn:
+        found = runs_of(conn, campaign=campaign_id)
+    assert found == expected
+    assert [(r.attempts, r.papers) for r in found] == [(6, 3)] * 3  # the plan's budgets
+    assert all(r.steps > r.attempts for r in found)  # writes, searches, papers are steps too
 
 
 @pytest.mark.slow

@@ -3,6 +3,7 @@ what the `search` policy does with a verified and with an unverified number."""
 
 import json
 import random
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from events.payloads import (
     RunStarted,
     ToolInvoked,
 )
+from runstate import fold
 from workers.gym.bundle import load_bundle
 from workers.lab.archive_log import LogArchive
 from workers.lab.search import (
@@ -33,7 +35,6 @@ from workers.lab.search import (
     _partners,
     start_from,
 )
-from workers.lab.state import fold
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 GYM = Path(__file__).resolve().parents[2] / "gym"
@@ -140,7 +141,8 @@ def test_search_labs_build_on_a_verified_claim_and_measure_an_unverified_one(
     reader = stream_of("run-b", [started, PapersRetrieved(query="q", paper_ids=[paper_id])])
     store.append(reader)
     state = fold(reader)
-    state.searched_at = 0  # the search that retrieved the paper, before the first attempt
+    # the search that retrieved the paper, before the first attempt
+    state = replace(state, searched_at=0)
     bundle = load_bundle(GYM / "continual-digits")
     action = SearchPolicy().decide(state, bundle, LogArchive(store))
     assert action.tool == "write_file"

@@ -10,8 +10,8 @@ from events import Event
 from events.payloads import RunStarted
 from labrxiv.settings import load_settings
 from labrxiv.wiring import Embedded, open_embedded
+from runstate import fold
 from workers.lab.campaign import CampaignPlan, start_campaign
-from workers.lab.state import fold
 from workers.tools.invoke import invoke
 
 

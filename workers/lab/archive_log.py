@@ -21,7 +21,7 @@ from collections import Counter
 from typing import Any
 
 from events import EventStore
-from workers.lab.state import Attempt, fold
+from runstate import Attempt, fold
 from workers.tools.env import PaperHit
 
 _WORD = re.compile(r"[a-z0-9_]+")

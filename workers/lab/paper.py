@@ -2,10 +2,10 @@
 
 from typing import Any
 
+from runstate import Attempt, RunState
 from workers.gym.bundle import Bundle
 from workers.gym.card import Subtask
 from workers.gym.scoring import PROGRESS, better, over_baseline
-from workers.lab.state import Attempt, RunState
 
 
 def write_paper(state: RunState, bundle: Bundle, published: list[dict[str, Any]]) -> dict[str, Any]:
@@ -14,7 +14,7 @@ def write_paper(state: RunState, bundle: Bundle, published: list[dict[str, Any]]
     primary = card.subtask(card.primary)
     scored = [a for a in state.attempts if a.scores is not None]
     best = _best(scored, primary)
-    round_attempts = state.attempts_since_paper()
+    round_attempts = list(state.attempts_since_paper())
     earlier = _best([a for a in scored if a not in round_attempts], primary)
     before = None if earlier is None else earlier.scores[primary.name]  # type: ignore[index]
     cited = [

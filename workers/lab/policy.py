@@ -3,8 +3,8 @@
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from runstate import RunState
 from workers.gym.bundle import Bundle
-from workers.lab.state import RunState
 from workers.tools.env import Archive
 
 

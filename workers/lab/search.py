@@ -28,12 +28,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from runstate import RunState
 from workers.gym.bundle import Bundle
 from workers.gym.card import Subtask
 from workers.gym.scoring import PROGRESS, better, over_baseline
 from workers.lab.paper import write_paper
 from workers.lab.policy import Action
-from workers.lab.state import RunState
 from workers.tools.env import Archive
 
 DEFAULT_ATTEMPTS_PER_PAPER = 4

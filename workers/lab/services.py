@@ -6,13 +6,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from events.payloads import LlmConfig
+from runstate import RunState
 from workers.errors import WorkerError
 from workers.gym.bundle import Bundle
 from workers.gym.grading import protected_digests
 from workers.gym.registry import find_bundle
+from workers.lab.llm.truncation import ExchangeSizes
 from workers.lab.policy import Policy
 from workers.lab.search import SearchPolicy
-from workers.lab.state import RunState
 from workers.llm import Gateway
 from workers.llm.prices import PriceTable
 from workers.sandbox.base import Limits
@@ -39,6 +40,8 @@ class LabServices:
     """Markers of model calls being sent (outside every workspace)."""
     limits: Limits = field(default_factory=Limits)
     policies: dict[str, Policy] = field(default_factory=lambda: {"search": SearchPolicy()})
+    exchange_sizes: ExchangeSizes = field(default_factory=ExchangeSizes)
+    """Measured conversation groups of `llm` runs (this worker's), for truncation."""
     _bundles: dict[str, Bundle] = field(default_factory=dict)
     _protected: dict[str, dict[str, str]] = field(default_factory=dict)
 

@@ -1,4 +1,5 @@
-"""One lab step: fold the run's stream, check budgets, ask the policy, run the tool, publish.
+"""One lab step: fold what is new in the run's stream, check budgets, ask the policy,
+run the tool, publish.
 
 Idempotency rule: a step is addressed by (run stream, the version it follows). If the
 stream has moved past that version, the step was already taken and this delivery does
@@ -12,7 +13,6 @@ from datetime import datetime, timedelta
 from events import Event
 from events.ids import derived_id, utcnow
 from events.payloads import (
-    BudgetExceeded,
     ModelFailed,
     ModelResponded,
     Payload,
@@ -20,10 +20,11 @@ from events.payloads import (
     ToolInvoked,
     ToolReturned,
 )
+from runstate import RunState
 from workers.bus.base import publish
 from workers.context import WorkerContext
+from workers.lab.budget import out_of_attempts, over_budget
 from workers.lab.llm.step import LlmStep, llm_step
-from workers.lab.state import RunState, fold
 from workers.tools.invoke import invoke
 
 log = logging.getLogger(__name__)
@@ -33,10 +34,9 @@ LAB_STEP_TASK = "labrxiv.lab_step"
 
 def lab_step(ctx: WorkerContext, stream: str, after_version: int) -> None:
     """Take the step of run `stream` that follows `after_version`."""
-    events = ctx.streams.read(stream)
-    if not events or events[-1].version != after_version:
+    state = ctx.streams.run_state(stream)
+    if state is None or state.version != after_version:
         return  # already taken (a redelivery) or not yet recorded (a stale trigger)
-    state = fold(events)
     if state.finished is not None:
         return
     if ctx.labs is None:
@@ -50,16 +50,15 @@ def lab_step(ctx: WorkerContext, stream: str, after_version: int) -> None:
             RunFinished(reason="budget", detail=f"{over.budget} limit"),
         ]
     else:
-        payloads, blobs = _act(ctx, state, events, after_version)
-    trigger = events[-1]
+        payloads, blobs = _act(ctx, state, after_version)
     stamps = _stamps(payloads, now, utcnow())
     out = [
         Event(
-            id=derived_id(f"{stream}:{after_version + 1 + i}", trigger.occurred_at),
+            id=derived_id(f"{stream}:{after_version + 1 + i}", state.last_at),
             stream=stream,
             version=after_version + 1 + i,
             occurred_at=at,
-            causation_id=trigger.id,
+            causation_id=state.last_id,
             correlation_id=state.campaign,
             actor=_actor(payload, state),
             payload=payload,
@@ -89,7 +88,7 @@ def _stamps(payloads: list[Payload], began: datetime, ended: datetime) -> list[d
 
 
 def _act(
-    ctx: WorkerContext, state: RunState, events: list[Event], after_version: int
+    ctx: WorkerContext, state: RunState, after_version: int
 ) -> tuple[list[Payload], dict[str, bytes]]:
     labs = ctx.labs
     assert labs is not None
@@ -103,7 +102,6 @@ def _act(
             return llm_step(
                 LlmStep(
                     state=state,
-                    events=events,
                     bundle=bundle,
                     gateway=labs.gateway(state.started.llm),
                     store=ctx.store,
@@ -111,6 +109,7 @@ def _act(
                     env=labs.env_for(state),
                     streams=ctx.streams,
                     spend=ctx.spend,
+                    sizes=labs.exchange_sizes,
                     version=after_version,
                 )
             )
@@ -119,33 +118,14 @@ def _act(
     except Exception as exc:  # a policy or bundle bug ends this run, not the worker
         log.exception("%s: cannot take a step", stream)
         return [RunFinished(reason="error", detail=f"{type(exc).__name__}: {exc}")], {}
-    if action.tool == "evaluate" and _attempts_left(state) == 0:
-        limit = state.started.budget.attempts or 0
-        return [
-            BudgetExceeded(budget="attempts", limit=limit, used=len(state.attempts)),
-            RunFinished(reason="budget", detail="attempts limit"),
-        ], {}
+    ended = out_of_attempts(state) if action.tool == "evaluate" else None
+    if ended is not None:
+        return ended, {}
     outcome = invoke(env, action.tool, action.args, call_id=f"{stream}:{after_version + 1}")
     payloads = list(outcome.payloads)
     if outcome.finish:
         payloads.append(RunFinished(reason="done", detail=outcome.output[:500]))
     return payloads, outcome.blobs
-
-
-def over_budget(state: RunState, now: datetime) -> BudgetExceeded | None:
-    """The first budget the run has used up, checked before every step."""
-    budget = state.started.budget
-    elapsed = (now - state.started_at).total_seconds()
-    if budget.wall_seconds is not None and elapsed >= budget.wall_seconds:
-        return BudgetExceeded(budget="wall_seconds", limit=budget.wall_seconds, used=elapsed)
-    if budget.steps is not None and state.steps >= budget.steps:
-        return BudgetExceeded(budget="steps", limit=budget.steps, used=state.steps)
-    return None
-
-
-def _attempts_left(state: RunState) -> int | None:
-    limit = state.started.budget.attempts
-    return None if limit is None else max(0, limit - len(state.attempts))
 
 
 def _actor(payload: Payload, state: RunState) -> str:

@@ -4,7 +4,8 @@ A campaign with a token or dollar budget is checked before every model call of e
 run. Re-reading all of the campaign's model events for each check costs O(calls) per
 step and O(calls²) per campaign; positions are committed in order (a later read never
 misses an earlier event), so each worker folds a campaign's events once and then reads
-only those after the last position it folded.
+only those after the last position it folded. What an event spent is counted by the
+one rule in `events.spend`: a call of unknown cost is counted as such, never as $0.
 """
 
 import threading
@@ -13,21 +14,20 @@ from dataclasses import dataclass, field
 
 from events import EventStore
 from events.recorded import Recorded
-from workers.lab.llm.history import mapping_tokens
+from events.spend import NOTHING, Spend, spend_of
 
 BUDGETED_TYPES = ("model.called", "model.responded", "model.failed", "experiment.scored")
 """What a campaign's token and dollar budget counts: model calls and model-using gradings."""
 
 
 @dataclass
-class Spend:
+class CampaignFold:
     """One campaign's spend, folded up to `position`."""
 
     position: int = 0
-    tokens: int = 0
-    dollars: float = 0.0
-    last: dict[str, tuple[int, float]] = field(default_factory=dict)
-    """Per run: the tokens and dollars of its last answer."""
+    spent: Spend = NOTHING
+    last: dict[str, Spend] = field(default_factory=dict)
+    """Per run: what its last answer spent."""
     in_flight: set[str] = field(default_factory=set)
     """Runs with a call written ahead and no outcome recorded yet."""
 
@@ -37,25 +37,23 @@ class Spend:
         if record.type == "model.called":
             self.in_flight.add(record.stream)
             return
-        if record.type == "experiment.scored":
-            self.tokens += mapping_tokens(record.payload.get("grader_usage"))
-            self.dollars += record.payload.get("grader_cost_usd") or 0.0
+        spent = spend_of(record.type, record.payload)
+        if record.type != "experiment.scored":
+            self.in_flight.discard(record.stream)
+        if spent is None:
             return
-        self.in_flight.discard(record.stream)
+        self.spent += spent
         if record.type == "model.responded":
-            used = mapping_tokens(record.payload.get("usage"))
-            cost = record.payload.get("cost_usd") or 0.0
-            self.tokens, self.dollars = self.tokens + used, self.dollars + cost
-            self.last[record.stream] = (used, cost)
+            self.last[record.stream] = spent
 
-    def used(self, stream: str) -> tuple[int, float]:
-        """Tokens and dollars used, counting for each call of a run other than `stream`
+    def used(self, stream: str) -> Spend:
+        """What the campaign used, counting for each call of a run other than `stream`
         that is in flight that run's last answer again, as an estimate of its cost."""
-        tokens, dollars = self.tokens, self.dollars
+        used = self.spent
         for run in self.in_flight:
             if run != stream and run in self.last:
-                tokens, dollars = tokens + self.last[run][0], dollars + self.last[run][1]
-        return tokens, dollars
+                used += self.last[run]
+        return used
 
 
 class CampaignSpend:
@@ -67,22 +65,22 @@ class CampaignSpend:
     def __init__(self, store: EventStore, max_campaigns: int = 64) -> None:
         self.store = store
         self.max_campaigns = max_campaigns
-        self._spends: OrderedDict[str, tuple[threading.Lock, Spend]] = OrderedDict()
+        self._folds: OrderedDict[str, tuple[threading.Lock, CampaignFold]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def used(self, campaign: str, stream: str) -> tuple[int, float]:
-        """Tokens and dollars the campaign used up to now, as `Spend.used` counts them."""
+    def used(self, campaign: str, stream: str) -> Spend:
+        """What the campaign used up to now, as `CampaignFold.used` counts it."""
         with self._lock:
-            if campaign not in self._spends:
-                self._spends[campaign] = (threading.Lock(), Spend())
-            self._spends.move_to_end(campaign)
-            lock, spend = self._spends[campaign]
-            while len(self._spends) > self.max_campaigns:
-                self._spends.popitem(last=False)
+            if campaign not in self._folds:
+                self._folds[campaign] = (threading.Lock(), CampaignFold())
+            self._folds.move_to_end(campaign)
+            lock, folded = self._folds[campaign]
+            while len(self._folds) > self.max_campaigns:
+                self._folds.popitem(last=False)
         with lock:
             records = self.store.iter_records(
-                spend.position, types=BUDGETED_TYPES, correlation=campaign
+                folded.position, types=BUDGETED_TYPES, correlation=campaign
             )
             for record in records:
-                spend.add(record)
-            return spend.used(stream)
+                folded.add(record)
+            return folded.used(stream)

@@ -1,29 +1,24 @@
-"""The conversation an `llm` lab's model sees, rebuilt from the run's events every call.
+"""The conversation an `llm` lab's model sees, rebuilt from the run's state every call.
 
-Rebuilding from the log is what lets any worker take the next step after a crash.
-Truncation rule (explicit, recorded as `context.truncated`): when the estimated size
-(4 characters a token) passes 3/4 of the model's context, the oldest exchanges
-(an answer with its tool results) are dropped, oldest first, keeping the system
-prompt, the task brief and the latest exchange; a note says how many were dropped.
+Rebuilding from the log is what lets any worker take the next step after a crash. The
+run's folded state holds the conversation's groups (`RunState.exchanges`: a phase's
+instructions, or an answer with its tools' results); the truncation rule
+(`workers.lab.llm.truncation`) keeps the newest groups that fit, and only those are
+rendered into messages, so a call costs the same at a run's 10th step and its 10,000th.
 """
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import orjson
 
-from events.payloads import (
-    ContextTruncated,
-    LlmConfig,
-    ModelResponded,
-    Payload,
-    PhaseEntered,
-    ToolReturned,
-)
+from events.payloads import ContextTruncated, LlmConfig
+from runstate import Exchange, RunState
 from workers.gym.card import TaskCard
 from workers.lab.llm import phases, text_protocol
-from workers.lab.llm.history import BlobReader, LlmHistory, reply_of
-from workers.lab.state import RunState
+from workers.lab.llm.history import BlobReader, reply_of
+from workers.lab.llm.truncation import ExchangeSizes, Messages, first_kept
 
 NUDGE = "Continue: call one of your tools (or next_phase when this phase is done)."
 
@@ -39,94 +34,76 @@ class Conversation:
 
 def build(
     state: RunState,
-    payloads: list[Payload],
     card: TaskCard,
     config: LlmConfig,
-    history: LlmHistory,
     read_blob: BlobReader,
+    sizes: ExchangeSizes,
+    final: int,
 ) -> Conversation:
-    """The conversation for the run's next model call."""
-    phase = history.phase or phases.first_phase(state.started.reads_archive)
+    """The conversation for the run's next model call.
+
+    `final`: how many of the state's exchanges can no longer change (they are measured
+    once and remembered in `sizes`)."""
+    phase = state.phase or phases.first_phase(state.started.reads_archive)
     schemas = phases.tool_schemas(phase)
     text_mode = config.tool_protocol == "text"
-    system = _system(state, card, phase, history, schemas if text_mode else None)
+    system = _system(state, card, phase, schemas if text_mode else None)
     head = [{"role": "system", "content": system}, {"role": "user", "content": _brief(card)}]
-    groups = _exchanges(payloads, config, history, read_blob)
-    messages, truncated = _fit(head, groups, config.context_tokens * 3 // 4)
-    return Conversation(messages, [] if text_mode else schemas, truncated)
-
-
-def _exchanges(
-    payloads: list[Payload], config: LlmConfig, history: LlmHistory, read_blob: BlobReader
-) -> list[list[dict[str, Any]]]:
-    groups: list[list[dict[str, Any]]] = []
-    text_mode = config.tool_protocol == "text"
-    open_ids: set[str] = set()
-    """The tool calls of the latest answer: their results follow it."""
-    for payload in payloads:
-        if isinstance(payload, PhaseEntered):
-            groups.append([{"role": "user", "content": phases.INSTRUCTIONS[payload.phase]}])
-        elif isinstance(payload, ModelResponded):
-            phase = history.phase_at_call.get(payload.call_id)
-            reply = reply_of(payload, phase, config.tool_protocol, read_blob)
-            group = [reply.message]
-            open_ids = {call.id for call in reply.tool_calls}
-            if not reply.tool_calls:
-                group.append({"role": "user", "content": NUDGE})
-            groups.append(group)
-        elif isinstance(payload, ToolReturned) and payload.call_id in open_ids:
-            content = payload.preview or "(no output)"
-            if text_mode:
-                message = {"role": "user", "content": f"Result of {payload.tool}:\n{content}"}
-            else:
-                message = {"role": "tool", "tool_call_id": payload.call_id, "content": content}
-            groups[-1].append(message)
-    return groups
-
-
-def _fit(
-    head: list[dict[str, Any]], groups: list[list[dict[str, Any]]], limit: int
-) -> tuple[list[dict[str, Any]], ContextTruncated | None]:
-    before = _tokens(head, groups)
-    dropped = 0
-    kept = list(groups)
-    while len(kept) > 1 and _tokens(head, kept) > limit:
-        dropped += len(kept.pop(0))
+    render = partial(group_messages, config=config, read_blob=read_blob)
+    chars, counts = sizes.cumulative(state.stream, state.exchanges, final, render)
+    head_chars = len(orjson.dumps(head))
+    kept = first_kept(chars, head_chars, config.context_tokens * 3 // 4)
     messages = list(head)
-    if dropped:
-        note = f"({dropped} earlier messages were dropped to fit the context.)"
+    if kept:
+        note = f"({counts[kept]} earlier messages were dropped to fit the context.)"
         messages.append({"role": "user", "content": note})
-    messages += [m for group in kept for m in group]
-    if not dropped:
-        return messages, None
+    for exchange in state.exchanges[kept:]:
+        messages += render(exchange)
+    tools = [] if text_mode else schemas
+    if not kept:
+        return Conversation(messages, tools, None)
     truncated = ContextTruncated(
         rule="drop_oldest",
-        tokens_before=before,
-        tokens_after=_tokens(messages, []),
-        dropped_messages=dropped,
+        tokens_before=(head_chars + chars[-1]) // 4,
+        tokens_after=len(orjson.dumps(messages)) // 4,
+        dropped_messages=counts[kept],
     )
-    return messages, truncated
+    return Conversation(messages, tools, truncated)
 
 
-def _tokens(head: list[dict[str, Any]], groups: list[list[dict[str, Any]]]) -> int:
-    """A size estimate for the truncation rule only; the ledger uses the API's usage."""
-    size = len(orjson.dumps(head)) + sum(len(orjson.dumps(g)) for g in groups)
-    return size // 4
+def group_messages(exchange: Exchange, config: LlmConfig, read_blob: BlobReader) -> Messages:
+    """The messages of one group: a phase's instructions, or an answer followed by the
+    results of the tools it called (a nudge to use a tool when it called none)."""
+    if exchange.answer is None:
+        return [{"role": "user", "content": phases.INSTRUCTIONS[exchange.entered or "plan"]}]
+    reply = reply_of(exchange.answer, exchange.phase, config.tool_protocol, read_blob)
+    group = [reply.message]
+    if not reply.tool_calls:
+        group.append({"role": "user", "content": NUDGE})
+    called = {call.id for call in reply.tool_calls}
+    for result in exchange.results:
+        if result.call_id not in called:
+            continue
+        content = result.preview or "(no output)"
+        if config.tool_protocol == "text":
+            group.append({"role": "user", "content": f"Result of {result.tool}:\n{content}"})
+        else:
+            group.append({"role": "tool", "tool_call_id": result.call_id, "content": content})
+    return group
 
 
 def _system(
     state: RunState,
     card: TaskCard,
     phase: str,
-    history: LlmHistory,
     text_tools: list[dict[str, Any]] | None,
 ) -> str:
     budget = state.started.budget
     used = [f"{len(state.attempts)} of {budget.attempts or 'unlimited'} attempts"]
     if budget.tokens:
-        used.append(f"{history.tokens} of {budget.tokens} tokens")
+        used.append(f"{state.spend.tokens} of {budget.tokens} tokens")
     if budget.dollars:
-        used.append(f"${history.dollars:.4f} of ${budget.dollars}")
+        used.append(f"${state.spend.dollars:.4f} of ${budget.dollars}")
     parts = [
         f"You are {state.lab}, an autonomous research lab working on the task "
         f"'{card.title}'. You act only through tools, in a sandboxed workspace with no "

@@ -5,7 +5,9 @@ import functools
 import orjson
 
 from events.payloads.model import Phase
-from workers.tools.base import TOOLS
+from workers.tools.invoke import (
+    TOOLS,  # the registry with every tool declared (invoke imports them)
+)
 
 ORDER: tuple[Phase, ...] = ("literature", "plan", "experiment", "writeup")
 

@@ -22,9 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from events import Event, EventStore
+from events import EventStore
+from events.ids import utcnow
 from events.payloads import (
-    BudgetExceeded,
     ModelCalled,
     ModelFailed,
     ModelResponded,
@@ -34,13 +34,15 @@ from events.payloads import (
     ToolInvoked,
     ToolReturned,
 )
+from runstate import RunState, ahead
 from workers.backoff import backoff_seconds
 from workers.gym.bundle import Bundle
+from workers.lab import budget
 from workers.lab.llm import phases
 from workers.lab.llm.campaign_spend import CampaignSpend
 from workers.lab.llm.context import build
-from workers.lab.llm.history import LlmHistory, fold_history, reply_of
-from workers.lab.state import RunState
+from workers.lab.llm.history import reply_of
+from workers.lab.llm.truncation import ExchangeSizes
 from workers.llm import Gateway, ModelRequest, PreparedCall, Reply
 from workers.stream_cache import StreamCache
 from workers.tools.env import ToolEnv
@@ -57,7 +59,7 @@ class LlmStep:
     """What an `llm` step works with."""
 
     state: RunState
-    events: list[Event]
+    """The run as the log has it: every step works from its folded state."""
     bundle: Bundle
     gateway: Gateway
     store: EventStore
@@ -68,6 +70,8 @@ class LlmStep:
     """The worker's cache of streams it read."""
     spend: CampaignSpend
     """The worker's fold of campaigns' model spend."""
+    sizes: ExchangeSizes
+    """The worker's measured conversation groups of runs, for the truncation rule."""
     version: int
     """The version this step follows."""
 
@@ -77,8 +81,7 @@ def llm_step(step: LlmStep) -> Out:
     config = step.state.started.llm
     if config is None:
         return [RunFinished(reason="error", detail="an llm run needs llm settings")], {}
-    payloads = [e.payload for e in step.events]
-    last = payloads[-1]
+    last = step.state.last
     if isinstance(last, ModelCalled):
         sent, blobs = _send(step, last)
         if not isinstance(sent[-1], ModelResponded):
@@ -86,33 +89,36 @@ def llm_step(step: LlmStep) -> Out:
         # Act on the answer and write the next call ahead in this same step: one step
         # and one recorded batch per model call. The next call is sent by the step that
         # its recording triggers, so it is in the log before it is sent.
-        following, more = _answered(step, payloads + sent, blobs)
+        following, more = _answered(step, _ahead(step.state, sent), blobs)
         return sent + following, blobs | more
     if isinstance(last, ModelFailed):
-        return _after_failure(step, fold_history(payloads), last)
+        return _after_failure(step, last)
     if isinstance(last, ModelResponded):
-        return _answered(step, payloads, {})
-    return _new_call(step, payloads, fold_history(payloads), {})
+        return _answered(step, step.state, {})
+    return _new_call(step, step.state, {})
 
 
-def _answered(step: LlmStep, payloads: list[Payload], pending: dict[str, bytes]) -> Out:
+def _ahead(state: RunState, payloads: list[Payload]) -> RunState:
+    return ahead(state, payloads, utcnow())
+
+
+def _answered(step: LlmStep, seen: RunState, pending: dict[str, bytes]) -> Out:
     """Run the tools the last answer asked for, then write the next call ahead.
 
-    `pending` holds blobs published with these payloads and not yet recorded."""
-    config = step.state.started.llm
+    `seen`: the run with this step's events so far; `pending`: blobs published with
+    them and not yet recorded."""
+    config = seen.started.llm
     assert config is not None
-    history = fold_history(payloads)
-    last = payloads[-1]
+    last = seen.last
     assert isinstance(last, ModelResponded)
-    phase = history.phase_at_call.get(last.call_id)
+    phase = seen.phase_at_call.get(last.call_id)
     reply = reply_of(last, phase, config.tool_protocol, _blob(step.store, pending))
     if not reply.tool_calls:
-        return _new_call(step, payloads, history, pending)
-    ran, blobs = _run_tools(step, history, reply, phase)
+        return _new_call(step, seen, pending)
+    ran, blobs = _run_tools(step, seen, reply, phase)
     if any(p.type == "run.finished" for p in ran):
         return ran, blobs
-    seen = payloads + ran
-    following, more = _new_call(step, seen, fold_history(seen), pending | blobs)
+    following, more = _new_call(step, _ahead(seen, ran), pending | blobs)
     return ran + following, blobs | more
 
 
@@ -154,8 +160,8 @@ def _prepared(store: EventStore, called: ModelCalled) -> PreparedCall:
     return PreparedCall.restore(called, _request_blob(store, called))
 
 
-def _after_failure(step: LlmStep, history: LlmHistory, failed: ModelFailed) -> Out:
-    called = history.calls[failed.call_id]
+def _after_failure(step: LlmStep, failed: ModelFailed) -> Out:
+    called = step.state.calls[failed.call_id]
     if not failed.will_retry:
         detail = f"the model failed {called.attempt} times; last: {failed.error} {failed.detail}"
         return [RunFinished(reason="error", detail=detail[:500])], {}
@@ -174,10 +180,9 @@ def _next_attempt(called: ModelCalled) -> Out:
     return [again], {}
 
 
-def _run_tools(step: LlmStep, history: LlmHistory, reply: Reply, phase: str | None) -> Out:
+def _run_tools(step: LlmStep, state: RunState, reply: Reply, phase: str | None) -> Out:
     payloads: list[Payload] = []
     blobs: dict[str, bytes] = {}
-    state = step.state
     papers = len(state.papers)
     attempts = len(state.attempts)
     for call in reply.tool_calls:
@@ -192,14 +197,10 @@ def _run_tools(step: LlmStep, history: LlmHistory, reply: Reply, phase: str | No
             payloads += _told(call.id, call.name, arguments, f"entering phase {following}")
             payloads.append(PhaseEntered(phase=following))
             break
-        if call.name == "evaluate" and state.started.budget.attempts is not None:
-            if attempts >= state.started.budget.attempts:
-                limit = state.started.budget.attempts
-                payloads += [
-                    BudgetExceeded(budget="attempts", limit=limit, used=attempts),
-                    RunFinished(reason="budget", detail="attempts limit"),
-                ]
-                return payloads, blobs
+        if call.name == "evaluate":
+            ended = budget.out_of_attempts(state, attempts)
+            if ended is not None:
+                return payloads + ended, blobs
         step.env.run.attempts, step.env.run.papers = attempts, papers
         outcome = invoke(step.env, call.name, arguments, call_id=call.id)
         payloads += outcome.payloads
@@ -238,34 +239,36 @@ def _told(call_id: str, tool: str, args: dict[str, object], message: str) -> lis
     ]
 
 
-def _new_call(
-    step: LlmStep, payloads: list[Payload], history: LlmHistory, pending: dict[str, bytes]
-) -> Out:
-    state = step.state
-    config = state.started.llm
+def _new_call(step: LlmStep, seen: RunState, pending: dict[str, bytes]) -> Out:
+    """Check the model budgets, then write the next call ahead.
+
+    `seen`: the run with this step's events so far (its spend counts them)."""
+    config = seen.started.llm
     assert config is not None
-    over = _over_model_budget(step, history, payloads[len(step.events) :])
+    over = _over_model_budget(step, seen)
     if over is not None:
         return over, {}
     prefix: list[Payload] = []
-    if history.phase is None:
-        prefix.append(PhaseEntered(phase=phases.first_phase(state.started.reads_archive)))
-    elif history.calls_in_phase >= config.phase_calls:
-        prefix.append(PhaseEntered(phase=phases.after(history.phase, state.started.reads_archive)))
-    seen = payloads + prefix
-    history = fold_history(seen)
-    phase = history.phase or "plan"
-    conversation = build(state, seen, step.bundle.card, config, history, _blob(step.store, pending))
+    if seen.phase is None:
+        prefix.append(PhaseEntered(phase=phases.first_phase(seen.started.reads_archive)))
+    elif seen.calls_in_phase >= config.phase_calls:
+        prefix.append(PhaseEntered(phase=phases.after(seen.phase, seen.started.reads_archive)))
+    seen = _ahead(seen, prefix)
+    phase = seen.phase or "plan"
+    final = max(0, len(step.state.exchanges) - 1)
+    conversation = build(
+        seen, step.bundle.card, config, _blob(step.store, pending), step.sizes, final
+    )
     if conversation.truncated is not None:
         prefix.append(conversation.truncated)
     request = ModelRequest(
-        request_id=f"{state.stream}:{step.version}",
+        request_id=f"{seen.stream}:{step.version}",
         model=config.phase_models.get(phase, config.model),
         messages=conversation.messages,
         tools=conversation.tools,
         temperature=config.temperature,
         max_tokens=config.max_tokens,
-        seed=state.started.seed,
+        seed=seen.started.seed,
         phase=phase,
     )
     prepared = step.gateway.prepare(request)
@@ -273,66 +276,18 @@ def _new_call(
     return [*prefix, prepared.called], prepared.blobs
 
 
-def _over_model_budget(
-    step: LlmStep, history: LlmHistory, unrecorded: list[Payload]
-) -> list[Payload] | None:
-    """Token and dollar limits of the run and of its campaign, checked before each call.
-
-    `unrecorded`: this step's own events, not in the log yet (the answer it just got)."""
-    state = step.state
-    config = state.started.llm
+def _over_model_budget(step: LlmStep, seen: RunState) -> list[Payload] | None:
+    """Token and dollar limits of the run and of its campaign, checked before each call."""
+    config = seen.started.llm
     assert config is not None
-    checks = [("tokens", state.started.budget.tokens, history.tokens)]
-    checks.append(("dollars", state.started.budget.dollars, history.dollars))
     campaign = (
-        campaign_budget(step.streams, step.spend, state.campaign, state.stream)
-        if state.campaign
+        budget.campaign_budget(step.streams, step.spend, seen.campaign, seen.stream)
+        if seen.campaign
         else None
     )
-    if campaign is not None:
-        budget, tokens, dollars = campaign
-        mine = fold_history(unrecorded)  # what this step spent, counted as the log will
-        tokens, dollars = tokens + mine.tokens, dollars + mine.dollars
-        checks += [("tokens", budget.tokens, tokens), ("dollars", budget.dollars, dollars)]
-    for name, limit, used in checks:
-        if limit is not None and used >= limit:
-            exceeded = BudgetExceeded(budget=name, limit=limit, used=used)  # type: ignore[arg-type]
-            return [exceeded, RunFinished(reason="budget", detail=f"{name} limit")]
-    dollars_limited = state.started.budget.dollars is not None or (
-        campaign is not None and campaign[0].dollars is not None
-    )
-    model = config.phase_models.get(history.phase or "plan", config.model)  # type: ignore[arg-type]
-    if dollars_limited and step.gateway.prices.price_of(model) is None:
-        detail = (
-            f"a dollars budget cannot be kept for {model}: it has no price (see docs/models.md)"
-        )
-        return [RunFinished(reason="error", detail=detail)]
-    if dollars_limited and history.unpriced_gradings:
-        detail = (
-            "a dollars budget cannot be kept: the task's grader called a model whose cost is "
-            "unknown (no price, or answers without usage; see docs/models.md)"
-        )
-        return [RunFinished(reason="error", detail=detail)]
-    return None
-
-
-def campaign_budget(  # type: ignore[no-untyped-def]
-    streams: StreamCache, spend: CampaignSpend, campaign: str, stream: str
-):
-    """(the campaign's budget, tokens used, dollars used) or None when it sets no limits.
-
-    Used: every answered call of the campaign, every grading of its attempts that called
-    a model, and for each call of another run that is in flight (written ahead, no
-    outcome recorded yet) that run's last answer again, as an estimate of what it will
-    cost (`CampaignSpend`). `stream`'s own calls are counted by its caller."""
-    started = streams.first(f"campaign-{campaign}")
-    if started is None:
-        return None
-    budget = started.payload.budget  # type: ignore[union-attr]
-    if budget.tokens is None and budget.dollars is None:
-        return None
-    tokens, dollars = spend.used(campaign, stream)
-    return budget, tokens, dollars
+    model = config.phase_models.get(seen.phase or "plan", config.model)
+    unpriced = model if step.gateway.prices.price_of(model) is None else None
+    return budget.over_model_budget(seen, step.state, campaign, unpriced)
 
 
 def _request_blob(store: EventStore, called: ModelCalled) -> bytes:

@@ -1,0 +1,181 @@
+"""The fold: `apply(state, event) -> state`, pure and incremental.
+
+Folding a stream one event at a time, in pages of any size, or from a saved state plus
+the rest gives the same state (tests/runstate/test_fold.py checks it as a property).
+"""
+
+import json
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from events import Event
+from events.payloads import (
+    ExperimentScored,
+    ModelCalled,
+    ModelFailed,
+    ModelResponded,
+    PapersRetrieved,
+    PaperSubmitted,
+    Payload,
+    PhaseEntered,
+    RunFinished,
+    RunStarted,
+    ToolInvoked,
+    ToolReturned,
+)
+from events.spend import spend_of_payload
+from runstate.state import Attempt, Exchange, RunState
+
+
+def start(event: Event) -> RunState:
+    """The state of a run whose stream so far is its `run.started` event."""
+    if not isinstance(event.payload, RunStarted):
+        raise ValueError(f"{event.stream} does not begin with run.started")
+    return RunState(
+        stream=event.stream,
+        version=event.version,
+        started=event.payload,
+        started_at=event.occurred_at,
+        last_at=event.occurred_at,
+        campaign=event.correlation_id,
+        last=event.payload,
+        last_id=event.id,
+    )
+
+
+def fold(events: Iterable[Event]) -> RunState:
+    """The state of the run whose whole stream is `events` (version order)."""
+    iterator = iter(events)
+    first = next(iterator, None)
+    if first is None:
+        raise ValueError("an empty stream has no run state")
+    return fold_from(start(first), iterator)
+
+
+def fold_from(state: RunState, events: Iterable[Event]) -> RunState:
+    """`state` with the events that follow it applied in order."""
+    for event in events:
+        state = apply(state, event)
+    return state
+
+
+def ahead(state: RunState, payloads: Sequence[Payload], at: datetime) -> RunState:
+    """`state` once `payloads` follow it: what a step sees of its own events before they
+    are recorded (they are folded exactly as the recorded events will be)."""
+    for payload in payloads:
+        event = Event.model_construct(
+            id=uuid.UUID(int=0),
+            stream=state.stream,
+            version=state.version + 1,
+            occurred_at=at,
+            correlation_id=state.campaign,
+            payload=payload,
+        )
+        state = apply(state, event)
+    return state
+
+
+def apply(state: RunState, event: Event) -> RunState:
+    """The run's state after `event`, the event that follows `state.version`."""
+    if event.version != state.version + 1:
+        raise ValueError(
+            f"{state.stream}: event version {event.version} does not follow {state.version}"
+        )
+    changes: dict[str, Any] = {
+        "version": event.version,
+        "last_at": event.occurred_at,
+        "last": event.payload,
+        "last_id": event.id,
+    }
+    payload = event.payload
+    if isinstance(payload, ToolInvoked):
+        changes |= _invoked(state, payload)
+    elif isinstance(payload, ToolReturned):
+        changes |= _returned(state, payload)
+    elif isinstance(payload, ExperimentScored):
+        changes |= _scored(state, payload)
+    elif isinstance(payload, PapersRetrieved):
+        changes["retrieved"] = state.retrieved.extend(payload.paper_ids)
+    elif isinstance(payload, PaperSubmitted):
+        changes["papers"] = state.papers.append(payload)
+        changes["retrieved"] = state.retrieved.delete(0, len(state.retrieved))
+        changes["attempts_at_last_paper"] = len(state.attempts)
+    elif isinstance(payload, RunFinished):
+        changes["finished"] = payload
+    elif isinstance(payload, PhaseEntered):
+        changes["phase"], changes["calls_in_phase"] = payload.phase, 0
+        changes["exchanges"] = state.exchanges.append(Exchange(entered=payload.phase))
+    elif isinstance(payload, ModelCalled):
+        changes |= _called(state, payload)
+    elif isinstance(payload, ModelResponded):
+        changes |= _responded(state, payload)
+    elif isinstance(payload, ModelFailed):
+        changes["outcomes"] = state.outcomes.set(payload.call_id, payload)
+    return replace(state, **changes)
+
+
+def _invoked(state: RunState, payload: ToolInvoked) -> dict[str, Any]:
+    changes: dict[str, Any] = {"steps": state.steps + 1, "pending_tool": payload.tool}
+    if payload.tool == "write_file" and payload.args.get("path") == "config.json":
+        changes["config"] = _parse(payload.args.get("content"))
+    if payload.tool == "search_archive":
+        changes["searched_at"] = len(state.attempts)
+    if payload.tool == "evaluate":
+        config = changes.get("config", state.config)
+        attempt = Attempt(number=len(state.attempts) + 1, config=config)
+        changes["attempts"] = state.attempts.append(attempt)
+    return changes
+
+
+def _returned(state: RunState, payload: ToolReturned) -> dict[str, Any]:
+    """A tool's result joins the latest answer's group (the tools that answer called)."""
+    if not state.exchanges or state.exchanges[-1].answer is None:
+        return {}
+    group = state.exchanges[-1]
+    grown = replace(group, results=(*group.results, payload))
+    return {"exchanges": state.exchanges.set(len(state.exchanges) - 1, grown)}
+
+
+def _scored(state: RunState, payload: ExperimentScored) -> dict[str, Any]:
+    changes: dict[str, Any] = {}
+    spent = spend_of_payload(payload)
+    if spent is not None:
+        changes["spend"] = state.spend + spent
+    index = payload.attempt - 1
+    if 0 <= index < len(state.attempts):
+        attempt = replace(
+            state.attempts[index],
+            scores=payload.subtask_scores,
+            normalized=payload.normalized_score,
+        )
+        changes["attempts"] = state.attempts.set(index, attempt)
+    return changes
+
+
+def _called(state: RunState, payload: ModelCalled) -> dict[str, Any]:
+    return {
+        "calls": state.calls.set(payload.call_id, payload),
+        "phase_at_call": state.phase_at_call.set(payload.call_id, state.phase),
+        "calls_in_phase": state.calls_in_phase + (payload.attempt == 1),
+    }
+
+
+def _responded(state: RunState, payload: ModelResponded) -> dict[str, Any]:
+    spent = spend_of_payload(payload)
+    phase = state.phase_at_call.get(payload.call_id)
+    return {
+        "outcomes": state.outcomes.set(payload.call_id, payload),
+        "spend": state.spend if spent is None else state.spend + spent,
+        "exchanges": state.exchanges.append(Exchange(answer=payload, phase=phase)),
+    }
+
+
+def _parse(content: Any) -> dict[str, Any]:
+    try:
+        value = json.loads(content) if isinstance(content, str) else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

@@ -1,0 +1,121 @@
+"""Every budget check of a lab step, in one place: a run's limits and its campaign's.
+
+Checked before every step (wall time, steps), before every `evaluate` (attempts) and
+before every model call (tokens and dollars, of the run and of its campaign). Usage and
+cost are counted by the one rule in `events.spend`, on the run's folded state. A dollars
+budget that cannot be kept (a model with no price, a grading or a call of unknown cost)
+ends the run with `error` rather than being kept as if the unknown cost were $0.
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from events.payloads import Budget, BudgetExceeded, Payload, RunFinished
+from events.spend import Spend
+from runstate import RunState
+from workers.lab.llm.campaign_spend import CampaignSpend
+from workers.stream_cache import StreamCache
+
+
+def over_budget(state: RunState, now: datetime) -> BudgetExceeded | None:
+    """The first of the run's wall-time and step limits it has used up."""
+    budget = state.started.budget
+    elapsed = (now - state.started_at).total_seconds()
+    if budget.wall_seconds is not None and elapsed >= budget.wall_seconds:
+        return BudgetExceeded(budget="wall_seconds", limit=budget.wall_seconds, used=elapsed)
+    if budget.steps is not None and state.steps >= budget.steps:
+        return BudgetExceeded(budget="steps", limit=budget.steps, used=state.steps)
+    return None
+
+
+def out_of_attempts(state: RunState, attempts: int | None = None) -> list[Payload] | None:
+    """The events that end a run asking for an attempt beyond its limit; None while
+    attempts are left. `attempts`: attempts made so far, when the step made some itself."""
+    limit = state.started.budget.attempts
+    used = len(state.attempts) if attempts is None else attempts
+    if limit is None or used < limit:
+        return None
+    return [
+        BudgetExceeded(budget="attempts", limit=limit, used=used),
+        RunFinished(reason="budget", detail="attempts limit"),
+    ]
+
+
+@dataclass(frozen=True)
+class CampaignBudget:
+    """A campaign's model limits and what it used (other runs' calls in flight estimated)."""
+
+    budget: Budget
+    used: Spend
+
+
+def campaign_budget(
+    streams: StreamCache, spend: CampaignSpend, campaign: str, stream: str
+) -> CampaignBudget | None:
+    """The campaign's token and dollar limits and use; None when it sets neither.
+
+    Used: every answered call of the campaign, every grading of its attempts that called
+    a model, and for each call of another run that is in flight (written ahead, no
+    outcome recorded yet) that run's last answer again, as an estimate of what it will
+    cost (`CampaignSpend`). `stream`'s unrecorded calls are counted by its caller."""
+    started = streams.first(f"campaign-{campaign}")
+    if started is None:
+        return None
+    budget: Budget = started.payload.budget  # type: ignore[union-attr]
+    if budget.tokens is None and budget.dollars is None:
+        return None
+    return CampaignBudget(budget, spend.used(campaign, stream))
+
+
+def over_model_budget(
+    seen: RunState,
+    recorded: RunState,
+    campaign: CampaignBudget | None,
+    unpriced_model: str | None,
+) -> list[Payload] | None:
+    """The events that end the run before its next model call, or None to make it.
+
+    `seen`: the run with this step's own events folded in; `recorded`: as the log has
+    it (the difference is counted on top of the campaign's recorded use);
+    `unpriced_model`: the model of the next call when it has no price."""
+    budget = seen.started.budget
+    checks = [("tokens", budget.tokens, seen.spend.tokens)]
+    checks.append(("dollars", budget.dollars, seen.spend.dollars))
+    if campaign is not None:
+        tokens = campaign.used.tokens + seen.spend.tokens - recorded.spend.tokens
+        dollars = campaign.used.dollars + seen.spend.dollars - recorded.spend.dollars
+        checks += [("tokens", campaign.budget.tokens, tokens)]
+        checks += [("dollars", campaign.budget.dollars, dollars)]
+    for name, limit, used in checks:
+        if limit is not None and used >= limit:
+            exceeded = BudgetExceeded(budget=name, limit=limit, used=used)  # type: ignore[arg-type]
+            return [exceeded, RunFinished(reason="budget", detail=f"{name} limit")]
+    return _unkeepable(seen, campaign, unpriced_model)
+
+
+def _unkeepable(
+    seen: RunState, campaign: CampaignBudget | None, unpriced_model: str | None
+) -> list[Payload] | None:
+    """A dollars budget that cannot be kept, because some cost is or would be unknown."""
+    run_limited = seen.started.budget.dollars is not None
+    campaign_limited = campaign is not None and campaign.budget.dollars is not None
+    if not (run_limited or campaign_limited):
+        return None
+    detail = None
+    if unpriced_model is not None:
+        detail = f"a dollars budget cannot be kept for {unpriced_model}: it has no price"
+    elif seen.spend.unknown_cost_gradings:
+        detail = (
+            "a dollars budget cannot be kept: the task's grader called a model whose cost is "
+            "unknown (no price, or answers without usage)"
+        )
+    elif seen.spend.unknown_cost:
+        detail = "a dollars budget cannot be kept: an answer of the run has an unknown cost"
+    elif campaign_limited and campaign is not None and campaign.used.unknown_cost:
+        detail = (
+            f"the campaign's dollars budget cannot be kept: {campaign.used.unknown_cost} of "
+            "its calls or gradings have an unknown cost"
+        )
+    if detail is None:
+        return None
+    return [RunFinished(reason="error", detail=f"{detail} (see docs/models.md)")]
