@@ -12,6 +12,7 @@ from rich.table import Table
 from workers.errors import BundleError
 from workers.gym.bundle import Bundle, load_bundle, validate_bundle
 from workers.gym.registry import bundle_dirs, find_bundle
+from workers.lab.policies import policy_names
 
 tasks_app = typer.Typer(help="Research task bundles: list, show, validate.", no_args_is_help=True)
 console = Console()
@@ -119,7 +120,7 @@ def _print_card(bundle: Bundle) -> None:
 @tasks_app.command("validate")
 def tasks_validate(path: Annotated[Path, typer.Argument(help="A bundle folder.")]) -> None:
     """Check a bundle folder: print every problem and exit 1, or print ok."""
-    problems = validate_bundle(path)
+    problems = validate_bundle(path, policies=policy_names())
     if not problems:
         console.print("ok")
         return

@@ -6,7 +6,7 @@ from typing import Any
 
 from events import Event, EventStore
 from workers.bus.base import Bus
-from workers.lab.llm.campaign_spend import CampaignSpend
+from workers.lab.campaign_spend import CampaignSpend
 from workers.stream_cache import StreamCache
 
 Reaction = Callable[["WorkerContext", Sequence[Event]], None]

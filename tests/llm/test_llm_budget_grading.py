@@ -1,15 +1,25 @@
 """Token and dollar budgets count what gradings cost when a task's grader calls a model
 (math-prompting), for the run and for its campaign; an unpriced grading is unknown cost."""
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from events import Event, EventStore
 from events.ids import new_id
-from events.payloads import Budget, CampaignStarted, ExperimentScored, Payload, RunStarted
+from events.payloads import (
+    Budget,
+    CampaignStarted,
+    ExperimentScored,
+    ModelResponded,
+    Payload,
+    RunStarted,
+    Usage,
+)
+from events.recorded import Recorded
 from runstate import fold
-from workers.lab.budget import campaign_budget
-from workers.lab.llm.campaign_spend import CampaignSpend
+from workers.lab.budget import campaign_budget, over_model_budget
+from workers.lab.campaign_spend import CampaignFold, CampaignSpend
 from workers.stream_cache import StreamCache
 
 T0 = datetime(2026, 2, 1, tzinfo=UTC)
@@ -81,3 +91,54 @@ def test_a_campaigns_budget_counts_every_runs_gradings(sqlite_url: str) -> None:
     assert again is not None
     assert (again.used.tokens, round(again.used.dollars, 9)) == (3 * 3500, 0.05)
     assert reads and reads[0] > 0, "the fold reads on from where it stopped, not from 0"
+
+
+def test_a_campaign_dollars_budget_is_not_kept_with_an_unknown_cost(sqlite_url: str) -> None:
+    """Another run's grading of unknown cost is not $0 to the campaign's dollars budget:
+    the next call of any run of the campaign ends it with a reason."""
+    store = EventStore.from_url(sqlite_url)
+    started = CampaignStarted(
+        task="math-prompting", labs=2, mode="isolated", budget=Budget(dollars=1.0)
+    )
+    store.append(events("campaign-c", [started], "c"))
+    mine = [RunStarted(task="math-prompting", lab="a", policy="llm")]
+    store.append(events("run-a", mine, "c"))
+    other = [RunStarted(task="math-prompting", lab="b", policy="llm"), graded(1, None)]
+    store.append(events("run-b", other, "c"))
+    found = campaign_budget(StreamCache(store), CampaignSpend(store), "c", "run-a")
+    assert found is not None and found.used.unknown_cost == 1
+    assert found.used.dollars == 0.0 and found.used.tokens == 3500
+    state = fold(events("run-a", mine, "c"))
+    ended = over_model_budget(state, state, found, unpriced_model=None)
+    assert ended is not None
+    (finished,) = ended
+    assert finished.reason == "error"
+    assert "campaign's dollars budget cannot be kept: 1 of its calls" in finished.detail
+    without_limit = replace(found, budget=Budget(tokens=10_000))
+    assert over_model_budget(state, state, without_limit, unpriced_model=None) is None
+
+
+def test_a_call_in_flight_is_estimated_in_tokens_and_dollars_only() -> None:
+    fold_ = CampaignFold()
+    unpriced = ModelResponded(
+        call_id="x",
+        model="m",
+        usage=Usage(input_tokens=10, output_tokens=5),
+        latency_s=0.1,
+        price=None,
+        cost_usd=None,
+        cost_known=False,
+    )
+    for position, (stream, type_, payload) in enumerate(
+        [
+            ("run-b", "model.called", {}),
+            ("run-b", "model.responded", unpriced.model_dump(mode="json")),
+            ("run-b", "model.called", {}),
+        ],
+        start=1,
+    ):
+        fold_.add(
+            Recorded(position, new_id(), stream, 0, type_, 1, T0, T0, None, "c", "b", payload)
+        )
+    used = fold_.used("run-a")
+    assert (used.tokens, used.unknown_cost) == (30, 1), "the estimate is not a second unknown"

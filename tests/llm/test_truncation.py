@@ -7,7 +7,7 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workers.lab.llm.truncation import Cumulative, first_kept
+from workers.lab.policies.llm.truncation import Cumulative, first_kept
 
 
 def naive(head: int, sizes: list[int], limit: int) -> int:
@@ -60,8 +60,8 @@ from events.ids import new_id  # noqa: E402
 from events.payloads import LlmConfig, ModelResponded, PhaseEntered, RunStarted  # noqa: E402
 from runstate import Exchange, fold  # noqa: E402
 from workers.gym.bundle import load_bundle  # noqa: E402
-from workers.lab.llm.context import build, group_messages  # noqa: E402
-from workers.lab.llm.truncation import ExchangeSizes  # noqa: E402
+from workers.lab.policies.llm.context import build, group_messages  # noqa: E402
+from workers.lab.policies.llm.truncation import ExchangeSizes  # noqa: E402
 
 GYM = Path(__file__).resolve().parents[2] / "gym"
 T0 = datetime(2026, 3, 1, tzinfo=UTC)

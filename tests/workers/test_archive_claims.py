@@ -23,22 +23,33 @@ from events.payloads import (
     RunStarted,
     ToolInvoked,
 )
-from runstate import fold
+from runstate import Attempt, fold
 from workers.gym.bundle import load_bundle
+from workers.gym.card import Subtask
 from workers.lab.archive_log import LogArchive
-from workers.lab.search import (
-    Known,
+from workers.lab.policies.search.memory import Known, RunMemory
+from workers.lab.policies.search.policy import (
     SearchPolicy,
     _crossed,
-    _known,
     _novel,
     _partners,
+    _published,
+    _read,
     start_from,
 )
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 GYM = Path(__file__).resolve().parents[2] / "gym"
 BETTER = {"method": "replay", "replay_per_class": 20, "hidden_units": 64, "epochs": 10}
+
+
+def memory_of(own: list[dict], primary: Subtask, scores: list[float | None]) -> RunMemory:
+    """A run's memory of attempts with these configurations and primary scores."""
+    memory = RunMemory(sorted({key for config in own for key in config}))
+    for number, (config, score) in enumerate(zip(own, scores, strict=True), start=1):
+        graded = None if score is None else {primary.name: score}
+        memory.add(Attempt(number=number, config=config, scores=graded), primary)
+    return memory
 
 
 def stream_of(run: str, payloads: list[Payload]) -> list[Event]:
@@ -164,7 +175,8 @@ def test_a_lab_follows_another_labs_result_only_when_it_is_clearly_ahead(
     primary = load_bundle(GYM / "continual-digits").card.subtask("final_accuracy")
     mine = Known(0.82, {"method": "replay"}, measured=True, own=True)
     other = Known(theirs, BETTER, measured=True)
-    start = start_from([mine, Known(0.5, {"method": "ncm"}, True, own=True), other], primary)
+    memory = memory_of([mine.config, {"method": "ncm"}], primary, [0.82, 0.5])
+    start = start_from(memory, [other], primary)
     assert start == (other if follows else mine)
 
 
@@ -181,9 +193,11 @@ def test_a_jump_covers_pairs_of_values_no_known_experiment_tried() -> None:
     ]
     untried = {("memory", 20, "method", "replay"), ("epochs", 1, "method", "replay")}
     untried.add(("epochs", 1, "memory", 20))
+    primary = load_bundle(GYM / "continual-digits").card.subtask("final_accuracy")
+    memory = memory_of(tried, primary, [None, None, None])
     covered = []
     for seed in range(20):
-        jump = _novel(random.Random(seed), tried[0], space, tried)
+        jump = _novel(random.Random(seed), tried[0], space, memory)
         assert jump not in tried
         keys = sorted(space)
         pairs = {(a, jump[a], b, jump[b]) for i, a in enumerate(keys) for b in keys[i + 1 :]}
@@ -238,8 +252,9 @@ def test_a_crossing_takes_some_of_a_good_partners_values_and_keeps_some_of_the_b
     at_baseline = Known(0.19, {"method": "finetune", "replay_per_class": 0}, True)
     weak = Known(0.45, {"method": "finetune", "replay_per_class": 20, "epochs": 10}, True)
     claimed = Known(0.95, {"method": "ncm", "hidden_units": 64}, measured=False)
-    known = [best, partner, one_away, at_baseline, weak, claimed]
-    assert _partners(known, best, primary, space) == [partner]
+    read = [partner, one_away, at_baseline, weak, claimed]
+    memory = memory_of([best.config], primary, [best.score])
+    assert _partners(memory, read, best, primary, space) == [partner]
     children = [
         _crossed(random.Random(seed), best.config, partner.config, space) for seed in range(20)
     ]
@@ -293,7 +308,11 @@ def test_a_configuration_the_lab_graded_itself_is_known_by_its_own_score(sqlite_
     )
     store.append(reader)
     primary = bundle.card.subtask("final_accuracy")
-    known = _known(fold(reader), LogArchive(store), primary, dict(bundle.starter_config()))
+    state = fold(reader)
+    memory = memory_of([a.config for a in state.attempts], primary, [0.3])
+    starter = dict(bundle.starter_config())
+    read = _read(_published(state, LogArchive(store)), memory, primary, starter)
+    known = [*memory.own, *read]
     assert [(k.score, k.own) for k in known if k.config == published] == [(0.3, True)]
 
 

@@ -8,11 +8,13 @@ A task bundle is a folder:
 - `baselines/`: scripts that reproduce the card's baseline and reference scores.
 """
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Policy = Literal["search", "llm"]
+PolicyName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")]
+"""A policy's name; which names exist is checked against the policies found
+(`workers/lab/policies`) by `labrxiv tasks validate` and by the workers."""
 ParamValue = int | float | str | bool
 
 
@@ -75,7 +77,7 @@ class TaskCard(_Strict):
     """The research goal, as a lab is told it."""
     primary: str
     """The subtask whose score is the run's score (best-so-far curves use it)."""
-    policies: list[Policy] = Field(default_factory=lambda: ["search", "llm"])
+    policies: list[PolicyName] = Field(default_factory=lambda: ["search", "llm"])
     """Which policies can work on the task."""
     subtasks: list[Subtask] = Field(min_length=1)
     budgets: Budgets = Budgets()

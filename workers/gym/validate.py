@@ -8,6 +8,7 @@ import hashlib
 import json
 import shlex
 import tomllib
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from workers.gym.layout import (
 )
 
 
-def validate_bundle(path: Path) -> list[str]:
+def validate_bundle(path: Path, policies: Collection[str] = ()) -> list[str]:
     """Every problem of the bundle at `path`, one line each; empty when it is valid."""
     path = Path(path)
     if not path.is_dir():
@@ -37,7 +38,24 @@ def validate_bundle(path: Path) -> list[str]:
         return [f"{CARD_FILE}: missing (the task card)", *_check_folders(path, {})]
     except (OSError, tomllib.TOMLDecodeError) as exc:
         return [f"{CARD_FILE}: not valid TOML: {exc}", *_check_folders(path, {})]
-    return [*_check_card(raw), *_check_id(raw, path), *_check_folders(path, raw)]
+    return [
+        *_check_card(raw),
+        *_check_policies(raw, policies),
+        *_check_id(raw, path),
+        *_check_folders(path, raw),
+    ]
+
+
+def _check_policies(raw: dict[str, Any], known: Collection[str]) -> list[str]:
+    """Policies the card names that no worker has (checked when `known` is given)."""
+    named = raw.get("policies")
+    if not known or not isinstance(named, list):
+        return []
+    return [
+        f"{CARD_FILE}: policies: no policy {name!r} (known: {', '.join(sorted(known))})"
+        for name in named
+        if isinstance(name, str) and name not in known
+    ]
 
 
 def _check_card(raw: dict[str, Any]) -> list[str]:

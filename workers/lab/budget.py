@@ -13,7 +13,7 @@ from datetime import datetime
 from events.payloads import Budget, BudgetExceeded, Payload, RunFinished
 from events.spend import Spend
 from runstate import RunState
-from workers.lab.llm.campaign_spend import CampaignSpend
+from workers.lab.campaign_spend import CampaignSpend
 from workers.stream_cache import StreamCache
 
 

@@ -11,9 +11,7 @@ from workers.errors import WorkerError
 from workers.gym.bundle import Bundle
 from workers.gym.grading import protected_digests
 from workers.gym.registry import find_bundle
-from workers.lab.llm.truncation import ExchangeSizes
-from workers.lab.policy import Policy
-from workers.lab.search import SearchPolicy
+from workers.lab.policies import Policy, new_policies
 from workers.llm import Gateway
 from workers.llm.prices import PriceTable
 from workers.sandbox.base import Limits
@@ -39,16 +37,19 @@ class LabServices:
     inflight: Path = Path(".labrxiv/inflight")
     """Markers of model calls being sent (outside every workspace)."""
     limits: Limits = field(default_factory=Limits)
-    policies: dict[str, Policy] = field(default_factory=lambda: {"search": SearchPolicy()})
-    exchange_sizes: ExchangeSizes = field(default_factory=ExchangeSizes)
-    """Measured conversation groups of `llm` runs (this worker's), for truncation."""
+    policies: dict[str, Policy] = field(default_factory=new_policies)
+    """Every policy found (`workers/lab/policies`), this worker's instances."""
     _bundles: dict[str, Bundle] = field(default_factory=dict)
     _protected: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def bundle(self, task: str) -> Bundle:
         """The bundle of `task` (cached)."""
         if task not in self._bundles:
-            self._bundles[task] = find_bundle(task, self.gym_dirs)
+            bundle = find_bundle(task, self.gym_dirs)
+            unknown = sorted(set(bundle.card.policies) - set(self.policies))
+            if unknown:
+                raise WorkerError(f"task {task} names policies no worker has: {unknown}")
+            self._bundles[task] = bundle
         return self._bundles[task]
 
     def gateway(self, config: LlmConfig | None) -> Gateway:
@@ -83,7 +84,6 @@ class LabServices:
             campaign=state.campaign,
             reads_archive=state.started.reads_archive,
             attempts=len(state.attempts),
-            scores={a.number: a.scores for a in state.attempts if a.scores},
             papers=len(state.papers),
         )
         return ToolEnv(

@@ -23,9 +23,8 @@ from events.payloads import (
 from runstate import RunState
 from workers.bus.base import publish
 from workers.context import WorkerContext
-from workers.lab.budget import out_of_attempts, over_budget
-from workers.lab.llm.step import LlmStep, llm_step
-from workers.tools.invoke import invoke
+from workers.lab.budget import over_budget
+from workers.lab.policies import StepInput
 
 log = logging.getLogger(__name__)
 
@@ -92,40 +91,28 @@ def _act(
 ) -> tuple[list[Payload], dict[str, bytes]]:
     labs = ctx.labs
     assert labs is not None
-    stream = state.stream
     try:
         bundle = labs.bundle(state.task)
         if state.started.policy not in bundle.card.policies:
             detail = f"task {state.task} does not support the {state.started.policy} policy"
             return [RunFinished(reason="error", detail=detail)], {}
-        if state.started.policy == "llm":
-            return llm_step(
-                LlmStep(
-                    state=state,
-                    bundle=bundle,
-                    gateway=labs.gateway(state.started.llm),
-                    store=ctx.store,
-                    inflight=labs.inflight,
-                    env=labs.env_for(state),
-                    streams=ctx.streams,
-                    spend=ctx.spend,
-                    sizes=labs.exchange_sizes,
-                    version=after_version,
-                )
-            )
-        action = labs.policy(state.started.policy).decide(state, bundle, labs.archive)
-        env = labs.env_for(state)
+        policy = labs.policy(state.started.policy)
+        step = StepInput(
+            state=state,
+            version=after_version,
+            bundle=bundle,
+            env=labs.env_for(state),
+            archive=labs.archive,
+            store=ctx.store,
+            streams=ctx.streams,
+            spend=ctx.spend,
+            inflight=labs.inflight,
+            gateway=labs.gateway,
+        )
+        return policy.step(step)
     except Exception as exc:  # a policy or bundle bug ends this run, not the worker
-        log.exception("%s: cannot take a step", stream)
+        log.exception("%s: cannot take a step", state.stream)
         return [RunFinished(reason="error", detail=f"{type(exc).__name__}: {exc}")], {}
-    ended = out_of_attempts(state) if action.tool == "evaluate" else None
-    if ended is not None:
-        return ended, {}
-    outcome = invoke(env, action.tool, action.args, call_id=f"{stream}:{after_version + 1}")
-    payloads = list(outcome.payloads)
-    if outcome.finish:
-        payloads.append(RunFinished(reason="done", detail=outcome.output[:500]))
-    return payloads, outcome.blobs
 
 
 def _actor(payload: Payload, state: RunState) -> str:

@@ -48,8 +48,6 @@ class RunView:
     reads_archive: bool
     attempts: int
     """Scored or failed evaluations so far."""
-    scores: dict[int, dict[str, float]] = field(default_factory=dict)
-    """Subtask scores by attempt number."""
     papers: int = 0
 
 

@@ -11,7 +11,7 @@ from events.payloads import (
     ModelResponded,
 )
 from events.payloads.model import Phase
-from workers.lab.llm import phases, text_protocol
+from workers.lab.policies.llm import phases, text_protocol
 from workers.llm.reply import Reply, parse_reply
 
 BlobReader = Callable[[str], bytes | None]

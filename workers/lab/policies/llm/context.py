@@ -3,7 +3,7 @@
 Rebuilding from the log is what lets any worker take the next step after a crash. The
 run's folded state holds the conversation's groups (`RunState.exchanges`: a phase's
 instructions, or an answer with its tools' results); the truncation rule
-(`workers.lab.llm.truncation`) keeps the newest groups that fit, and only those are
+(`workers.lab.policies.llm.truncation`) keeps the newest groups that fit, and only those are
 rendered into messages, so a call costs the same at a run's 10th step and its 10,000th.
 """
 
@@ -16,9 +16,9 @@ import orjson
 from events.payloads import ContextTruncated, LlmConfig
 from runstate import Exchange, RunState
 from workers.gym.card import TaskCard
-from workers.lab.llm import phases, text_protocol
-from workers.lab.llm.history import BlobReader, reply_of
-from workers.lab.llm.truncation import ExchangeSizes, Messages, first_kept
+from workers.lab.policies.llm import phases, text_protocol
+from workers.lab.policies.llm.history import BlobReader, reply_of
+from workers.lab.policies.llm.truncation import ExchangeSizes, Messages, first_kept
 
 NUDGE = "Continue: call one of your tools (or next_phase when this phase is done)."
 

@@ -38,11 +38,11 @@ from runstate import RunState, ahead
 from workers.backoff import backoff_seconds
 from workers.gym.bundle import Bundle
 from workers.lab import budget
-from workers.lab.llm import phases
-from workers.lab.llm.campaign_spend import CampaignSpend
-from workers.lab.llm.context import build
-from workers.lab.llm.history import reply_of
-from workers.lab.llm.truncation import ExchangeSizes
+from workers.lab.campaign_spend import CampaignSpend
+from workers.lab.policies.llm import phases
+from workers.lab.policies.llm.context import build
+from workers.lab.policies.llm.history import reply_of
+from workers.lab.policies.llm.truncation import ExchangeSizes
 from workers.llm import Gateway, ModelRequest, PreparedCall, Reply
 from workers.stream_cache import StreamCache
 from workers.tools.env import ToolEnv

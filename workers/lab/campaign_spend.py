@@ -52,7 +52,13 @@ class CampaignFold:
         used = self.spent
         for run in self.in_flight:
             if run != stream and run in self.last:
-                used += self.last[run]
+                last = self.last[run]
+                # An estimate of tokens and dollars only: no call is counted twice.
+                used += Spend(
+                    input_tokens=last.input_tokens,
+                    output_tokens=last.output_tokens,
+                    dollars=last.dollars,
+                )
         return used
 
 

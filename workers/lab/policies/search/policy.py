@@ -23,26 +23,54 @@ tried without a memory) then steers every lab away from what works.
 import json
 import math
 import random
-from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from events.payloads import RunFinished
 from runstate import RunState
 from workers.gym.bundle import Bundle
 from workers.gym.card import Subtask
 from workers.gym.scoring import PROGRESS, better, over_baseline
-from workers.lab.paper import write_paper
-from workers.lab.policy import Action
+from workers.lab.budget import out_of_attempts
+from workers.lab.policies.base import StepInput, StepOutcome
+from workers.lab.policies.search.memory import Known, Memories, RunMemory, config_key, pairs
+from workers.lab.policies.search.paper import write_paper
 from workers.tools.env import Archive
+from workers.tools.invoke import invoke
 
 DEFAULT_ATTEMPTS_PER_PAPER = 4
+
+
+@dataclass(frozen=True)
+class Action:
+    """One tool call the policy asks for."""
+
+    tool: str
+    args: dict[str, Any] = field(default_factory=dict)
 
 
 class SearchPolicy:
     """Local search over the task's search space, reading and writing the archive."""
 
     name = "search"
+
+    def __init__(self) -> None:
+        self._memories = Memories()
+        """This worker's summaries of runs' attempts (`memory.py`)."""
+
+    def step(self, step: StepInput) -> StepOutcome:
+        """Decide the next tool call and run it (one tool call a step)."""
+        state = step.state
+        action = self.decide(state, step.bundle, step.archive)
+        ended = out_of_attempts(state) if action.tool == "evaluate" else None
+        if ended is not None:
+            return ended, {}
+        call_id = f"{state.stream}:{step.version + 1}"
+        outcome = invoke(step.env, action.tool, action.args, call_id=call_id)
+        payloads = list(outcome.payloads)
+        if outcome.finish:
+            payloads.append(RunFinished(reason="done", detail=outcome.output[:500]))
+        return payloads, outcome.blobs
 
     def decide(self, state: RunState, bundle: Bundle, archive: Archive) -> Action:
         """The next action of the round the run is in."""
@@ -69,85 +97,110 @@ class SearchPolicy:
     def _next_config(self, state: RunState, bundle: Bundle, archive: Archive) -> dict[str, Any]:
         primary = bundle.card.subtask(bundle.card.primary)
         starter = dict(bundle.starter_config())
-        known = _known(state, archive, primary, starter)
-        if not known:
-            return starter
-        best = start_from(known, primary)
-        tried = [a.config for a in state.attempts] + [k.config for k in known if k.measured]
-        if best.config not in tried:
-            return best.config  # a claim no verified experiment backs is measured first
-        rng = random.Random(f"{state.started.seed}:{state.lab}:{len(state.attempts)}")
         space = bundle.card.search_space
-        stuck = len(state.attempts_since_paper())
-        if any(a.config == best.config for a in state.attempts if a.scores is not None):
-            stuck = _attempts_without_progress(state, primary)
-        mine = [a.config for a in state.attempts]
-        weights = _value_weights([k for k in known if k.own], space, primary)
-        partners = _partners(known, best, primary, space)
-        for _ in range(50):
-            # Moves around the best: small while they pay, wider after every attempt
-            # that did not improve (a best adopted from a paper is a new start, judged on
-            # this round's attempts); a fifth of the moves are jumps, a fifth (when
-            # another good result is known) cross the best with it. New values are
-            # drawn by what the run's own results say of them.
-            candidate = dict(best.config)
-            moves = min(len(space), 1 + stuck + rng.choice([0, 0, 1]))
-            draw = rng.random()
-            if draw < 0.2:
-                candidate = _novel(rng, candidate, space, mine)
-            elif draw < 0.4 and partners:
-                candidate = _crossed(rng, candidate, rng.choice(partners).config, space)
-            else:
-                for key in rng.sample(sorted(space), k=moves):
-                    candidate[key] = rng.choices(space[key], weights[key])[0]
-            if candidate not in tried:
-                return candidate
-        return {key: rng.choice(values) for key, values in space.items()} | {
-            k: v for k, v in starter.items() if k not in space
-        }
+        with self._memories.of(state, primary, sorted(space)) as memory:
+            return _next_config(state, memory, primary, starter, space, _published(state, archive))
+
+
+def _next_config(
+    state: RunState,
+    memory: RunMemory,
+    primary: Subtask,
+    starter: dict[str, Any],
+    space: dict[str, list[Any]],
+    published: list[dict[str, Any]],
+) -> dict[str, Any]:
+    read = _read(published, memory, primary, starter)
+    if not memory.own and not read:
+        return starter
+    best = start_from(memory, read, primary)
+    measured_read = {config_key(k.config) for k in read if k.measured}
+
+    def tried(config: dict[str, Any]) -> bool:
+        key = config_key(config)
+        return key in memory.tried or key in measured_read
+
+    if not tried(best.config):
+        return best.config  # a claim no verified experiment backs is measured first
+    rng = random.Random(f"{state.started.seed}:{state.lab}:{len(state.attempts)}")
+    stuck = len(state.attempts_since_paper())
+    if config_key(best.config) in memory.scored:
+        stuck = memory.stuck
+    weights = _value_weights(memory, space)
+    partners = _partners(memory, read, best, primary, space)
+    for _ in range(50):
+        # Moves around the best: small while they pay, wider after every attempt
+        # that did not improve (a best adopted from a paper is a new start, judged on
+        # this round's attempts); a fifth of the moves are jumps, a fifth (when
+        # another good result is known) cross the best with it. New values are
+        # drawn by what the run's own results say of them.
+        candidate = dict(best.config)
+        moves = min(len(space), 1 + stuck + rng.choice([0, 0, 1]))
+        draw = rng.random()
+        if draw < 0.2:
+            candidate = _novel(rng, candidate, space, memory)
+        elif draw < 0.4 and partners:
+            candidate = _crossed(rng, candidate, rng.choice(partners).config, space)
+        else:
+            for key in rng.sample(sorted(space), k=moves):
+                candidate[key] = rng.choices(space[key], weights[key])[0]
+        if not tried(candidate):
+            return candidate
+    return {key: rng.choice(values) for key, values in space.items()} | {
+        k: v for k, v in starter.items() if k not in space
+    }
 
 
 def _novel(
-    rng: random.Random,
-    base: dict[str, Any],
-    space: dict[str, list[Any]],
-    tried: list[dict[str, Any]],
+    rng: random.Random, base: dict[str, Any], space: dict[str, list[Any]], memory: RunMemory
 ) -> dict[str, Any]:
     """A jump: of a few random configurations, the one that sets the most pairs of
-    values (two parameters set together) that `tried` did not. Effects that need two
-    settings together (rehearsal and a memory) are found by covering pairs."""
+    values (two parameters set together) that the run's attempts did not. Effects that
+    need two settings together (rehearsal and a memory) are found by covering pairs."""
     keys = sorted(space)
-    seen = Counter(pair for config in tried for pair in _pairs(config, keys))
+    seen = memory.pair_counts
     best, novelty = base, -1.0
     for _ in range(JUMP_CANDIDATES):
         candidate = dict(base) | {key: rng.choice(space[key]) for key in keys}
-        score = sum(1 / (1 + seen[pair]) for pair in _pairs(candidate, keys))
-        if score > novelty and candidate not in tried:
+        score = sum(1 / (1 + seen[pair]) for pair in pairs(candidate, keys))
+        if score > novelty and config_key(candidate) not in memory.tried:
             best, novelty = candidate, score
     return best
 
 
 def _partners(
-    known: list["Known"], best: "Known", primary: Subtask, space: dict[str, list[Any]]
-) -> list["Known"]:
+    memory: RunMemory,
+    read: list[Known],
+    best: Known,
+    primary: Subtask,
+    space: dict[str, list[Any]],
+) -> list[Known]:
     """Who the best is crossed with: the `PARTNERS` best measured results that differ
     from it in at least two parameters of the space and are good in their own right:
     `PROGRESS` above the baseline and at least half as far above it as the best (a
     result near the baseline has no ingredient worth taking; crossing a cliff found
     with one lab's near-baseline result only loses the cliff). In archive mode these
-    are mostly other labs' results: one lab's ingredient meets another's."""
+    are mostly other labs' results: one lab's ingredient meets another's.
 
-    def differs(config: dict[str, Any]) -> bool:
-        return sum(config.get(key) != best.config.get(key) for key in space) >= 2
+    Ties keep the order results are known in: the run's own attempts first, in order,
+    then the papers'."""
+
+    def good(k: Known) -> bool:
+        differs = sum(k.config.get(key) != best.config.get(key) for key in space) >= 2
+        return k.measured and differs and over_baseline(primary, k.score) >= floor
 
     floor = max(PROGRESS, over_baseline(primary, best.score) / 2)
-    good = [
-        k
-        for k in known
-        if k.measured and differs(k.config) and over_baseline(primary, k.score) >= floor
+    found: list[tuple[float, int, Known]] = []
+    for negative, index in memory.ranked:  # the run's own results, best first
+        if -negative < floor or len(found) == PARTNERS:
+            break
+        if good(memory.own[index]):
+            found.append((negative, index, memory.own[index]))
+    mine = len(memory.own)
+    found += [
+        (-over_baseline(primary, k.score), mine + i, k) for i, k in enumerate(read) if good(k)
     ]
-    good.sort(key=lambda k: over_baseline(primary, k.score), reverse=True)
-    return good[:PARTNERS]
+    return [k for _, _, k in sorted(found, key=lambda item: item[:2])][:PARTNERS]
 
 
 PARTNERS = 3
@@ -168,26 +221,18 @@ def _crossed(
     return dict(base) | {key: partner[key] for key in taken}
 
 
-def _pairs(config: dict[str, Any], keys: list[str]) -> Iterator[tuple[str, Any, str, Any]]:
-    """Every pair of the configuration's values of `keys`, as (key, value, key, value)."""
-    for i, a in enumerate(keys):
-        for b in keys[i + 1 :]:
-            yield a, config.get(a), b, config.get(b)
-
-
 JUMP_CANDIDATES = 8
 """How many random configurations a jump chooses the least tried one from."""
 
 
-def start_from(known: list["Known"], primary: Subtask) -> "Known":
+def start_from(memory: RunMemory, read: list[Known], primary: Subtask) -> Known:
     """The best known result, but the run's own best unless another lab's is ahead of it
     by at least `FOLLOW`: labs that all follow a marginally better result pile onto
     one plateau and stop exploring apart."""
-    best = _top(known, primary)
-    own = [k for k in known if k.own]
-    if not own or best.own:
+    mine = memory.top
+    best = _top([mine, *read] if mine is not None else read, primary)
+    if mine is None or best.own:
         return best
-    mine = _top(own, primary)
     ahead = over_baseline(primary, best.score) - over_baseline(primary, mine.score)
     return best if ahead >= FOLLOW else mine
 
@@ -207,55 +252,39 @@ of the lab's own best to be followed. A small lead is often a plateau a little a
 the baseline that a lab would get stuck on; a lab keeps its own line for those."""
 
 
-@dataclass(frozen=True)
-class Known:
-    """A configuration and its primary score, from the run's attempts or a paper it read."""
-
-    score: float
-    config: dict[str, Any]
-    measured: bool
-    """Graded: by this run, or by the author's run (verified by the archive)."""
-    own: bool = False
-    """Measured by this run."""
-
-
-def _known(state: RunState, archive: Archive, primary: Subtask, starter: dict) -> list[Known]:
-    """The run's graded attempts, then what the papers it read report: their verified
-    experiments (graded), and each paper's claimed best (not graded unless a verified
-    experiment ran it). A configuration the run graded itself is known by its own score."""
-    known = [
-        Known(a.scores[primary.name], a.config, True, own=True)
-        for a in state.attempts
-        if a.scores is not None
-    ]
-    mine = [a.config for a in state.attempts]
-    for paper in _published(state, archive):
+def _read(
+    published: list[dict[str, Any]], memory: RunMemory, primary: Subtask, starter: dict
+) -> list[Known]:
+    """What the papers the run read report: their verified experiments (graded), and
+    each paper's claimed best (not graded unless a verified experiment ran it). A
+    configuration the run graded itself is known by its own score."""
+    known = []
+    for paper in published:
         for experiment in paper.get("experiments") or []:
             config = {**starter, **experiment["config"]}
             value = experiment["scores"].get(primary.name)
-            if experiment.get("verified") and value is not None and config not in mine:
-                known.append(Known(value, config, True))
+            if experiment.get("verified") and value is not None:
+                if config_key(config) not in memory.tried:
+                    known.append(Known(value, config, True))
         claimed = [c for c in paper["claims"] if c["subtask"] == primary.name]
         config = {**starter, **paper["method"]}
-        if claimed and paper["method"] and config not in mine:
+        if claimed and paper["method"] and config_key(config) not in memory.tried:
             known.append(Known(claimed[0]["value"], config, False))
     return known
 
 
-def _value_weights(
-    known: list[Known], space: dict[str, list[Any]], primary: Subtask
-) -> dict[str, list[float]]:
-    """Per parameter, a weight per value: high where measured results with that value
-    scored well, with a bonus for values measured rarely (never: the mean of all)."""
-    measured = [(over_baseline(primary, k.score), k.config) for k in known if k.measured]
-    overall = sum(v for v, _ in measured) / len(measured) if measured else 0.0
+def _value_weights(memory: RunMemory, space: dict[str, list[Any]]) -> dict[str, list[float]]:
+    """Per parameter, a weight per value: high where the run's measured results with that
+    value scored well, with a bonus for values measured rarely (never: the mean of all)."""
+    measured = len(memory.own)
+    overall = memory.total / measured if measured else 0.0
     weights: dict[str, list[float]] = {}
     for key, values in space.items():
         merits = []
         for value in values:
-            seen = [v for v, config in measured if config.get(key) == value]
-            mean = sum(seen) / len(seen) if seen else overall
-            merits.append(mean + EXPLORE / math.sqrt(len(seen) + 1))
+            total, count = memory.value_sums.get((key, value), (0.0, 0))
+            mean = total / count if count else overall
+            merits.append(mean + EXPLORE / math.sqrt(count + 1))
         top = max(merits)
         weights[key] = [math.exp((m - top) / TEMPERATURE) for m in merits]
     return weights
@@ -265,24 +294,6 @@ EXPLORE = 0.2
 """Bonus of a value never measured, in fractions of the baseline→reference gap."""
 TEMPERATURE = 0.1
 """How sharply values with better results are preferred (same unit)."""
-
-
-def _attempts_without_progress(state: RunState, primary: Subtask) -> int:
-    """How many of the latest scored attempts did not beat the best before them by at
-    least `PROGRESS` (a gain below it is noise on a plateau, not a direction)."""
-    best: float | None = None
-    stuck = 0
-    for attempt in state.attempts:
-        if attempt.scores is None:
-            stuck += 1
-            continue
-        value = over_baseline(primary, attempt.scores[primary.name])
-        if best is None or value >= best + PROGRESS:
-            best, stuck = value, 0
-        else:
-            stuck += 1
-            best = max(best, value)
-    return stuck
 
 
 def _per_paper(state: RunState) -> int:

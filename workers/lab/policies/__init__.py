@@ -1,0 +1,41 @@
+"""Lab policies: one subpackage each, found by name, behind one protocol (`base.Policy`).
+
+Adding a policy touches one folder: write `workers/lab/policies/<name>/` whose
+`__init__.py` sets `POLICY`, the policy's class (instantiated once per worker, so it may
+keep per-worker caches). `labrxiv tasks validate` checks a card's `policies` against
+the names found here.
+"""
+
+import importlib
+import pkgutil
+from functools import cache
+
+from workers.lab.policies.base import Policy, StepInput, StepOutcome
+
+__all__ = ["Policy", "StepInput", "StepOutcome", "new_policies", "policy_names"]
+
+
+@cache
+def _classes() -> dict[str, type[Policy]]:
+    found: dict[str, type[Policy]] = {}
+    for module in pkgutil.iter_modules(__path__):
+        if not module.ispkg:
+            continue
+        package = importlib.import_module(f"{__name__}.{module.name}")
+        policy: type[Policy] | None = getattr(package, "POLICY", None)
+        if policy is None:
+            raise ImportError(f"{package.__name__} sets no POLICY (the policy's class)")
+        if policy.name != module.name:
+            raise ImportError(f"{package.__name__}: POLICY is named {policy.name!r}")
+        found[policy.name] = policy
+    return found
+
+
+def policy_names() -> list[str]:
+    """The names of every policy found, sorted."""
+    return sorted(_classes())
+
+
+def new_policies() -> dict[str, Policy]:
+    """A fresh instance of every policy, by name (a worker's own)."""
+    return {name: cls() for name, cls in _classes().items()}

@@ -1,0 +1,58 @@
+"""The policy interface: a lab's next step, as the events and blobs it publishes.
+
+Every policy (the offline `search` agent, `llm` labs, and those to come: scripted test
+policies, forks, revisions after review) takes a step through the same method and
+returns what the step recorded; the lab step around it (`workers/lab/step.py`) checks
+the run's wall-time and step budgets before, and stamps, numbers and publishes after.
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar, Protocol
+
+from events import EventStore
+from events.payloads import LlmConfig, Payload
+from runstate import RunState
+from workers.gym.bundle import Bundle
+from workers.lab.campaign_spend import CampaignSpend
+from workers.llm import Gateway
+from workers.stream_cache import StreamCache
+from workers.tools.env import Archive, ToolEnv
+
+StepOutcome = tuple[list[Payload], dict[str, bytes]]
+"""The payloads of a step's events, in order, and the blobs they reference."""
+
+
+@dataclass(frozen=True)
+class StepInput:
+    """What a policy's step works with; built by the lab step for each step."""
+
+    state: RunState
+    """The run as the log has it, folded up to `version`."""
+    version: int
+    """The version this step follows: the step's events get the versions after it."""
+    bundle: Bundle
+    env: ToolEnv
+    """The run's tools, in its workspace."""
+    archive: Archive
+    store: EventStore
+    streams: StreamCache
+    """The worker's folded runs and first events of streams."""
+    spend: CampaignSpend
+    """The worker's fold of campaigns' model spend, for campaign budgets."""
+    inflight: Path
+    """Markers of model calls being sent (outside every workspace)."""
+    gateway: Callable[[LlmConfig | None], Gateway]
+    """The model gateway for a run's model settings."""
+
+
+class Policy(Protocol):
+    """Decides and takes a run's next step. A step delivered twice must ask for the same
+    thing (deterministic for the same state): its events get the same ids."""
+
+    name: ClassVar[str]
+    """The name runs and task cards use (`RunStarted.policy`, `policies` of a card)."""
+
+    def step(self, step: StepInput) -> StepOutcome:
+        """The events of the run's next step and the blobs they reference."""
