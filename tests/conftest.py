@@ -1,10 +1,18 @@
 """Shared fixtures: a SQLite file, a fresh PostgreSQL database, a clean Redis database.
 
-Tests that need a server skip when it is down on a developer's machine, and fail
-under CI=true (CI always has them: .ci/run starts them).
+Tests that need a server skip when it is missing on a developer's machine, and fail
+under CI=true (CI always has them: .ci/run starts PostgreSQL and installs Redis).
+
+Redis: each test session starts a `redis-server` of its own on a free port (no
+persistence), so two test runs on one machine (a developer's and CI's, or two
+clones) never flush each other's queues, as a shared fixed database number did.
 """
 
 import os
+import shutil
+import socket
+import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +22,8 @@ import pytest
 import redis
 
 PG_ADMIN = os.environ.get("LABRXIV_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
-REDIS_BASE = os.environ.get("LABRXIV_TEST_REDIS", "redis://127.0.0.1:6379")
+REDIS_BASE = os.environ.get("LABRXIV_TEST_REDIS")
+"""A Redis to use instead of the session's own (e.g. `redis://127.0.0.1:6379`)."""
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
@@ -55,10 +64,55 @@ def store_url(request: pytest.FixtureRequest) -> str:
     return request.getfixturevalue(name)
 
 
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def redis_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """This test session's own Redis server (or `LABRXIV_TEST_REDIS`)."""
+    if REDIS_BASE:
+        yield REDIS_BASE
+        return
+    binary = shutil.which("redis-server")
+    if binary is None:
+        message = "redis-server is not installed (Debian: apt-get install redis-server)"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    port = _free_port()
+    folder = tmp_path_factory.mktemp("redis")
+    server = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        + ["--dir", str(folder), "--logfile", str(folder / "redis.log")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    client = redis.Redis(port=port, socket_connect_timeout=1)
+    try:
+        for _ in range(100):
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if server.poll() is not None:
+                    pytest.fail(f"redis-server exited at start: {folder / 'redis.log'}")
+                time.sleep(0.05)
+        else:
+            pytest.fail(f"redis-server did not answer on port {port} within 5 s")
+        yield f"redis://127.0.0.1:{port}"
+    finally:
+        client.close()
+        server.terminate()
+        server.wait(timeout=10)
+
+
 @pytest.fixture
-def redis_url() -> Iterator[str]:
-    """Database 9 of the machine's Redis, emptied before and after the test."""
-    url = f"{REDIS_BASE}/9"
+def redis_url(redis_base: str) -> Iterator[str]:
+    """Database 9 of the session's Redis, emptied before and after the test."""
+    url = f"{redis_base}/9"
     client = redis.Redis.from_url(url, socket_connect_timeout=3)
     try:
         client.ping()
