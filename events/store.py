@@ -27,6 +27,7 @@ from events.gc_pause import gc_paused
 from events.ids import utcnow
 from events.payloads import BY_TYPE
 from events.recorded import Recorded
+from events.schema import create_tables
 from events.tables import LOG_TABLES, BlobRow, DeadLetterRow, EventRow
 from events.upgrade import upgrade
 
@@ -77,7 +78,7 @@ class EventStore:
 
     def create_schema(self) -> None:
         """Create the log's tables (idempotent)."""
-        EventRow.metadata.create_all(self.engine, tables=LOG_TABLES)
+        create_tables(self.engine, LOG_TABLES)
 
     # -- writing ---------------------------------------------------------------
 
@@ -121,11 +122,15 @@ class EventStore:
     ) -> None:
         """Keep something the recorder rejected, with the reason, for a person to look at.
 
-        NUL characters are written as `\\x00`: PostgreSQL text cannot hold them, and a
-        dead letter must never fail to be kept.
+        NUL characters are written as `\\x00` and lone surrogates as `\\ud800`:
+        PostgreSQL text cannot hold a NUL, neither database a lone surrogate (text that
+        is not Unicode, e.g. from a producer's JSON escape), and a dead letter must
+        never fail to be kept; `event_id` and `stream` are cut to fit their columns.
         """
-        reason, raw = _visible_nul(reason), _visible_nul(raw)
-        event_id, stream = event_id and _visible_nul(event_id), stream and _visible_nul(stream)
+        reason, raw = _storable(reason), _storable(raw)
+        # Cut after the escapes, which lengthen: the columns are bounded.
+        event_id = event_id and _storable(event_id)[: DEAD.c.event_id.type.length]
+        stream = stream and _storable(stream)[: DEAD.c.stream.type.length]
         with self.engine.begin() as conn:
             conn.execute(
                 insert(DEAD).values(
@@ -249,8 +254,13 @@ class EventStore:
             return int(conn.execute(select(func.count()).select_from(DEAD)).scalar() or 0)
 
 
-def _visible_nul(text: str) -> str:
-    return text.replace("\x00", "\\x00")
+def _storable(text: str) -> str:
+    text = text.replace("\x00", "\\x00")
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "backslashreplace").decode()
+    return text
 
 
 _INSERT_COLUMNS = (

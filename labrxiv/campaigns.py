@@ -8,6 +8,7 @@ the watcher catches up the runs projector alone (at its shared checkpoint, so a
 applies a page, the other skips it) and reads the campaign stream's new events only.
 """
 
+import logging
 import time
 from dataclasses import dataclass
 from datetime import timedelta
@@ -21,7 +22,12 @@ from projections.runner import ProjectionRunner
 from projections.runs import RunsProjector, RunView, runs_of
 from workers.bus.base import Bus
 from workers.lab.campaign import CampaignPlan, start_campaign
+from workers.lab.lease import Leases
 from workers.lab.reaper import reap
+from workers.reactor import Reactor
+from workers.retry import is_transient
+
+log = logging.getLogger(__name__)
 
 CATCH_UP_PER_TICK = 20_000
 """Events the watcher applies to the runs read model per tick, at most: about 0.3 s
@@ -74,11 +80,15 @@ def run_campaign(
     console: Console,
     timeout: float = 3600,
     title: str = "",
-    stall_seconds: float = 600,
+    stall_seconds: float = 30,
+    reactor: Reactor | None = None,
+    leases: Leases | None = None,
 ) -> CampaignOutcome:
     """Start `plan` and show a live table of its labs until the campaign finishes.
 
-    A run with no new event for `stall_seconds` has lost its next step (see
+    Each tick the watcher also catches `reactor` up (the reactions of recorded events,
+    from the log: a safety net beside `labrxiv reactor`), and a run with no new event
+    for `stall_seconds` and no step being taken (`leases`) has lost its next step (see
     `workers.lab.reaper`): the step is sent again.
     """
     started = time.monotonic()
@@ -90,16 +100,28 @@ def run_campaign(
     title = title or f"campaign {campaign} ({plan.mode})"
     with Live(console=console, refresh_per_second=4, transient=False) as live:
         while True:
-            # The end is looked for before the catch-up, and then the catch-up goes to the
-            # head: the last table shown holds every event up to the campaign's end.
-            finished = end.reached()
-            runner.catch_up(limit=None if finished else CATCH_UP_PER_TICK)
-            live.update(progress_table(watched_runs(store, campaign, runs), plan, title))
-            if finished or time.monotonic() - started >= timeout:
-                break
-            if time.monotonic() - last_reap > min(stall_seconds, 30):
-                reap(bus, store, runs, timedelta(seconds=stall_seconds))
-                last_reap = time.monotonic()
+            try:
+                # The end is looked for before the catch-up, and then the catch-up goes to
+                # the head: the last table shown holds every event up to the campaign's end.
+                finished = end.reached()
+                if reactor is not None:
+                    reactor.catch_up()
+                runner.catch_up(limit=None if finished else CATCH_UP_PER_TICK)
+                live.update(progress_table(watched_runs(store, campaign, runs), plan, title))
+                if finished or time.monotonic() - started >= timeout:
+                    break
+                if time.monotonic() - last_reap > stall_seconds / 3:
+                    reap(bus, store, runs, timedelta(seconds=stall_seconds), leases)
+                    last_reap = time.monotonic()
+            except Exception as exc:
+                # A dropped database connection (or the broker away) costs a tick, never
+                # the watcher and the reaping of its campaign (issue 12).
+                if not is_transient(exc):
+                    raise
+                reason = str(exc).partition("\n")[0]
+                log.warning("campaign %s: database or broker away, next tick: %s", campaign, reason)
+                if time.monotonic() - started >= timeout:
+                    break
             time.sleep(0.25)
     return CampaignOutcome(campaign, runs, time.monotonic() - started, finished)
 

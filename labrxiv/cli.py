@@ -1,6 +1,7 @@
 """The `labrxiv` command line: parses arguments, wires parts, prints; no domain logic."""
 
 import logging
+import os
 import time
 import uuid
 from pathlib import Path
@@ -71,6 +72,12 @@ def worker(
     ),
     concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Processes or threads."),
     pool: str = typer.Option("prefork", "--pool", "-P", help="prefork, threads or solo."),
+    name: str | None = typer.Option(
+        None,
+        "--name",
+        "-n",
+        help="Node name, e.g. steps-1@%h (%h: the host). Default: labrxiv-<pid>-<random>@%h.",
+    ),
 ) -> None:
     """Run a Celery worker on Redis (needs LABRXIV_REDIS_URL)."""
     from labrxiv.wiring import celery_worker_app
@@ -79,8 +86,12 @@ def worker(
     if settings.redis_url is None:
         console.print("[red]LABRXIV_REDIS_URL is not set: a worker needs Redis[/]")
         raise typer.Exit(2)
+    # Celery names every worker celery@<host>: several on one host (or in containers
+    # sharing a host name) then answer broadcasts under one name (issue 12).
+    name = name or f"labrxiv-{os.getpid()}-{uuid.uuid4().hex[:6]}@%h"
     celery_worker_app(settings).worker_main(
-        ["worker", "-Q", queues, "-c", str(concurrency), "-P", pool, "-l", settings.log_level]
+        ["worker", "-Q", queues, "-c", str(concurrency), "-P", pool, "-n", name]
+        + ["-l", settings.log_level]
     )
 
 
@@ -99,6 +110,41 @@ def projector(
         console.print(f"applied {runner.catch_up()} events")
         return
     runner.follow(poll_seconds=poll)
+
+
+@app.command()
+def reactor(
+    once: bool = typer.Option(False, help="Catch up once (and reap once) and exit."),
+    interval: float | None = typer.Option(
+        None, min=0.01, help="Seconds between looks at the log (LABRXIV_REACTOR_INTERVAL)."
+    ),
+    stall_seconds: float | None = typer.Option(
+        None,
+        "--stall-seconds",
+        min=0.001,
+        help="A run with no event for this long and no step being taken has lost its step "
+        "(LABRXIV_STALL_SECONDS, 30).",
+    ),
+) -> None:
+    """Send what follows recorded events (runs' next steps, campaigns' ends) from the log,
+    and send again the steps of runs that stalled (lost with Redis, or a killed worker)."""
+    from labrxiv.reacting import open_reacting
+
+    settings = _settings()
+    if settings.embedded:
+        console.print("[red]the reactor sends steps to workers: set LABRXIV_REDIS_URL[/]")
+        raise typer.Exit(2)
+    if stall_seconds is not None:
+        settings = settings.model_copy(update={"stall_seconds": stall_seconds})
+    reacting = open_reacting(settings)
+    try:
+        if once:
+            sent = reacting.reactor.catch_up()
+            console.print(f"reacted to {sent} events; sent {reacting.reap()} stalled steps again")
+            return
+        reacting.follow(interval or settings.reactor_interval)
+    finally:
+        reacting.close()
 
 
 @app.command()

@@ -14,6 +14,9 @@ from labrxiv.wiring import gym_dirs
 from workers.errors import BundleError
 from workers.gym.registry import find_bundle
 from workers.lab.campaign import CampaignPlan
+from workers.lab.lease import Leases
+from workers.lab.reactions import LAB_REACTIONS
+from workers.reactor import Reactor
 
 console = Console()
 
@@ -41,6 +44,13 @@ def campaign(
     steps: int | None = typer.Option(None, "--steps", help="Steps per lab."),
     campaign_tokens: int | None = typer.Option(None, "--campaign-tokens", help="For all labs."),
     campaign_dollars: float | None = typer.Option(None, "--campaign-dollars", help="All labs."),
+    stall_seconds: float | None = typer.Option(
+        None,
+        "--stall-seconds",
+        min=0.001,
+        help="A run with no event for this long and no step being taken has lost its step, "
+        "which is sent again (default: LABRXIV_STALL_SECONDS, 30).",
+    ),
 ) -> None:
     """Run a campaign and watch its labs until every run has finished."""
     from labrxiv.cli import _settings
@@ -49,6 +59,8 @@ def campaign(
         console.print(f"[red]--mode must be isolated or archive, not {mode!r}[/]")
         raise typer.Exit(2)
     settings: Settings = _settings()
+    if stall_seconds is not None:
+        settings = settings.model_copy(update={"stall_seconds": stall_seconds})
     llm = None
     if policy == "llm":
         llm = _llm_config(model, phase_model, base_url, temperature, tool_protocol, context_tokens)
@@ -125,7 +137,16 @@ def _run(settings: Settings, plan: CampaignPlan, timeout: float):  # type: ignor
     if settings.embedded:
         system = open_embedded(settings, threads=max(2, plan.labs))
         try:
-            outcome = run_campaign(system.bus, system.store, plan, console, timeout)
+            outcome = run_campaign(
+                system.bus,
+                system.store,
+                plan,
+                console,
+                timeout,
+                stall_seconds=settings.stall_seconds,
+                reactor=system.ctx.reactor,
+                leases=system.ctx.leases,
+            )
             system.settle()
             return outcome
         finally:
@@ -133,7 +154,16 @@ def _run(settings: Settings, plan: CampaignPlan, timeout: float):  # type: ignor
     store = open_store(settings)
     bus = open_bus(settings)
     try:
-        outcome = run_campaign(bus, store, plan, console, timeout)
+        outcome = run_campaign(
+            bus,
+            store,
+            plan,
+            console,
+            timeout,
+            stall_seconds=settings.stall_seconds,
+            reactor=Reactor(store, bus, LAB_REACTIONS),
+            leases=Leases(store, ttl=settings.stall_seconds),
+        )
         open_runner(settings, store).catch_up()
         return outcome
     finally:
@@ -141,7 +171,13 @@ def _run(settings: Settings, plan: CampaignPlan, timeout: float):  # type: ignor
 
 
 def reap_command(
-    quiet: float = typer.Option(600, "--quiet", help="Seconds without an event that mean lost."),
+    stall_seconds: float | None = typer.Option(
+        None,
+        "--stall-seconds",
+        min=0.001,
+        help="Seconds without an event (and no step being taken) that mean a run's step "
+        "was lost (default: LABRXIV_STALL_SECONDS, 30).",
+    ),
 ) -> None:
     """Send the next step again for every unfinished run that has stalled (lost messages)."""
     from labrxiv.cli import _settings
@@ -149,13 +185,15 @@ def reap_command(
     from workers.lab.reaper import reap, unfinished_runs
 
     settings = _settings()
+    quiet = stall_seconds or settings.stall_seconds
     if settings.embedded:
         console.print("[red]reap sends steps to workers: set LABRXIV_REDIS_URL[/]")
         raise typer.Exit(2)
     store = open_store(settings)
     bus = open_bus(settings)
     try:
-        sent = reap(bus, store, unfinished_runs(store), timedelta(seconds=quiet))
+        leases = Leases(store, ttl=settings.stall_seconds)
+        sent = reap(bus, store, unfinished_runs(store), timedelta(seconds=quiet), leases)
     finally:
         bus.close()
     console.print(f"sent {sent} lost steps again")

@@ -54,7 +54,16 @@ def run_demo(
                 task=task, labs=labs, papers=papers, mode=mode, seed=seed, attempts=attempts
             )
             title = f"{mode} campaign: {labs} search labs on {task} (offline baseline agent)"
-            outcome = run_campaign(system.bus, system.store, plan, console, title=title)
+            outcome = run_campaign(
+                system.bus,
+                system.store,
+                plan,
+                console,
+                title=title,
+                stall_seconds=demo_settings.stall_seconds,
+                reactor=system.ctx.reactor,
+                leases=system.ctx.leases,
+            )
             system.bus.join()
             campaigns[mode] = outcome.campaign
         system.settle()

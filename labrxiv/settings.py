@@ -46,6 +46,12 @@ class Settings(BaseSettings):
     """Seconds before a model call times out (it is then retried)."""
     llm_max_attempts: int = Field(default=4, ge=1)
     """Physical attempts per model request, retries included."""
+    stall_seconds: float = Field(default=30.0, gt=0)
+    """A run with no event for this long and no step being taken has lost its step (a
+    message lost with Redis, a worker killed): the reaper sends it again. Also the time
+    to live of a step's lease (renewed while the step runs)."""
+    reactor_interval: float = Field(default=0.5, gt=0)
+    """Seconds between the reactor's looks at the log (`labrxiv reactor`)."""
 
     @field_validator("database_url")
     @classmethod

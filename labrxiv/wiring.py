@@ -22,9 +22,11 @@ from workers.context import WorkerContext
 from workers.gym.registry import builtin_gym_dir
 from workers.handlers import run_handler
 from workers.lab.archive_log import LogArchive
-from workers.lab.reactions import schedule_next_steps
+from workers.lab.lease import Leases
+from workers.lab.reactions import LAB_REACTIONS
 from workers.lab.services import LabServices
 from workers.llm import Gateway, PriceTable
+from workers.reactor import Reactor
 
 
 @dataclass
@@ -37,8 +39,12 @@ class Embedded:
     runner: ProjectionRunner
 
     def settle(self) -> None:
-        """Wait for every queued task, then bring the read models up to date."""
-        self.bus.join()
+        """Wait for every queued task and every reaction from the log, then bring the read
+        models up to date."""
+        while True:
+            self.bus.join()
+            if self.ctx.reactor is None or not self.ctx.reactor.catch_up():
+                break
         self.runner.catch_up()
 
     def close(self) -> None:
@@ -62,7 +68,8 @@ def worker_context(settings: Settings, store: EventStore, bus: Bus) -> WorkerCon
     return WorkerContext(
         store=store,
         bus=bus,
-        reactions=[schedule_next_steps],
+        reactor=Reactor(store, bus, LAB_REACTIONS),
+        leases=Leases(store, ttl=settings.stall_seconds),
         max_message_bytes=settings.max_message_bytes,
         labs=labs,
     )

@@ -4,10 +4,11 @@ Lineage is two tables: `paper_citations` (which paper builds on which) and
 `paper_retrievals` (which run was shown which paper, for what query). `paper_terms`
 is the full-text index that `projections.archive_search` ranks with.
 
-Rows are only ever inserted: a page is applied once (the runner moves the checkpoint
-in the same transaction), so the fold needs no update path. A `paper.submitted`
-whose `paper_id` is already in the archive is kept out of it (the first submission
-stands) and logged, instead of failing the projector on a duplicate key forever.
+Rows are only ever inserted (PostgreSQL: by COPY): a page is applied once (the runner
+moves the checkpoint in the same transaction), so the fold needs no update path. A
+`paper.submitted` whose `paper_id` is already in the archive is kept out of it (the
+first submission stands) and logged, instead of failing the projector on a duplicate
+key forever.
 """
 
 import logging
@@ -17,12 +18,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, Connection, DateTime, Text, func, insert, select
+from sqlalchemy import BigInteger, Column, Connection, DateTime, Text, func, select
 from sqlmodel import Field, SQLModel
 
 from events.envelope import as_utc
 from events.recorded import Recorded
 from events.tables import JsonType
+from projections.bulk import insert_rows
 from projections.projector import Projector
 from projections.text import term_counts
 
@@ -152,8 +154,7 @@ class ArchiveProjector(Projector):
             if e.type == "papers.retrieved"
             for rank, paper_id in enumerate(e.payload["paper_ids"], start=1)
         ]
-        if retrievals:
-            conn.execute(insert(PAPER_RETRIEVALS), retrievals)
+        insert_rows(conn, PAPER_RETRIEVALS, retrievals)
 
 
 def _insert_papers(conn: Connection, events: Sequence[Recorded]) -> None:
@@ -227,14 +228,16 @@ def _insert_papers(conn: Connection, events: Sequence[Recorded]) -> None:
             for rank, cited_id in enumerate(cited, start=1)
         ]
         terms += [{"term": t, "paper_id": p["paper_id"], "tf": n} for t, n in counts.items()]
+    # Every row is new: a paper already in the archive was left out above, and the
+    # other tables are keyed by the paper. A paper has a row per distinct word
+    # (`paper_terms`): COPY sends them in one statement, not one statement each.
     for table, rows in (
         (PAPERS, papers),
         (PAPER_CLAIMS, claims),
         (PAPER_CITATIONS, citations),
         (PAPER_TERMS, terms),
     ):
-        if rows:
-            conn.execute(insert(table), rows)
+        insert_rows(conn, table, rows)
 
 
 # -- reading -------------------------------------------------------------------

@@ -23,12 +23,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, Connection, DateTime, delete, func, insert, or_, select
+from sqlalchemy import BigInteger, Column, Connection, DateTime, delete, func, or_, select
 from sqlmodel import Field, SQLModel
 
 from events.envelope import as_utc
 from events.recorded import Recorded
 from events.spend import spend_of
+from projections.bulk import born_streams, insert_rows
 from projections.projector import Projector
 
 CURVE_TYPES = frozenset(
@@ -124,18 +125,15 @@ class CurvesProjector(Projector):
     tables = (CURVE_RUNS, CURVE_POINTS, CURVE_PAPERS)
 
     def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:
-        """Load the touched runs' totals, fold the page, write totals and new points."""
+        """Load the touched runs' totals, fold the page, write totals and new points.
+
+        Runs born in this page have no stored totals yet (`projections.bulk`): they are
+        neither looked up nor deleted, only inserted."""
         relevant = [e for e in events if e.type in CURVE_TYPES and e.stream.startswith("run-")]
         if not relevant:
             return
-        touched = sorted({e.stream for e in relevant})
-        runs = {
-            row["run"]: dict(row)
-            for row in conn.execute(
-                select(CURVE_RUNS).where(CURVE_RUNS.c.run.in_(touched))
-            ).mappings()
-        }
-        stored = set(runs)
+        born = born_streams(events)
+        runs = _take_stored_runs(conn, sorted({e.stream for e in relevant} - born))
         indexes = _paper_counts(conn, {e.correlation_id for e in relevant if _is_paper(e)})
         points: list[dict[str, Any]] = []
         papers: list[dict[str, Any]] = []
@@ -143,25 +141,31 @@ class CurvesProjector(Projector):
             run = runs.get(event.stream)
             if run is None:  # not setdefault: that built a new row for every event
                 run = runs[event.stream] = _new_run(event)
-            if event.type == "run.started":
-                _start(run, event)
-            elif event.type == "tool.returned":
+            kind = event.type
+            if kind == "tool.returned":
                 run["compute_seconds"] += event.payload["duration_s"]
-            elif event.type == "model.responded":
-                _spend(run, event)
-            elif event.type == "experiment.scored":
+            elif kind == "experiment.scored":
                 _spend(run, event)
                 points.append(_score(run, event))
-            elif _is_paper(event):
+            elif kind == "model.responded":
+                _spend(run, event)
+            elif kind == "run.started":
+                _start(run, event)
+            else:  # paper.submitted
                 indexes[event.correlation_id] = indexes.get(event.correlation_id, 0) + 1
                 papers.append(_paper(run, event, indexes[event.correlation_id]))
-        if stored:
-            conn.execute(delete(CURVE_RUNS).where(CURVE_RUNS.c.run.in_(sorted(stored))))
-        conn.execute(insert(CURVE_RUNS), [runs[r] for r in sorted(runs)])
-        if points:
-            conn.execute(insert(CURVE_POINTS), points)
-        if papers:
-            conn.execute(insert(CURVE_PAPERS), papers)
+        insert_rows(conn, CURVE_RUNS, list(runs.values()))
+        insert_rows(conn, CURVE_POINTS, points)
+        insert_rows(conn, CURVE_PAPERS, papers)
+
+
+def _take_stored_runs(conn: Connection, streams: list[str]) -> dict[str, dict[str, Any]]:
+    """Delete the stored totals of `streams` and return them, by run: the page is folded
+    into them and they are inserted again (one statement, not a select and a delete)."""
+    if not streams:
+        return {}
+    query = delete(CURVE_RUNS).where(CURVE_RUNS.c.run.in_(streams)).returning(*CURVE_RUNS.c)
+    return {row["run"]: dict(row) for row in conn.execute(query).mappings()}
 
 
 def _is_paper(event: Recorded) -> bool:
@@ -178,18 +182,24 @@ def _paper_counts(conn: Connection, campaigns: set[str | None]) -> dict[str | No
     return dict(conn.execute(query.group_by(CURVE_PAPERS.c.campaign)).all())
 
 
+_BLANK_RUN = dict.fromkeys(_RUN_COLUMNS) | {
+    "attempts": 0,
+    "compute_seconds": 0.0,
+    "tokens": 0,
+    "cost_usd": 0.0,
+    "unknown_cost_calls": 0,
+    "papers": 0,
+}
+
+
 def _new_run(event: Recorded) -> dict[str, Any]:
-    return {name: None for name in _RUN_COLUMNS} | {
-        "run": event.stream,
-        "campaign": event.correlation_id,
-        "started_at": event.occurred_at,
-        "attempts": 0,
-        "compute_seconds": 0.0,
-        "tokens": 0,
-        "cost_usd": 0.0,
-        "unknown_cost_calls": 0,
-        "papers": 0,
-    }
+    run = _BLANK_RUN.copy()  # a copy of a template: building it from the names cost more
+    run["run"], run["campaign"], run["started_at"] = (
+        event.stream,
+        event.correlation_id,
+        event.occurred_at,
+    )
+    return run
 
 
 def _start(run: dict[str, Any], event: Recorded) -> None:

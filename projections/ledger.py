@@ -37,7 +37,6 @@ from sqlalchemy import (
     case,
     delete,
     func,
-    insert,
     select,
     tuple_,
 )
@@ -46,12 +45,15 @@ from sqlmodel import Field, SQLModel
 from events.envelope import as_utc
 from events.recorded import Recorded
 from events.spend import spend_of
+from projections.bulk import born_streams, insert_rows
 from projections.projector import Projector
 
 TOOL_TYPES = frozenset({"tool.invoked", "tool.returned"})
 MODEL_TYPES = frozenset({"model.called", "model.responded", "model.failed"})
 GRADED = "experiment.scored"
-LEDGER_TYPES = TOOL_TYPES | MODEL_TYPES | {GRADED}
+CALL_TYPES = TOOL_TYPES | MODEL_TYPES
+"""The event types of a call, keyed by their `call_id`."""
+LEDGER_TYPES = CALL_TYPES | {GRADED}
 """The event types the ledger folds (`experiment.scored` only when grading used a model)."""
 
 
@@ -120,26 +122,37 @@ class LedgerProjector(Projector):
     tables = (LEDGER,)
 
     def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:
-        """Load the calls the page touches, fold the page into them, write them back."""
-        calls = [e for e in events if e.type in LEDGER_TYPES and _call_id(e) is not None]
+        """Load the stored calls the page touches, fold the page into them, write them back.
+
+        Calls of runs born in this page cannot be stored yet (`projections.bulk`): they
+        are neither looked up nor deleted, only inserted."""
+        calls = []
+        for event in events:
+            if event.type in CALL_TYPES:
+                calls.append(((event.stream, event.payload["call_id"]), event))
+            elif event.type == GRADED and (call_id := _call_id(event)) is not None:
+                calls.append(((event.stream, call_id), event))
         if not calls:
             return
-        keys = sorted({(e.stream, _call_id(e)) for e in calls})
-        touched = _keys_in(conn, keys)
-        rows = {
-            (r["run"], r["call_id"]): dict(r)
-            for r in conn.execute(select(LEDGER).where(touched)).mappings()
-        }
-        stored = bool(rows)
-        for event in calls:
-            key = (event.stream, _call_id(event))
+        born = born_streams(events)
+        rows = _take_stored(conn, sorted({key for key, _ in calls if key[0] not in born}))
+        for key, event in calls:
             row = rows.get(key)
             if row is None:  # not setdefault: that built a new row for every event
-                row = rows[key] = _new_row(event)
+                row = rows[key] = _new_row(key, event)
             _fold(row, event)
-        if stored:
-            conn.execute(delete(LEDGER).where(touched))
-        conn.execute(insert(LEDGER), [rows[k] for k in sorted(rows)])
+        insert_rows(conn, LEDGER, list(rows.values()))
+
+
+def _take_stored(
+    conn: Connection, keys: list[tuple[str, str]]
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """Delete the stored rows of `keys` and return them, by key: the page is folded into
+    them and they are inserted again (one statement, not a select and a delete)."""
+    if not keys:
+        return {}
+    query = delete(LEDGER).where(_keys_in(conn, keys)).returning(*LEDGER.c)
+    return {(r["run"], r["call_id"]): dict(r) for r in conn.execute(query).mappings()}
 
 
 def _keys_in(conn: Connection, keys: list[tuple[str, str]]) -> ColumnElement[bool]:
@@ -162,15 +175,24 @@ def _call_id(event: Recorded) -> str | None:
     return f"grader/{event.payload['attempt']}" if event.payload.get("grader_usage") else None
 
 
-def _new_row(event: Recorded) -> dict[str, Any]:
-    kind = {GRADED: "grader"}.get(event.type, "model" if event.type in MODEL_TYPES else "tool")
-    return {name: None for name in _COLUMNS} | {
-        "run": event.stream,
-        "call_id": _call_id(event),
-        "kind": kind,
-        "status": {"model": "called", "tool": "invoked"}.get(kind, "responded"),
-        "position": event.position,
-    }
+_BLANK = dict.fromkeys(_COLUMNS)
+_KIND_STATUS = {
+    "tool.invoked": ("tool", "invoked"),
+    "tool.returned": ("tool", "invoked"),
+    "model.called": ("model", "called"),
+    "model.responded": ("model", "called"),
+    "model.failed": ("model", "called"),
+    GRADED: ("grader", "responded"),
+}
+"""A new row's kind and status before its first event is folded, by that event's type."""
+
+
+def _new_row(key: tuple[str, str], event: Recorded) -> dict[str, Any]:
+    row = _BLANK.copy()  # a copy of a template: building it from the column names cost more
+    row["run"], row["call_id"] = key
+    row["kind"], row["status"] = _KIND_STATUS[event.type]
+    row["position"] = event.position
+    return row
 
 
 def _fold(row: dict[str, Any], event: Recorded) -> None:

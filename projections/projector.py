@@ -3,6 +3,8 @@
 Idempotency rule: `apply` runs inside the transaction that also moves the
 projector's checkpoint, so a page is applied exactly once in effect; a projector
 killed mid-page leaves neither the rows nor the checkpoint, and starts that page again.
+Projectors at the same checkpoint apply a page in one transaction, one after the
+other, so `apply` writes only its own tables.
 """
 
 from abc import ABC, abstractmethod

@@ -1,28 +1,36 @@
 """Runs projectors over the log: catch up, follow, rebuild from position 0."""
 
 import logging
+import queue
+import threading
 import time
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass
 
-from sqlalchemy import Table, delete, inspect
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy import Connection, delete, inspect
 
 from events import EventStore
 from events.engines import WRITER_OPTIONS
 from events.gc_pause import gc_paused
 from events.recorded import Recorded
+from events.schema import create_tables
 from projections.checkpoints import (
     CHECKPOINTS,
-    advance_checkpoint,
-    claim_checkpoint,
-    ensure_checkpoint,
+    advance_checkpoints,
+    claim_checkpoints,
+    ensure_checkpoints,
     read_checkpoint,
+    read_checkpoints,
 )
 from projections.projector import Projector
 
 log = logging.getLogger(__name__)
+
+PAGES_AHEAD = 3
+"""Pages the reader thread may have read before they are applied. With one, the reader
+sat idle while the projectors waited on the database for their writes, and those
+waits were lost time (bench/rebuild.py)."""
 
 
 @dataclass(frozen=True)
@@ -66,34 +74,14 @@ class ProjectionRunner:
                     self._reset(projector)
             self._schema_checked = True
         tables = [CHECKPOINTS, *(t for p in self.projectors for t in p.tables)]
-        try:
-            self._create_missing(tables)
-        except DBAPIError:
-            # Another process created them at the same time (PostgreSQL: duplicate key on
-            # pg_type, seen when a projector and the campaign watcher started at once on a
-            # fresh database): they exist now, and a second pass skips them. A fault of
-            # another kind fails again here and is raised.
-            self._create_missing(tables)
-
-    def _create_missing(self, tables: list[Table]) -> None:
-        """Create whichever of `tables` do not exist yet.
-
-        Looked at first without a lock: this runs at every catch-up, and the tables are
-        almost always there. Created in one writer transaction: SQLite begins it
-        IMMEDIATE, so the existence checks and the CREATEs see the same database. In a
-        deferred one, a commit by the recorder in between failed the CREATE at once with
-        "database is locked" (the campaign watcher creates `runs` while labs record)."""
-        inspector = inspect(self.store.engine)
-        if all(inspector.has_table(table.name) for table in tables):
-            return
-        writer = self.store.engine.connect().execution_options(**WRITER_OPTIONS)
-        with writer as conn, conn.begin():
-            CHECKPOINTS.metadata.create_all(conn, tables=tables)
+        # One process at a time (`events.schema`): two projectors started together on a
+        # fresh PostgreSQL database raced on CREATE TABLE and one died (issue 12).
+        create_tables(self.store.engine, tables)
 
     def _reset(self, projector: Projector) -> None:
         """Drop a projector's tables and checkpoint: it starts again from position 0.
 
-        One writer transaction (see `_create_missing`), so a crash never leaves the
+        One writer transaction (SQLite: begun IMMEDIATE), so a crash never leaves the
         tables dropped and the checkpoint where it was."""
         writer = self.store.engine.connect().execution_options(**WRITER_OPTIONS)
         with writer as conn, conn.begin():
@@ -106,52 +94,79 @@ class ProjectionRunner:
         """Apply every event not yet applied (at most `limit` per projector); returns how many
         (summed over projectors)."""
         self.create_schema()
+        names = [p.name for p in self.projectors]
         with self.store.engine.connect() as conn:
-            seen = {p.name: read_checkpoint(conn, p.name) for p in self.projectors}
+            stored = read_checkpoints(conn, names)
+        if len(stored) < len(set(names)):
+            writer = self.store.engine.connect().execution_options(**WRITER_OPTIONS)
+            with writer as conn, conn.begin():
+                ensure_checkpoints(conn, names)
         # Projectors at the same checkpoint (all of them after a rebuild) share one read
-        # of the log; each still applies a page in its own transaction. Reading the log
-        # once per projector made `labrxiv rebuild` read it four times.
+        # of the log and apply each page in one transaction that moves all their
+        # checkpoints. Reading the log once per projector made `labrxiv rebuild` read it
+        # four times; a transaction per projector and page cost four connection
+        # check-outs, commits and checkpoint round trips a page (bench/rebuild.py).
         groups: dict[int, list[Projector]] = {}
         for projector in self.projectors:
-            groups.setdefault(seen[projector.name], []).append(projector)
+            groups.setdefault(stored.get(projector.name, 0), []).append(projector)
         return sum(self._catch_up_from(start, group, limit) for start, group in groups.items())
 
     def _catch_up_from(self, seen: int, projectors: list[Projector], limit: int | None) -> int:
         """Apply the log after `seen` to `projectors`, each at checkpoint `seen`."""
         active = list(projectors)
         applied = total = 0
-        for page in _prefetched_pages(self.store, seen, self.page):
-            if limit is not None and applied >= limit:
-                break
-            page = page if limit is None else page[: limit - applied]
-            to = page[-1].position
-            active = [p for p in active if self._apply_page(p, page, seen, to)]
-            if not active:
-                break
-            total += len(page) * len(active)
-            seen = to
-            applied += len(page)
+        writer = self.store.engine.connect().execution_options(**WRITER_OPTIONS)
+        # One connection for every page: a check-out cost a ping a page. The collector is
+        # paused from the first page to the last, not page by page: between pages it
+        # walked the pages the reader had read ahead (~10% of a rebuild's CPU), and the
+        # fold makes no cyclic garbage (a rebuild's collections found none).
+        pages = _prefetched_pages(self.store, seen, self.page, limit)
+        with gc_paused(), writer as conn, closing(pages):
+            for page in pages:
+                if limit is not None and applied >= limit:
+                    break
+                page = page if limit is None else page[: limit - applied]
+                to = page[-1].position
+                active = self._apply_page(conn, active, page, seen, to)
+                if not active:
+                    break
+                total += len(page) * len(active)
+                seen = to
+                applied += len(page)
         return total
 
-    def _apply_page(self, projector: Projector, page: list[Recorded], seen: int, to: int) -> bool:
-        """Apply `page` (after `seen`, up to `to`) and move the checkpoint, in one transaction;
-        False when another process moved the checkpoint first (this one stops)."""
-        writer = self.store.engine.connect().execution_options(**WRITER_OPTIONS)
-        with gc_paused(), writer as conn:  # a page's objects live until it is applied
-            with conn.begin():
-                ensure_checkpoint(conn, projector.name)
+    def _apply_page(
+        self,
+        conn: Connection,
+        projectors: list[Projector],
+        page: list[Recorded],
+        seen: int,
+        to: int,
+    ) -> list[Projector]:
+        """Apply `page` (after `seen`, up to `to`) to `projectors` and move their checkpoints,
+        in one transaction on `conn`; returns those that applied it (a projector whose
+        checkpoint another process moved first stops)."""
+        with conn.begin():
+            claimed = claim_checkpoints(conn, [p.name for p in projectors])
+            applying = [p for p in projectors if claimed.get(p.name) == seen]
+            if len(applying) < len(projectors):
                 # Debug, not info: processes taking turns is the normal case (several
                 # `labrxiv projector`s, or the campaign watcher catching up `runs` four
                 # times a second beside them); at info each lost turn printed a line.
-                if claim_checkpoint(conn, projector.name) != seen:
-                    log.debug("%s: another projector moved on; stopping", projector.name)
-                    return False
+                stopped = [p.name for p in projectors if p not in applying]
+                log.debug("%s: another projector moved on; stopping", ", ".join(stopped))
+            for projector in applying:
                 projector.apply(conn, page)
-                if not advance_checkpoint(conn, projector.name, seen, to):
-                    conn.rollback()
-                    log.debug("%s: checkpoint moved by another projector", projector.name)
-                    return False
-        return True
+            if not applying or advance_checkpoints(conn, [p.name for p in applying], seen, to):
+                return applying
+            conn.rollback()
+        # Not expected (a claimed checkpoint stays locked until the commit), but should a
+        # checkpoint have moved anyway, none of the page is kept: alone, a projector stops;
+        # in a group, each tries the page on its own.
+        log.debug("%s: a checkpoint moved during the page", ", ".join(p.name for p in applying))
+        if len(applying) == 1:
+            return []
+        return [p for p in applying if self._apply_page(conn, [p], page, seen, to)]
 
     def follow(self, poll_seconds: float = 0.5, stop_after: float | None = None) -> None:
         """Keep applying new events as they are recorded (Ctrl-C to stop)."""
@@ -187,13 +202,51 @@ def _changed_tables(store: EventStore, projector: Projector) -> list[str]:
     return changed
 
 
-def _prefetched_pages(store: EventStore, after: int, page: int) -> Iterator[list[Recorded]]:
-    """Pages of the log after `after`; the next page is read while this one is applied."""
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="labrxiv-prefetch") as pool:
-        pending = pool.submit(store.read_records, after, page)
+def _prefetched_pages(
+    store: EventStore, after: int, page: int, limit: int | None = None, ahead: int = PAGES_AHEAD
+) -> Iterator[list[Recorded]]:
+    """Pages of the log after `after` (about `limit` events, if given), read by a thread up
+    to `ahead` pages in advance."""
+    pages: queue.Queue[list[Recorded] | BaseException] = queue.Queue(maxsize=ahead)
+    stop = threading.Event()
+
+    def read() -> None:
+        position, left = after, limit
+        try:
+            while not stop.is_set():
+                batch = store.read_records(position, page) if left is None or left > 0 else []
+                if not _offer(pages, batch, stop) or not batch:
+                    return
+                position = batch[-1].position
+                left = None if left is None else left - len(batch)
+        except BaseException as error:  # raised where the pages are applied
+            _offer(pages, error, stop)
+
+    reader = threading.Thread(target=read, name="labrxiv-prefetch", daemon=True)
+    reader.start()
+    try:
         while True:
-            batch = pending.result()
+            batch = pages.get()
+            if isinstance(batch, BaseException):
+                raise batch
             if not batch:
                 return
-            pending = pool.submit(store.read_records, batch[-1].position, page)
             yield batch
+    finally:
+        stop.set()
+        reader.join()
+
+
+def _offer(
+    pages: "queue.Queue[list[Recorded] | BaseException]",
+    item: list[Recorded] | BaseException,
+    stop: threading.Event,
+) -> bool:
+    """Put `item` on `pages` once there is room; False if the reader was stopped first."""
+    while not stop.is_set():
+        try:
+            pages.put(item, timeout=0.05)
+            return True
+        except queue.Full:
+            continue
+    return False

@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select
+from sqlalchemy import Connection, delete, select
 from sqlmodel import Field, SQLModel
 
 from events.envelope import as_utc
 from events.recorded import Recorded
+from projections.bulk import born_streams, insert_rows
 from projections.projector import Projector
 
 
@@ -119,60 +120,93 @@ class RunsProjector(Projector):
         """Load the touched rows, fold the page into them, write them back.
 
         Every column is a count, a latest value or a running best, so folding a run's
-        events in pages of any size gives the same row (`rebuild` must equal it)."""
-        touched = sorted({e.stream for e in events if e.stream.startswith("run-")})
-        if not touched:
-            return
-        rows = {
-            row["stream"]: dict(row)
-            for row in conn.execute(select(RUNS).where(RUNS.c.stream.in_(touched))).mappings()
-        }
+        events in pages of any size gives the same row (`rebuild` must equal it). Runs
+        born in this page have no stored row yet (`projections.bulk`): they are neither
+        looked up nor deleted, only inserted."""
+        by_stream: dict[str, list[Recorded]] = {}
         for event in events:
-            if event.stream.startswith("run-"):
-                row = rows.get(event.stream)
-                if row is None:  # not setdefault: that built a new row for every event
-                    row = rows[event.stream] = _new_row(event.stream)
-                _fold(row, event)
-        for row in rows.values():  # once a row, not once an event: SQLite reads back naive
-            for key in ("first_event_at", "last_event_at"):
-                if row[key] is not None:
-                    row[key] = as_utc(row[key])
-        conn.execute(delete(RUNS).where(RUNS.c.stream.in_(touched)))
-        conn.execute(insert(RUNS), [rows[s] for s in touched])
+            group = by_stream.get(event.stream)
+            if group is None:
+                if not event.stream.startswith("run-"):
+                    continue
+                group = by_stream[event.stream] = []
+            group.append(event)
+        if not by_stream:
+            return
+        rows = _take_stored(conn, sorted(by_stream.keys() - born_streams(events)))
+        for stream, group in by_stream.items():
+            row = rows.get(stream)
+            if row is None:
+                row = rows[stream] = _new_row(stream)
+            _fold(row, group)
+        insert_rows(conn, RUNS, list(rows.values()))
+
+
+def _take_stored(conn: Connection, streams: list[str]) -> dict[str, dict[str, Any]]:
+    """Delete the stored rows of `streams` and return them, by stream, with aware times
+    (once a row, not once an event: SQLite reads them back naive); the page is folded
+    into them and they are inserted again. One statement: a select and a delete were two
+    round trips a page."""
+    if not streams:
+        return {}
+    rows = {}
+    query = delete(RUNS).where(RUNS.c.stream.in_(streams)).returning(*RUNS.c)
+    for row in conn.execute(query).mappings():
+        values = rows[row["stream"]] = dict(row)
+        for key in ("first_event_at", "last_event_at"):
+            if values[key] is not None:
+                values[key] = as_utc(values[key])
+    return rows
+
+
+_BLANK = dict.fromkeys(_COLUMNS) | {
+    "status": "running",
+    "event_count": 0,
+    "steps": 0,
+    "attempts": 0,
+    "papers": 0,
+    "last_position": 0,
+}
 
 
 def _new_row(stream: str) -> dict[str, Any]:
-    return {name: None for name in _COLUMNS} | {
-        "stream": stream,
-        "status": "running",
-        "event_count": 0,
-        "steps": 0,
-        "attempts": 0,
-        "papers": 0,
-        "last_position": 0,
-    }
+    row = _BLANK.copy()  # a copy of a template: building it from the names cost more
+    row["stream"] = stream
+    return row
 
 
-def _fold(row: dict[str, Any], event: Recorded) -> None:
-    payload = event.payload
-    row["event_count"] += 1
+def _fold(row: dict[str, Any], events: list[Recorded]) -> None:
+    """Fold one run's events of a page (in log order) into its row.
+
+    A run at a time, not an event at a time: the counts and latest values are set once a
+    page, and only the types that count are looked at one by one."""
+    first, last = events[0], events[-1]
+    row["event_count"] += len(events)
     if row["first_event_at"] is None:
-        row["first_event_at"] = event.occurred_at
-    row["last_event_at"] = event.occurred_at
-    row["last_position"] = event.position
-    if event.correlation_id and not row["campaign"]:
-        row["campaign"] = event.correlation_id
-    if event.type == "tool.invoked":
-        row["steps"] += 1
-    elif event.type == "run.started":
-        row["task"], row["lab"], row["policy"] = payload["task"], payload["lab"], payload["policy"]
-    elif event.type == "run.finished":
-        row["status"], row["finish_reason"] = "finished", payload["reason"]
-    elif event.type == "experiment.scored":
-        row["attempts"] += 1
-        score = payload.get("normalized_score")
-        score = payload["score"] if score is None else score
-        if row["best_score"] is None or score > row["best_score"]:
-            row["best_score"] = score
-    elif event.type == "paper.submitted":
-        row["papers"] += 1
+        row["first_event_at"] = first.occurred_at
+    row["last_event_at"], row["last_position"] = last.occurred_at, last.position
+    if not row["campaign"]:  # the first campaign the run's events name
+        named = [e.correlation_id for e in events if e.correlation_id]
+        if named:
+            row["campaign"] = named[0]
+    for event in events:
+        kind = event.type
+        if kind == "tool.invoked":
+            row["steps"] += 1
+        elif kind == "experiment.scored":
+            row["attempts"] += 1
+            score = event.payload.get("normalized_score")
+            score = event.payload["score"] if score is None else score
+            if row["best_score"] is None or score > row["best_score"]:
+                row["best_score"] = score
+        elif kind == "run.started":
+            payload = event.payload
+            row["task"], row["lab"], row["policy"] = (
+                payload["task"],
+                payload["lab"],
+                payload["policy"],
+            )
+        elif kind == "run.finished":
+            row["status"], row["finish_reason"] = "finished", event.payload["reason"]
+        elif kind == "paper.submitted":
+            row["papers"] += 1

@@ -20,6 +20,11 @@ Why these settings (see ../shared/REFERENCE.md, "Celery on Redis"):
   part once the earlier one is in; past that it dead-letters it as a version conflict.
 - `worker_prefetch_multiplier=1`: a busy worker does not hoard messages that an idle
   one could take.
+- Nothing on a queue can stop a worker (issue 12): the Redis channel hands on an item
+  it cannot read as an "unreadable" message (workers/bus/gate.py); the consumer
+  (`worker_consumer`, workers/bus/consumer.py) dead-letters any message that is not a
+  task it can run; the task dead-letters arguments that do not fit its handler, and a
+  message its handler raised on.
 """
 
 import inspect
@@ -28,13 +33,12 @@ from collections.abc import Callable
 from typing import Any
 
 from celery import Celery, Task
-from sqlalchemy.exc import OperationalError
 
-from workers.backoff import backoff_seconds
 from workers.bus.redis_transport import Transport
 from workers.context import WorkerContext
 from workers.errors import RetryLater
-from workers.handlers import HANDLERS
+from workers.handlers import HANDLERS, argument_problem, dead_letter_task
+from workers.retry import DEFAULT, RETRY_LATER_LIMIT, is_transient
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +71,7 @@ def make_celery(redis_url: str, visibility_timeout: int) -> Celery:
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
         worker_send_task_events=False,
+        worker_consumer="workers.bus.consumer:DeadLetteringConsumer",
     )
     return app
 
@@ -80,8 +85,11 @@ def restore_interval(visibility_timeout: int) -> int:
 def register_tasks(app: Celery, context: ContextProvider) -> None:
     """Register every handler of `workers.handlers` as a Celery task of `app`.
 
-    A database that is down is retried with backoff (the message stays on the
-    queue meanwhile); any other exception is a bug and is logged by Celery.
+    A transient fault (the database or the broker away, `workers.retry`) is retried
+    with backoff for as long as it lasts (the message stays on the queue meanwhile).
+    Arguments that do not fit the handler, and any other exception it raises (a bug,
+    or a message it cannot cope with), dead-letter the message with the reason: the
+    task ends and the worker goes on; nothing is dropped with only a log line.
     """
     for name, (handler, queue) in HANDLERS.items():
         _register(app, context, name, handler, queue)
@@ -92,24 +100,47 @@ def _register(
 ) -> None:
     takes_final = "final" in inspect.signature(handler).parameters
 
-    @app.task(name=name, bind=True, queue=queue, max_retries=None)
-    def task(self: Task, *args: Any, later: int = 0) -> None:
-        """`later`: how many times the handler asked to be run later (`RetryLater`);
-        counted apart from database retries, which say nothing of the message."""
-        extra = {"final": later >= RETRY_LATER_LIMIT} if takes_final else {}
+    # shared=False: Celery otherwise lends a task to every app made later in the process,
+    # and a second app (tests make several) could run the first one's handler context.
+    @app.task(name=name, bind=True, queue=queue, max_retries=None, shared=False)
+    def task(self: Task, *args: Any, **kwargs: Any) -> None:
+        """`later` (the only keyword): how many times the handler asked to be run later
+        (`RetryLater`); counted apart from transient faults' retries, which say nothing
+        of the message. Arguments that do not fit the handler are dead-lettered."""
+        later = kwargs.get("later", 0)
         try:
-            handler(context(), *args, **extra)
-        except OperationalError as exc:
-            delay = backoff_seconds(self.request.retries)
-            log.warning("%s: database unavailable, retrying in %.1fs: %s", name, delay, exc)
-            raise self.retry(exc=exc, countdown=delay, kwargs={"later": later}) from exc
+            ctx = context()
+            problem = argument_problem(handler, args) or _keywords_problem(kwargs)
+            if problem is not None:
+                where = f"{queue} queue: {name}"
+                dead_letter_task(ctx, where, f"wrong arguments: {problem}", list(args), kwargs)
+                return
+            extra = {"final": later >= RETRY_LATER_LIMIT} if takes_final else {}
+            handler(ctx, *args, **extra)
         except RetryLater as exc:
-            delay = backoff_seconds(later)
+            delay = DEFAULT.wait(later) if exc.delay_s is None else exc.delay_s
             log.info("%s: not yet (%s), retrying in %.1fs", name, exc, delay)
             raise self.retry(exc=exc, countdown=delay, kwargs={"later": later + 1}) from exc
+        except Exception as exc:
+            if not is_transient(exc):
+                # A bug, or a message the handler cannot cope with: keep the message
+                # with the reason rather than let Celery log it and drop it.
+                log.exception("%s: the handler raised", name)
+                problem = f"the handler raised {type(exc).__name__}: {exc}"
+                where = f"{queue} queue: {name}"
+                dead_letter_task(context(), where, problem, list(args), kwargs)
+                return
+            delay = DEFAULT.wait(self.request.retries)
+            log.warning("%s: database or broker away, retrying in %.1fs: %s", name, delay, exc)
+            raise self.retry(exc=exc, countdown=delay, kwargs={"later": later}) from exc
 
 
-RETRY_LATER_LIMIT = 12
-"""Retries after which a handler that asked to be run later must handle its message
-anyway (`final`, the 13th try): with the backoff's 30 s cap and full jitter, about
-two minutes of waiting in all."""
+def _keywords_problem(kwargs: dict[str, Any]) -> str | None:
+    """Why a task's keywords are not the wrapper's own (`later`, a count), or None."""
+    unknown = sorted(set(kwargs) - {"later"})
+    if unknown:
+        return f"unknown keyword arguments {unknown}"
+    later = kwargs.get("later", 0)
+    if type(later) is not int or later < 0:
+        return f"later: {later!r} is not a count of retries"
+    return None

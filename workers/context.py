@@ -1,16 +1,14 @@
-"""What a task handler gets: the store, the bus and the reactions, passed explicitly."""
+"""What a task handler gets: the store, the bus and the reactor, passed explicitly."""
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from events import Event, EventStore
+from events import EventStore
 from workers.bus.base import Bus
 from workers.lab.campaign_spend import CampaignSpend
+from workers.lab.lease import Leases
+from workers.reactor import Reactor
 from workers.stream_cache import StreamCache
-
-Reaction = Callable[["WorkerContext", Sequence[Event]], None]
-"""Called after an append with the events just recorded (e.g. schedule a run's next step)."""
 
 
 @dataclass
@@ -19,7 +17,11 @@ class WorkerContext:
 
     store: EventStore
     bus: Bus
-    reactions: list[Reaction] = field(default_factory=list)
+    reactor: Reactor | None = None
+    """Sends what follows recorded events (a run's next step…), from the log: the
+    recorder catches it up after each append (`workers.reactor`)."""
+    leases: Leases | None = None
+    """Where a step being taken says so, for the reaper (`workers.lab.lease`)."""
     max_message_bytes: int = 16 * 1024 * 1024
     """Messages larger than this are dead-lettered, not parsed."""
     labs: Any = None

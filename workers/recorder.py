@@ -4,16 +4,21 @@ Idempotency rule: recording the same message twice is safe. Event ids are chosen
 producers, and the store skips ids it already holds, so a redelivered message (a
 worker killed mid-batch, a visibility timeout) leaves one copy in the log.
 
-Nothing a producer sends can stop the recorder: a message that is not a batch, an
-event that fails validation, or a batch whose versions conflict goes to the
-dead-letter table with the reason, and the rest of the message is recorded.
+Nothing a producer sends can stop the recorder: a message that is not a batch (or
+not even Unicode text), an event that fails validation or that a column of the log
+cannot hold, a second event with an id already in the message, or a batch whose
+versions conflict goes to the dead-letter table with the reason, and the rest of the
+message is recorded. It also writes the dead letters that a worker's main process
+sends it (`record_dead_letter`; workers/bus/dead_letters.py).
 """
 
 import base64
 import binascii
 import logging
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC
 from typing import Any
 
 import orjson
@@ -23,7 +28,9 @@ from events import ConflictError, Event
 from events.blobs import digest
 from events.errors import UnknownSchemaVersion, UpgradeFailed
 from events.gc_pause import gc_paused
+from events.tables import EventRow
 from events.upgrade import upgrade
+from workers.bus.dead_letters import RAW_LIMIT, from_transit, visible
 from workers.context import WorkerContext
 from workers.errors import StreamBehind
 
@@ -31,8 +38,6 @@ log = logging.getLogger(__name__)
 
 _EVENTS = TypeAdapter(list[Event])
 _EVENT = TypeAdapter(Event)
-RAW_LIMIT = 64 * 1024
-"""How much of a rejected message is kept in the dead-letter table."""
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,12 @@ def record_message(ctx: WorkerContext, message: str, final: bool = True) -> Reco
 
 
 def _record(ctx: WorkerContext, message: str, final: bool) -> RecordOutcome:
-    size = len(message.encode())
+    try:
+        size = len(message.encode())
+    except UnicodeEncodeError as exc:
+        # A lone surrogate: JSON can carry one as an escape (`"\\ud800"`), and the
+        # worker's JSON decoder turns it into text that no database can store.
+        return _reject(ctx, f"message is not valid Unicode text: {_surrogate(exc)}", message)
     if size > ctx.max_message_bytes:
         return _reject(
             ctx, f"message of {size} bytes exceeds the {ctx.max_message_bytes} limit", message
@@ -74,14 +84,23 @@ def _record(ctx: WorkerContext, message: str, final: bool) -> RecordOutcome:
     except ValueError as exc:
         return _reject(ctx, str(exc), message)
     events, letters = _validate(body["events"])
+    events, duplicates = _first_of_each_id(events)
+    letters += duplicates
     if "\\u0000" in message:  # the only way JSON carries NUL: rare, so checked only then
         events, unstorable = _without_nul(events)
         letters += unstorable
+    events, beyond = _within_the_columns(events)
+    letters += beyond
     appended, skipped, conflicted = _append(ctx, events, blobs, final)
     letters += conflicted
     for reason, item in letters:  # written once: after any `StreamBehind` retry is over
         _dead_event(ctx, reason, item)
     return RecordOutcome(appended=appended, skipped=skipped, dead=len(letters))
+
+
+def _surrogate(exc: UnicodeEncodeError) -> str:
+    char = exc.object[exc.start]
+    return f"a lone surrogate (U+{ord(char):04X}) at character {exc.start}"
 
 
 def _reject(ctx: WorkerContext, reason: str, message: str) -> RecordOutcome:
@@ -125,6 +144,25 @@ def _validate(items: list[Any]) -> tuple[list[Event], list[Letter]]:
     return good, letters
 
 
+def _first_of_each_id(events: list[Event]) -> tuple[list[Event], list[Letter]]:
+    """The first event of each id; every later one with an id already seen is a dead
+    letter. The store would keep one of them silently; within one message a second
+    event with the same id is a producer's mistake (a redelivery is a whole message
+    again, and is skipped by the store), whether it repeats the first or not."""
+    first: dict[uuid.UUID, Event] = {}
+    kept: list[Event] = []
+    letters: list[Letter] = []
+    for event in events:
+        seen = first.setdefault(event.id, event)
+        if seen is event:
+            kept.append(event)
+            continue
+        what = "an identical copy" if seen == event else "a different event"
+        reason = f"duplicate id: an earlier event of this message has the same id ({what})"
+        letters.append((reason, event.model_dump(mode="json")))
+    return kept, letters
+
+
 def _without_nul(events: list[Event]) -> tuple[list[Event], list[Letter]]:
     """Events holding a NUL character are dead letters: PostgreSQL text and jsonb cannot
     store one (a tool printing binary output), and the log is the same on every backend."""
@@ -139,6 +177,42 @@ def _without_nul(events: list[Event]) -> tuple[list[Event], list[Letter]]:
             reason = f"invalid event: {path}: contains a NUL character, which the log cannot store"
             letters.append((reason, item))
     return kept, letters
+
+
+INT_MAX = 2**31 - 1
+"""The largest `version` the log stores (a PostgreSQL `integer` column)."""
+_COLUMNS = EventRow.__table__.c
+
+
+def _within_the_columns(events: list[Event]) -> tuple[list[Event], list[Letter]]:
+    """Events a column of the log cannot hold are dead letters: valid as events, but an
+    append would fail on one backend or read back wrong on another (found by
+    tests/workers/test_recorder_fuzz.py), and the log is the same on every backend."""
+    kept: list[Event] = []
+    letters: list[Letter] = []
+    for event in events:
+        problem = _column_problem(event)
+        if problem is None:
+            kept.append(event)
+        else:
+            letters.append((f"invalid event: {problem}", event.model_dump(mode="json")))
+    return kept, letters
+
+
+def _column_problem(event: Event) -> str | None:
+    if event.version > INT_MAX:
+        return f"version: {event.version} is more than the log stores ({INT_MAX})"
+    for name in ("stream", "correlation_id", "actor"):
+        value, limit = getattr(event, name), _COLUMNS[name].type.length
+        if value is not None and len(value) > limit:
+            return f"{name}: {len(value)} characters, more than the log stores ({limit})"
+    try:
+        year = event.occurred_at.astimezone(UTC).year
+    except OverflowError:  # before year 1 or after 9999 once in UTC
+        year = 0
+    if year < 1000:  # SQLite's text form has `%Y` unpadded below 1000: it cannot read it
+        return "occurred_at: outside the years 1000 to 9999 in UTC, which the log stores"
+    return None
 
 
 def _nul_path(value: Any, path: str = "") -> str | None:
@@ -238,7 +312,21 @@ def _append_by_stream(
 
 
 def _react(ctx: WorkerContext, appended: list[Event]) -> None:
-    if not appended:
-        return
-    for reaction in ctx.reactions:
-        reaction(ctx, appended)
+    """Catch the reactor up now (the fast path). The reactions are sent from the log,
+    past the reactor's checkpoint: a recorder killed before this line loses none of
+    them, the next catch-up (`labrxiv reactor`, the watcher, the next append) sends them."""
+    if appended and ctx.reactor is not None:
+        ctx.reactor.poke()
+
+
+def record_dead_letter(ctx: WorkerContext, queue: str, reason: str, raw: str) -> None:
+    """Write a dead letter that a worker's main process found and sent here: an item
+    on `queue` that was not a message kombu could read, or a message that was not a
+    task the worker could run. `raw` is the bytes as kept (base64, size-capped).
+
+    Running it twice writes the letter twice (the table has no key to skip it by):
+    harmless, and only after a worker died between the write and the ack."""
+    data = from_transit(raw)
+    if data is None:  # not sent by our consumer: keep the text as it came
+        reason, data = f"{reason} (raw not base64, kept as sent)", raw.encode(errors="replace")
+    ctx.store.dead_letter(f"{queue} queue: {reason}"[:RAW_LIMIT], visible(data[:RAW_LIMIT]))

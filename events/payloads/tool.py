@@ -53,5 +53,5 @@ class ToolReturned(Payload):
     """Files the tool read."""
     files_written: list[FileDigest] = []
     """Files the tool wrote."""
-    limit: Literal["time", "cpu", "memory", "output", "file_size"] | None = None
+    limit: Literal["time", "cpu", "memory", "output", "file_size", "disk"] | None = None
     """The sandbox limit that stopped the tool's process, if one did."""

@@ -472,7 +472,7 @@ def test_database_refusing_connections_is_retried_not_dropped(
             # through several backoffs, not one lucky instant.
             wait_for(
                 "the worker retrying",
-                lambda: worker.text().count("database unavailable, retrying") >= 8,
+                lambda: worker.text().count("database or broker away, retrying") >= 8,
                 worker,
             )
         finally:

@@ -55,6 +55,10 @@ def grade(
         if solution.limit:
             reason += f" ({solution.limit} limit)"
         raise GradingFailed(f"{reason}:\n{solution.stderr[-2000:]}")
+    # The grader runs as root outside the jail and follows links: it may only read
+    # outputs that stay inside the workspace (issue 12: a solution linked `outputs` to
+    # another run's and was graded on them). A link out is refused as a violation.
+    sandbox.confine_tree("outputs")
     scores, notes, usage, model = _run_grader(card, bundle, sandbox.root)
     return Grade(scores, notes, solution, usage, model)
 

@@ -1,23 +1,24 @@
-"""Reactions to appended events: schedule each run's next step; close finished campaigns.
+"""Reactions to recorded events: schedule each run's next step; close finished campaigns.
 
-Both are idempotent: a step is addressed by the version it follows, and a campaign's
-`campaign.finished` has an id derived from the campaign, so doing either twice is harmless.
+Sent by the reactor (`workers.reactor`) from the log. Both are idempotent: a step is
+addressed by the version it follows, and a campaign's `campaign.finished` has an id
+derived from the campaign, so doing either twice is harmless.
 """
 
 from collections.abc import Sequence
 
-from events import Event
+from events import Event, EventStore
 from events.ids import derived_id, utcnow
 from events.payloads import CampaignFinished
-from workers.bus.base import publish
-from workers.context import WorkerContext
+from events.recorded import Recorded
+from workers.bus.base import Bus, publish
 from workers.lab.step import LAB_STEP_TASK
 
 
-def schedule_next_steps(ctx: WorkerContext, appended: Sequence[Event]) -> None:
+def schedule_next_steps(store: EventStore, bus: Bus, recorded: Sequence[Recorded]) -> None:
     """Send the next step of every run that moved and is not finished."""
-    last: dict[str, Event] = {}
-    for event in appended:
+    last: dict[str, Recorded] = {}
+    for event in recorded:
         if event.stream.startswith("run-"):
             last[event.stream] = event
     finished_in: set[str] = set()
@@ -26,22 +27,26 @@ def schedule_next_steps(ctx: WorkerContext, appended: Sequence[Event]) -> None:
             if event.correlation_id:
                 finished_in.add(event.correlation_id)
         else:
-            ctx.bus.send(LAB_STEP_TASK, stream, event.version)
+            bus.send(LAB_STEP_TASK, stream, event.version)
     # Once per campaign, not once per finished run: a batch that finishes many runs of
     # one campaign read the campaign's stream for each (half the recorder's time at
     # 500-event batches, bench/ingest.py).
     for campaign in sorted(finished_in):
-        close_campaign_if_done(ctx, campaign)
+        close_campaign_if_done(store, bus, campaign)
 
 
-def close_campaign_if_done(ctx: WorkerContext, campaign: str) -> None:
+LAB_REACTIONS = (schedule_next_steps,)
+"""What follows the events of lab runs."""
+
+
+def close_campaign_if_done(store: EventStore, bus: Bus, campaign: str) -> None:
     """Append `campaign.finished` once every run of the campaign has finished."""
     stream = f"campaign-{campaign}"
-    events = ctx.store.read_stream(stream)
+    events = store.read_stream(stream)
     if not events or any(e.type == "campaign.finished" for e in events):
         return
     started = events[0].payload
-    mine = list(ctx.store.iter_records(types=["run.started", "run.finished"], correlation=campaign))
+    mine = list(store.iter_records(types=["run.started", "run.finished"], correlation=campaign))
     runs = {r.stream for r in mine if r.type == "run.started"}
     done = {r.stream for r in mine if r.type == "run.finished"}
     if len(runs) < getattr(started, "labs", 0) or runs - done:
@@ -57,4 +62,4 @@ def close_campaign_if_done(ctx: WorkerContext, campaign: str) -> None:
         actor="labrxiv",
         payload=CampaignFinished(reason="done" if reasons <= {"done", "budget"} else "error"),
     )
-    publish(ctx.bus, [finished])
+    publish(bus, [finished])

@@ -5,6 +5,11 @@ Idempotency rule: a step is addressed by (run stream, the version it follows). I
 stream has moved past that version, the step was already taken and this delivery does
 nothing; if not, the events it publishes have ids derived from (stream, version), so
 a step taken twice (redelivery after a worker died) leaves one copy in the log.
+
+Faults: a transient fault (the database or the broker away, `workers.retry`) raised
+while taking the step is left to the task wrapper, which runs the whole step again
+with backoff, from the log; only the lab's own errors (a policy, tool or bundle bug)
+end the run with `error` (issue 12: a PostgreSQL blip ended runs for good).
 """
 
 import logging
@@ -23,16 +28,22 @@ from events.payloads import (
 from runstate import RunState
 from workers.bus.base import publish
 from workers.context import WorkerContext
+from workers.errors import RetryLater
 from workers.lab.budget import over_budget
 from workers.lab.policies import StepInput
+from workers.retry import is_transient
 
 log = logging.getLogger(__name__)
 
 LAB_STEP_TASK = "labrxiv.lab_step"
 
 
-def lab_step(ctx: WorkerContext, stream: str, after_version: int) -> None:
-    """Take the step of run `stream` that follows `after_version`."""
+def lab_step(ctx: WorkerContext, stream: str, after_version: int, final: bool = True) -> None:
+    """Take the step of run `stream` that follows `after_version`.
+
+    `final`: False when the bus runs the step again later if it raises `RetryLater`
+    (a wait, e.g. before a model's next attempt); True (a bus that does not, or the
+    last try) when the step must wait in place instead."""
     state = ctx.streams.run_state(stream)
     if state is None or state.version != after_version:
         return  # already taken (a redelivery) or not yet recorded (a stale trigger)
@@ -48,8 +59,11 @@ def lab_step(ctx: WorkerContext, stream: str, after_version: int) -> None:
             over,
             RunFinished(reason="budget", detail=f"{over.budget} limit"),
         ]
+    elif ctx.leases is None:
+        payloads, blobs = _act(ctx, state, after_version, final)
     else:
-        payloads, blobs = _act(ctx, state, after_version)
+        with ctx.leases.holding(stream, after_version):  # the reaper leaves the run alone
+            payloads, blobs = _act(ctx, state, after_version, final)
     stamps = _stamps(payloads, now, utcnow())
     out = [
         Event(
@@ -87,7 +101,7 @@ def _stamps(payloads: list[Payload], began: datetime, ended: datetime) -> list[d
 
 
 def _act(
-    ctx: WorkerContext, state: RunState, after_version: int
+    ctx: WorkerContext, state: RunState, after_version: int, final: bool
 ) -> tuple[list[Payload], dict[str, bytes]]:
     labs = ctx.labs
     assert labs is not None
@@ -108,9 +122,14 @@ def _act(
             spend=ctx.spend,
             inflight=labs.inflight,
             gateway=labs.gateway,
+            final=final,
         )
         return policy.step(step)
+    except RetryLater:
+        raise  # not yet: the task runs this step again later
     except Exception as exc:  # a policy or bundle bug ends this run, not the worker
+        if is_transient(exc):
+            raise  # the task is retried with backoff; the step is taken again from the log
         log.exception("%s: cannot take a step", state.stream)
         return [RunFinished(reason="error", detail=f"{type(exc).__name__}: {exc}")], {}
 

@@ -12,11 +12,12 @@ Write-ahead use (the caller records `called` durably before anything is sent):
     record(outcome.event, outcome.blobs)                # model.responded / model.failed
     if outcome.retry_in_s is not None: wait, then attempt + 1
 
-`Gateway.call` is that loop with a `record` callback.
+The wait is `Gateway.retry_wait`, the one retry policy (`workers.retry`) with this
+gateway's settings: lab steps wait it out (as a delayed task retry, not a sleep) and
+`Gateway.call`, that loop with a `record` callback, sleeps it.
 """
 
 import logging
-import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -29,12 +30,12 @@ from openai.types.chat import ChatCompletion
 from events.blobs import blob_ref
 from events.payloads import Payload
 from events.payloads.model import ModelFailed, ModelResponded, Usage
-from workers.backoff import backoff_seconds
 from workers.llm.failures import DETAIL, Failure, classify
 from workers.llm.prices import PriceTable, cost_usd
 from workers.llm.reply import MalformedResponse, Reply, read_completion
 from workers.llm.request import ModelRequest, PreparedCall, prepare_call
 from workers.llm.scrub import scrub, scrub_bytes
+from workers.retry import RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,6 @@ class Gateway:
         max_retry_after_s: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
-        rng: random.Random | None = None,
     ) -> None:
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
@@ -83,9 +83,9 @@ class Gateway:
         self.prices = prices
         self.timeout = timeout
         self.max_attempts = max_attempts
-        self.backoff_base, self.backoff_cap = backoff_base, backoff_cap
-        self.max_retry_after_s = max_retry_after_s
-        self._clock, self._sleep, self._rng = clock, sleep, rng or random.Random()
+        self.retry = RetryPolicy(backoff_base, backoff_cap, max_retry_after_s)
+        """How long to wait before a retryable failure's next attempt."""
+        self._clock, self._sleep = clock, sleep
         self._secrets = (api_key,) if api_key else ()
         self._client = openai.OpenAI(
             base_url=base_url,
@@ -136,6 +136,12 @@ class Gateway:
                 return outcome
             self._sleep(outcome.retry_in_s)
         raise AssertionError("the last attempt never asks for a retry")  # pragma: no cover
+
+    def retry_wait(self, attempt: int, retry_after_s: float | None, call_id: str) -> float:
+        """Seconds to wait after attempt `attempt` (call `call_id`) failed: the provider's
+        `retry-after` (capped) when it gave one, else backoff. The same for the same call
+        in any process, so a step taken again waits until the same moment."""
+        return self.retry.wait(attempt, retry_after_s, key=call_id)
 
     def close(self) -> None:
         """Close the HTTP connections."""
@@ -192,7 +198,11 @@ class Gateway:
             detail=failure.detail,
             will_retry=will_retry,
         )
-        wait = self._wait(called.attempt, failure) if will_retry else None
+        wait = (
+            self.retry_wait(called.attempt, failure.retry_after_s, called.call_id)
+            if will_retry
+            else None
+        )
         log.warning(
             "model call %s (%s) failed: %s; %s",
             called.call_id,
@@ -201,12 +211,6 @@ class Gateway:
             f"retrying in {wait:.2f}s" if wait is not None else "not retrying",
         )
         return CallOutcome(event, {}, None, wait)
-
-    def _wait(self, attempt: int, failure: Failure) -> float:
-        """The provider's `retry-after` (capped) when it gave one, else our backoff."""
-        if failure.retry_after_s is not None:
-            return min(failure.retry_after_s, self.max_retry_after_s)
-        return backoff_seconds(attempt, self.backoff_base, self.backoff_cap, self._rng)
 
 
 def _completion(body: bytes) -> ChatCompletion:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
-LimitHit = Literal["time", "cpu", "memory", "output", "file_size"]
+LimitHit = Literal["time", "cpu", "memory", "output", "file_size", "disk"]
 ViolationKind = Literal[
     "path_traversal", "absolute_path", "symlink_escape", "protected_path", "network"
 ]
@@ -23,13 +23,17 @@ class Limits:
     cpu_seconds: int = 120
     """RLIMIT_CPU: SIGXCPU past it."""
     memory_bytes: int = 2 * 1024**3
-    """RLIMIT_AS: allocations fail past it (MemoryError in Python)."""
+    """RLIMIT_AS: allocations fail past it (MemoryError in Python); also the whole process
+    tree's memory, where a cgroup can be made (past it the kernel kills in the tree)."""
     file_bytes: int = 64 * 1024**2
     """RLIMIT_FSIZE: no single file written may grow past it (SIGXFSZ)."""
     output_bytes: int = 256 * 1024
     """stdout+stderr kept; a process printing more than 4x this is killed."""
     processes: int = 256
-    """RLIMIT_NPROC for the sandbox user."""
+    """RLIMIT_NPROC for the sandbox user; also the process tree's, where a cgroup can be made."""
+    disk_bytes: int = 4 * 1024**3
+    """The workspace may not grow past it while a process runs (each file or folder counts
+    at least 4 KiB), nor past its size when the process started if that was larger."""
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,23 @@
-"""The process jail: a private mount and network namespace, hidden paths, an unprivileged user.
+"""The process jail: its own root, mount, network and PID namespaces, an unprivileged user.
 
-`unshare --mount --net` gives the process no network (not even loopback) and its own
-mount table, in which the protected paths (task bundles with graders and hidden
-data, the labrxiv data folder) are covered by empty read-only tmpfs mounts. Then
-`setpriv` drops to the `nobody` user with no capabilities, so the process cannot
-undo those mounts. Limits are rlimits set before exec and inherited.
+`unshare --mount --net --pid` gives the process no network (not even loopback), its own
+process table and its own mount table. In that mount table `jail_init.py` builds a
+fresh root and pivots into it: the system (`/usr`, `/etc`, the library folders) and the
+interpreter's folders read-only, the workspace read-write at /mnt/workspace, a private
+/tmp, /dev/shm and /proc, and nothing else. What the jail must not see is simply not
+there: not the task bundles, the data folder or other runs' workspaces, and not their
+copies either (the hidden data is also in the repository's git objects, which a list of
+covered paths missed, issue 12). A path to hide that lies inside a folder shown is
+still covered with an empty read-only tmpfs.
+
+The same init (PID 1 of the namespace) runs the command as its child, under `setpriv`
+as the `nobody` user with no capabilities, and reports the child's wait status on a
+pipe. When the command ends, or the jail is killed, the kernel kills every process left
+in the namespace: nothing a lab starts outlives its tool call (a `setsid` or `nohup`
+process used to, issue 12), and no process of one run can see, signal or enter
+(`/proc/<pid>/cwd`, `/proc/<pid>/root`) a process of another run, though both run as
+`nobody`. Limits are rlimits set before exec and inherited, plus a cgroup per process
+tree where one can be made (`cgroup.py`).
 """
 
 import functools
@@ -14,48 +27,77 @@ import pwd
 import resource
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from workers.sandbox.base import Limits, SandboxUnavailable
+from workers.sandbox.cgroup import TreeGroup
 
 SANDBOX_USER = "nobody"
 SANDBOX_GROUP = "nogroup"
 
 WORKSPACE_MOUNT = "/mnt/workspace"
-"""Where the workspace appears inside the jail (its real ancestors may be private)."""
+"""Where the workspace appears inside the jail."""
 
-# $1 is the workspace: bind it at /mnt/workspace (on a fresh tmpfs over /mnt) and
-# enter it; cover each path up to "--" with an empty read-only tmpfs; exec the rest.
-_MOUNT_SCRIPT = """
-mount -t tmpfs -o size=64k,mode=755 labrxiv-jail /mnt || exit 97
-mkdir /mnt/workspace && mount --bind "$1" /mnt/workspace || exit 97
-cd /mnt/workspace || exit 97
-shift
-while [ "$1" != "--" ]; do
-  if [ -e "$1" ]; then mount -t tmpfs -o ro,size=4k,mode=000 labrxiv-hidden "$1" || exit 97; fi
-  shift
-done
-shift
-exec "$@"
-"""
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+"""Folders of the machine every jail sees, read-only (a symlink, as /bin on a merged-/usr
+system, is copied as a symlink)."""
+
+INIT = Path(__file__).with_name("jail_init.py")
+"""PID 1 of every jail: builds its root, runs the command, reports how it ended."""
 
 
-def jail_argv(command: Sequence[str], workspace: Path, hidden: Sequence[Path]) -> list[str]:
-    """The argv that runs `command` in the jail, in `workspace`, with `hidden` covered."""
+def jail_argv(
+    command: Sequence[str],
+    workspace: Path,
+    hidden: Sequence[Path],
+    runtime: Sequence[Path] = (),
+    status_fd: int | None = None,
+    python: str | None = None,
+) -> list[str]:
+    """The argv that runs `command` jailed in `workspace`.
+
+    `runtime`: further folders to show read-only (the interpreter's); `hidden`: paths to
+    cover if one of those folders holds them; `status_fd`: where the init writes the
+    command's wait status; `python`: the interpreter that runs the init.
+    """
     _check_available()
+    readonly = [*SYSTEM, *(str(path) for path in runtime)]
     return [
-        "unshare", "--mount", "--net", "--propagation", "private", "--",
-        "sh", "-c", _MOUNT_SCRIPT, "labrxiv-jail", str(workspace), *map(str, hidden), "--",
+        "unshare", "--mount", "--net", "--pid", "--fork", "--kill-child",
+        "--propagation", "private", "--",
+        python or sys.executable, "-I", "-S", str(INIT), str(workspace), str(status_fd or 2),
+        *readonly, "--", *map(str, hidden), "--",
         "setpriv", f"--reuid={SANDBOX_USER}", f"--regid={SANDBOX_GROUP}", "--clear-groups",
         "--no-new-privs", "--", *command,
     ]  # fmt: skip
 
 
-def rlimits(limits: Limits) -> Callable[[], None]:
-    """A `preexec_fn` that applies `limits` to the child before it execs."""
+def interpreter_folders(python: str) -> list[Path]:
+    """The folders `python` needs to run: its venv, and the installation it points at.
+
+    A folder under a system folder the jail shows anyway is left out, and so is `/`.
+    """
+    folders = []
+    venv = Path(python).parent.parent
+    if (venv / "pyvenv.cfg").is_file():
+        folders.append(Path(os.path.realpath(venv)))
+    folders.append(Path(os.path.realpath(python)).parent.parent)
+    shown = [Path(folder) for folder in SYSTEM]
+    return [
+        folder
+        for folder in dict.fromkeys(folders)
+        if folder != Path("/") and not any(folder == s or s in folder.parents for s in shown)
+    ]
+
+
+def preexec(limits: Limits, group: TreeGroup | None) -> Callable[[], None]:
+    """A `preexec_fn` that puts the child in `group` and applies `limits` before it execs."""
 
     def apply() -> None:
+        if group is not None:
+            group.enter()
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5))
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
@@ -66,32 +108,41 @@ def rlimits(limits: Limits) -> Callable[[], None]:
 
 
 def hand_to_sandbox_user(path: Path) -> None:
-    """Make the workspace writable by the sandbox user (it owns nothing else)."""
-    uid, gid = _sandbox_ids()
-    os.chown(path, uid, gid)
+    """Make the workspace writable by the sandbox user (it owns nothing else).
+
+    Never follows a symlink: the workspace is the lab's, and a link it made (its `.tmp`
+    pointing at /etc, say) would otherwise have root give the lab what it points at.
+    """
+    uid, gid = sandbox_ids()
+    os.chown(path, uid, gid, follow_symlinks=False)
+    if path.is_symlink() or not path.is_dir():
+        return
     for base, dirs, files in os.walk(path):
         for name in dirs + files:
-            os.lchown(os.path.join(base, name), uid, gid)
+            os.chown(os.path.join(base, name), uid, gid, follow_symlinks=False)
 
 
 @functools.cache
-def _sandbox_ids() -> tuple[int, int]:
+def sandbox_ids() -> tuple[int, int]:
+    """The sandbox user's uid and gid."""
     return pwd.getpwnam(SANDBOX_USER).pw_uid, grp.getgrnam(SANDBOX_GROUP).gr_gid
 
 
 @functools.cache
 def _check_available() -> None:
-    missing = [tool for tool in ("unshare", "setpriv", "sh") if shutil.which(tool) is None]
+    tools = ("unshare", "setpriv", "pivot_root")
+    missing = [tool for tool in tools if shutil.which(tool) is None]
     if missing:
         raise SandboxUnavailable(f"sandbox needs {', '.join(missing)} (util-linux) on PATH")
     if os.geteuid() != 0:
         raise SandboxUnavailable(
-            "the sandbox isolates processes with mount and network namespaces and an "
+            "the sandbox isolates processes with mount, network and PID namespaces and an "
             "unprivileged user, which needs root; run labrxiv workers as root "
             "(e.g. in their container)"
         )
+    namespaces = ["--mount", "--net", "--pid", "--fork", "--propagation", "private"]
     probe = subprocess.run(
-        ["unshare", "--mount", "--net", "--propagation", "private", "--", "true"],
+        ["unshare", *namespaces, "--", "true"],
         capture_output=True,
         text=True,
         check=False,

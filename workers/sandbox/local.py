@@ -1,8 +1,11 @@
 """The local sandbox: a workspace folder on this machine and jailed processes in it."""
 
+import errno
 import os
+import select
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -11,8 +14,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
-from workers.sandbox.base import ExecResult, LimitHit, Limits
-from workers.sandbox.jail import WORKSPACE_MOUNT, hand_to_sandbox_user, jail_argv, rlimits
+from workers.sandbox.base import (
+    ExecResult,
+    LimitHit,
+    Limits,
+    SandboxUnavailable,
+    SandboxViolation,
+)
+from workers.sandbox.cgroup import TreeGroup
+from workers.sandbox.jail import (
+    WORKSPACE_MOUNT,
+    hand_to_sandbox_user,
+    interpreter_folders,
+    jail_argv,
+    preexec,
+    sandbox_ids,
+)
+from workers.sandbox.jail_init import SETUP_FAILED
 from workers.sandbox.paths import confine
 
 _ENV = {
@@ -26,6 +44,10 @@ _ENV = {
     "MPLBACKEND": "Agg",
 }
 """The whole environment a sandboxed process gets: no secrets, no proxies."""
+
+_FILE_FLAGS = os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+"""Opening a workspace file as root: a FIFO the lab made must not block the worker, and
+a link swapped in must not be followed."""
 
 
 class LocalSandbox:
@@ -42,6 +64,8 @@ class LocalSandbox:
         self.hidden = [Path(p).resolve() for p in hidden]
         self.limits = limits or Limits()
         self.python = python or _interpreter()
+        self.runtime = interpreter_folders(self.python)
+        """Folders the jail shows read-only besides the system: the interpreter's."""
         self.root.mkdir(parents=True, exist_ok=True)
 
     def prepare(self) -> None:
@@ -55,52 +79,117 @@ class LocalSandbox:
         """
         limits = limits or self.limits
         command = [self.python if argv and argv[0] == "python" else argv[0], *argv[1:]]
-        env = dict(_ENV, HOME=WORKSPACE_MOUNT, TMPDIR=f"{WORKSPACE_MOUNT}/.tmp")
-        (self.root / ".tmp").mkdir(exist_ok=True)
-        hand_to_sandbox_user(self.root / ".tmp")
+        self._workspace_tmp()
+        disk = _DiskWatch(self.root, limits.disk_bytes)
+        group = TreeGroup.create(limits.memory_bytes, limits.processes)
+        status_read, status_write = os.pipe()
         started = time.monotonic()
-        proc = subprocess.Popen(
-            jail_argv(command, self.root, self.hidden),
-            cwd=self.root,
-            env=env,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            preexec_fn=rlimits(limits),
-            start_new_session=True,
-        )
-        capture = _Capture(proc, limits.output_bytes)
-        if stdin and proc.stdin:
-            try:
-                proc.stdin.write(stdin.encode())
-            except BrokenPipeError:
-                pass
-        if proc.stdin:
-            proc.stdin.close()
-        limit: LimitHit | None = None
         try:
-            proc.wait(timeout=limits.wall_seconds)
-        except subprocess.TimeoutExpired:
-            limit = "time"
-            _kill_group(proc)
-            proc.wait()
+            proc = subprocess.Popen(
+                jail_argv(command, self.root, self.hidden, self.runtime, status_write, self.python),
+                cwd=self.root,
+                env=dict(_ENV, HOME=WORKSPACE_MOUNT, TMPDIR=f"{WORKSPACE_MOUNT}/.tmp"),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                preexec_fn=preexec(limits, group),
+                start_new_session=True,
+                pass_fds=(status_write,),
+            )
+        except BaseException:
+            os.close(status_read)
+            if group:
+                group.remove()
+            raise
+        finally:
+            os.close(status_write)
+        capture = _Capture(proc, limits.output_bytes)
+        _feed(proc, stdin)
+        try:
+            limit, status = self._wait(proc, status_read, started + limits.wall_seconds, disk)
+        finally:
+            os.close(status_read)
         capture.join()
-        proc.wait()
+        oom = group.oom_killed() if group else False
+        if group:
+            group.remove()
+        if not status and proc.returncode == SETUP_FAILED:
+            raise SandboxUnavailable(f"the jail could not be built: {capture.text('stderr')}")
+        code = os.waitstatus_to_exitcode(int(status)) if status else proc.returncode
+        stderr = capture.text("stderr")
         if capture.flooded:
             limit = "output"
+        elif not limit:
+            limit = "memory" if oom and code else _limit_from(code, stderr)
         return ExecResult(
-            exit_code=proc.returncode,
+            exit_code=code,
             stdout=capture.text("stdout"),
-            stderr=capture.text("stderr"),
+            stderr=stderr,
             duration_s=round(time.monotonic() - started, 3),
-            limit=limit or _limit_from(proc.returncode, capture.text("stderr")),
+            limit=limit,
             truncated=capture.truncated,
         )
+
+    def _wait(
+        self, proc: subprocess.Popen[bytes], status_fd: int, deadline: float, disk: "_DiskWatch"
+    ) -> tuple[LimitHit | None, bytes]:
+        """Wait for the jail and read the command's wait status from `status_fd`; stop the
+        jail at the deadline or when the workspace outgrows its cap.
+
+        The status pipe reaches its end when the jail has exited, so waiting on it wakes
+        at once (polling the process cost ~50 ms a call).
+        """
+        status = b""
+        while True:
+            timeout = max(0.0, min(0.1, deadline - time.monotonic()))
+            if select.select([status_fd], [], [], timeout)[0]:
+                chunk = os.read(status_fd, 64)
+                status += chunk
+                if chunk:
+                    continue
+                proc.wait()
+                return None, status
+            limit: LimitHit | None = None
+            if time.monotonic() >= deadline:
+                limit = "time"
+            elif disk.over():
+                limit = "disk"
+            if limit:
+                _kill_group(proc)
+                proc.wait()
+                return limit, status
+
+    def _workspace_tmp(self) -> None:
+        """Make the workspace's `.tmp` (the jail's TMPDIR) a plain folder of the sandbox user.
+
+        A lab could make it a symlink; root then chowned whatever it pointed at to the
+        sandbox user, /etc or a grader included (issue 12). A symlink there is removed and
+        refused when it pointed outside the workspace.
+        """
+        tmp = self.root / ".tmp"
+        if tmp.is_symlink():
+            target = os.readlink(tmp)
+            tmp.unlink()
+            try:
+                confine(self.root, os.path.relpath(os.path.join(self.root, target), self.root))
+            except SandboxViolation:
+                raise SandboxViolation(
+                    "symlink_escape",
+                    f".tmp was a symlink to {target}, outside the workspace",
+                    ".tmp",
+                ) from None
+        elif tmp.exists() and not tmp.is_dir():
+            tmp.unlink()
+        tmp.mkdir(exist_ok=True)
+        uid, gid = sandbox_ids()
+        os.chown(tmp, uid, gid, follow_symlinks=False)
 
     def read(self, path: str, max_bytes: int | None = None) -> bytes:
         """A workspace file's bytes (the first `max_bytes` if given)."""
         real = confine(self.root, path, self.hidden)
-        with open(real, "rb") as handle:
+        fd = os.open(real, os.O_RDONLY | _FILE_FLAGS)
+        with os.fdopen(fd, "rb") as handle:
+            _regular(fd, path)
             return handle.read() if max_bytes is None else handle.read(max_bytes)
 
     def write(self, path: str, data: bytes) -> None:
@@ -108,14 +197,114 @@ class LocalSandbox:
         real = confine(self.root, path, self.hidden)
         created = [p for p in reversed(real.parents) if self.root in p.parents and not p.exists()]
         real.parent.mkdir(parents=True, exist_ok=True)
-        real.write_bytes(data)
+        fd = os.open(real, os.O_WRONLY | os.O_CREAT | _FILE_FLAGS, 0o644)
+        with os.fdopen(fd, "wb") as handle:
+            _regular(fd, path)
+            os.ftruncate(fd, 0)
+            handle.write(data)
         uid, gid = _owner(self.root)
         for made in [*created, real]:
             os.lchown(made, uid, gid)
 
+    def confine_tree(self, path: str) -> None:
+        """Refuse (`SandboxViolation`) a workspace folder from which a link leads outside.
+
+        For a reader outside the jail (the trusted grader runs as root and follows
+        links): a solution made `outputs` a symlink to another run's outputs and was
+        graded on them (issue 12).
+        """
+        top = confine(self.root, path, self.hidden)
+        if not top.is_dir():
+            return
+        for base, dirs, files in os.walk(top):
+            for name in dirs + files:
+                full = os.path.join(base, name)
+                if os.path.islink(full):
+                    confine(self.root, os.path.relpath(full, self.root), self.hidden)
+
     def cleanup(self) -> None:
         """Remove the workspace and everything in it."""
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+class _DiskWatch:
+    """Whether a workspace has outgrown its cap, asked ten times a second while a process runs.
+
+    The cap is the disk limit, or the workspace's size when the process started if that
+    was larger. Measuring a workspace means walking it, which takes a while for many
+    files; so each time, the filesystem's own counters (one `statvfs`) say how much was
+    taken on it since the start, and the workspace is walked when that would put it past
+    its cap, and every 0.25 s anyway (the counters also move with others' writes and
+    deletions), but never sooner than three times the last walk's duration after it (a
+    quarter of a core at most while a command runs). A process outgrows the cap by
+    what it writes until the walk after it crossed it ends: tens of MiB for big files,
+    and for a flood of empty files (a walk takes about as long as their making) about
+    the cap again, under 4x in the escape suite.
+    """
+
+    def __init__(self, root: Path, limit: int) -> None:
+        self.root = root
+        began = time.monotonic()
+        self.start = workspace_usage(root)
+        self.walked = time.monotonic()
+        self.walk_cost = self.walked - began
+        self.cap = max(limit, self.start)
+        self.fs_start = _filesystem_used(root)
+
+    def over(self) -> bool:
+        now = time.monotonic()
+        estimate = self.start + _filesystem_used(self.root) - self.fs_start
+        if now - self.walked < max(0.25, 3 * self.walk_cost) and (
+            estimate <= self.cap or now - self.walked < 3 * self.walk_cost
+        ):
+            return False
+        used = workspace_usage(self.root)
+        self.walked, self.walk_cost = time.monotonic(), time.monotonic() - now
+        return used > self.cap
+
+
+def _filesystem_used(path: Path) -> int:
+    """Bytes taken on `path`'s filesystem, each inode counted 4 KiB as `workspace_usage` does."""
+    info = os.statvfs(path)
+    return (info.f_blocks - info.f_bfree) * info.f_frsize + (info.f_files - info.f_ffree) * 4096
+
+
+def workspace_usage(root: Path) -> int:
+    """Bytes a workspace takes on disk, each file or folder counted at least 4 KiB."""
+    total = 0
+    stack = [str(root)]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            total += max(info.st_blocks * 512, 4096)
+            if stat.S_ISDIR(info.st_mode):
+                stack.append(entry.path)
+    return total
+
+
+def _regular(fd: int, path: str) -> None:
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    if not stat.S_ISREG(mode):
+        raise OSError(errno.EINVAL, "not a regular file (a FIFO, socket or device)", path)
+
+
+def _feed(proc: subprocess.Popen[bytes], stdin: str) -> None:
+    if stdin and proc.stdin:
+        try:
+            proc.stdin.write(stdin.encode())
+        except BrokenPipeError:
+            pass
+    if proc.stdin:
+        proc.stdin.close()
 
 
 class _Capture:
@@ -177,8 +366,8 @@ def _limit_from(code: int | None, stderr: str) -> LimitHit | None:
 
 
 def _owner(path: Path) -> tuple[int, int]:
-    stat = path.stat()
-    return stat.st_uid, stat.st_gid
+    info = path.stat()
+    return info.st_uid, info.st_gid
 
 
 def _interpreter() -> str:

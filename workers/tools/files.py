@@ -9,11 +9,12 @@ from typing import Annotated
 from pydantic import Field
 
 from events.payloads import FileDigest
-from workers.sandbox.paths import confine
 from workers.tools.base import ToolError, ToolResult, tool
 from workers.tools.env import ToolEnv
 
 MAX_READ = 64 * 1024
+SEARCH_MAX = 1024 * 1024
+"""Files larger than this are not searched."""
 
 
 @tool
@@ -24,7 +25,7 @@ def read_file(
     """Read a text file of the workspace (the first 64 KiB)."""
     try:
         data = env.sandbox.read(path, max_bytes=MAX_READ + 1)
-    except (FileNotFoundError, IsADirectoryError) as exc:
+    except OSError as exc:  # missing, a folder, a FIFO: the lab's to fix, not a crash
         raise ToolError(f"{path}: {exc.strerror}") from None
     text = data[:MAX_READ].decode("utf-8", errors="replace")
     return ToolResult(text + ("\n[… cut at 64 KiB]" if len(data) > MAX_READ else ""))
@@ -38,7 +39,10 @@ def write_file(
 ) -> ToolResult:
     """Create or replace a file in the workspace."""
     data = content.encode()
-    env.sandbox.write(path, data)
+    try:
+        env.sandbox.write(path, data)
+    except OSError as exc:  # a folder or a FIFO in the way: the lab's to fix, not a crash
+        raise ToolError(f"{path}: {exc.strerror}") from None
     digest = FileDigest(path=path, sha256=hashlib.sha256(data).hexdigest())
     return ToolResult(f"wrote {len(data)} bytes to {path}", files_written=[digest])
 
@@ -55,11 +59,18 @@ def apply_patch(
         text = env.sandbox.read(path).decode("utf-8")
     except FileNotFoundError:
         raise ToolError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise ToolError(f"{path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ToolError(f"{path}: not UTF-8 text") from None
     count = text.count(old)
     if count != 1:
         raise ToolError(f"{path}: the old text occurs {count} times; it must occur exactly once")
     data = text.replace(old, new).encode()
-    env.sandbox.write(path, data)
+    try:
+        env.sandbox.write(path, data)
+    except OSError as exc:
+        raise ToolError(f"{path}: {exc.strerror}") from None
     digest = FileDigest(path=path, sha256=hashlib.sha256(data).hexdigest())
     return ToolResult(f"patched {path}", files_written=[digest])
 
@@ -81,10 +92,15 @@ def search_files(
             relative = os.path.relpath(os.path.join(base, name), env.sandbox.root)
             if not fnmatch.fnmatch(name, glob) or relative.startswith(".tmp"):
                 continue
-            real = confine(env.sandbox.root, relative)
-            if real.stat().st_size > 1024 * 1024:
+            # Through the sandbox: a link out is refused (and recorded), and a FIFO or a
+            # socket is skipped rather than read, which would block the worker for good.
+            try:
+                data = env.sandbox.read(relative, max_bytes=SEARCH_MAX + 1)
+            except OSError:
                 continue
-            for number, line in enumerate(real.read_text(errors="replace").splitlines(), 1):
+            if len(data) > SEARCH_MAX:
+                continue
+            for number, line in enumerate(data.decode(errors="replace").splitlines(), 1):
                 if regex.search(line):
                     hits.append(f"{relative}:{number}: {line[:200]}")
                     if len(hits) >= 100:

@@ -43,6 +43,7 @@ def _limits(env: ToolEnv, timeout_s: float) -> Limits:
         file_bytes=base.file_bytes,
         output_bytes=base.output_bytes,
         processes=base.processes,
+        disk_bytes=base.disk_bytes,
     )
 
 

@@ -45,6 +45,9 @@ class StepInput:
     """Markers of model calls being sent (outside every workspace)."""
     gateway: Callable[[LlmConfig | None], Gateway]
     """The model gateway for a run's model settings."""
+    final: bool = True
+    """False when the bus runs this step again later if the policy raises `RetryLater`
+    (to wait without holding a worker); True when it must take the step now."""
 
 
 class Policy(Protocol):

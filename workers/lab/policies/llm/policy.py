@@ -32,5 +32,6 @@ class LlmPolicy:
                 spend=step.spend,
                 sizes=self.sizes,
                 version=step.version,
+                final=step.final,
             )
         )

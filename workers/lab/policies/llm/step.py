@@ -7,8 +7,10 @@
   the model answers, the same step runs the tools it asked for (malformed or unknown
   calls are told to the model as the call's result; `next_phase` moves the research
   cycle on) and writes the next call ahead: one step and one batch per model call;
-- a `model.failed`: wait (retry-after, or backoff) and write the next attempt ahead,
-  or end the run when the gateway gave up;
+- a `model.failed`: write the next attempt ahead once the gateway's wait after the
+  failure is over (its retry-after, capped, or its backoff), or end the run when the
+  gateway gave up. The step does not sleep in its worker: it asks the bus to run it
+  again when the wait is over (`RetryLater`), unless the bus cannot (`final`);
 - anything else: check budgets, build the conversation from the log, write the next
   call ahead (`model.called`) for the following step to send.
 """
@@ -20,6 +22,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 from events import EventStore
@@ -35,7 +38,7 @@ from events.payloads import (
     ToolReturned,
 )
 from runstate import RunState, ahead
-from workers.backoff import backoff_seconds
+from workers.errors import RetryLater
 from workers.gym.bundle import Bundle
 from workers.lab import budget
 from workers.lab.campaign_spend import CampaignSpend
@@ -50,7 +53,6 @@ from workers.tools.invoke import invoke
 
 log = logging.getLogger(__name__)
 
-MAX_WAIT_S = 60.0
 Out = tuple[list[Payload], dict[str, bytes]]
 
 
@@ -74,6 +76,8 @@ class LlmStep:
     """The worker's measured conversation groups of runs, for the truncation rule."""
     version: int
     """The version this step follows."""
+    final: bool = True
+    """False: a wait is asked of the bus (`RetryLater`); True: it is waited out here."""
 
 
 def llm_step(step: LlmStep) -> Out:
@@ -165,9 +169,15 @@ def _after_failure(step: LlmStep, failed: ModelFailed) -> Out:
     if not failed.will_retry:
         detail = f"the model failed {called.attempt} times; last: {failed.error} {failed.detail}"
         return [RunFinished(reason="error", detail=detail[:500])], {}
-    wait = failed.retry_after_s
-    wait = backoff_seconds(called.attempt) if wait is None else wait
-    time.sleep(min(MAX_WAIT_S, wait))
+    # The gateway's own wait for this failure (the number it logged), counted from when
+    # the failure was recorded: a step delivered again waits until the same moment.
+    wait = step.gateway.retry_wait(called.attempt, failed.retry_after_s, failed.call_id)
+    due = step.state.last_at + timedelta(seconds=wait)
+    left = min(wait, (due - utcnow()).total_seconds())
+    if left > 0:
+        if not step.final:
+            raise RetryLater(f"the next attempt of {called.request_id} is due", delay_s=left)
+        time.sleep(left)  # a bus that runs nothing again later (the in-process one)
     return _next_attempt(called)
 
 

@@ -1,0 +1,32 @@
+"""Creating tables in the log's database, safe when many processes start at once.
+
+Every process that opens the log creates what it needs (the log's tables, read models,
+checkpoints, leases) if missing. Started together on a fresh PostgreSQL database, two
+`CREATE TABLE`s of the same table raced: one died with `UniqueViolation` on
+`pg_type_typname_nsp_index` (issue 12, defect 5). Creation is serialized instead: on
+PostgreSQL by a transaction-scoped advisory lock, on SQLite by a transaction begun
+IMMEDIATE (its single writer lock), and the existence checks run inside it.
+"""
+
+from collections.abc import Sequence
+
+from sqlalchemy import Engine, Table, inspect, text
+
+from events.engines import WRITER_OPTIONS
+
+SCHEMA_LOCK = 0x6C61627278697621
+"""The PostgreSQL advisory lock key every labrxiv process takes to create tables."""
+
+
+def create_tables(engine: Engine, tables: Sequence[Table]) -> None:
+    """Create whichever of `tables` do not exist yet (a cheap look first: they almost
+    always do), one process at a time."""
+    inspector = inspect(engine)
+    if all(inspector.has_table(table.name) for table in tables):
+        return
+    writer = engine.connect().execution_options(**WRITER_OPTIONS)
+    with writer as conn, conn.begin():
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK})
+        for table in tables:
+            table.create(conn, checkfirst=True)

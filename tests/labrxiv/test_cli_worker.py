@@ -1,0 +1,122 @@
+"""`labrxiv worker`'s node name (issue 12, defect 6): every worker on a host was
+`celery@<host>` (DuplicateNodenameWarning; a broadcast could not tell them apart), and
+there was no `-n`. Each process now has a name of its own unless given one."""
+
+import os
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from celery.exceptions import DuplicateNodenameWarning
+from typer.testing import CliRunner
+
+from labrxiv.cli import app
+from workers.app import make_celery
+
+LABRXIV = Path(sys.executable).with_name("labrxiv")
+
+
+class FakeCelery:
+    """Stands in for the worker's Celery app: keeps the command line it was given."""
+
+    def __init__(self) -> None:
+        self.argv: list[str] = []
+
+    def worker_main(self, argv: list[str]) -> None:
+        self.argv = argv
+
+
+def worker_argv(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *options: str) -> list[str]:
+    """The Celery command line `labrxiv worker *options` runs."""
+    fake = FakeCelery()
+    monkeypatch.setattr("labrxiv.wiring.celery_worker_app", lambda _settings: fake)
+    env = {k: None for k in os.environ if k.startswith("LABRXIV_")}
+    env |= {"LABRXIV_REDIS_URL": "redis://127.0.0.1:1/0", "LABRXIV_DATA_DIR": str(tmp_path)}
+    result = CliRunner().invoke(app, ["worker", *options], env=env)
+    assert result.exit_code == 0, result.output
+    return fake.argv
+
+
+def name_in(argv: list[str]) -> str:
+    assert argv.count("-n") == 1, argv
+    return argv[argv.index("-n") + 1]
+
+
+def test_each_worker_is_named_apart_by_default(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    first = name_in(worker_argv(monkeypatch, tmp_path))
+    second = name_in(worker_argv(monkeypatch, tmp_path))
+    assert first != second, "two workers started alike must not share a name"
+    for name in (first, second):
+        node, host = name.split("@")
+        assert node.startswith(f"labrxiv-{os.getpid()}-"), name  # the pid: which process
+        assert host == "%h"  # Celery puts the host name there
+
+
+def test_a_name_can_be_given(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    assert name_in(worker_argv(monkeypatch, tmp_path, "-n", "steps-1@%h")) == "steps-1@%h"
+    argv = worker_argv(monkeypatch, tmp_path, "--name", "recorder@box", "-Q", "events")
+    assert name_in(argv) == "recorder@box" and argv[argv.index("-Q") + 1] == "events"
+
+
+# -- two real workers on one host --------------------------------------------------------
+
+
+@pytest.fixture
+def two_workers(tmp_path: Path, redis_url: str) -> Iterator[list[subprocess.Popen[bytes]]]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LABRXIV_")}
+    env |= {
+        "LABRXIV_REDIS_URL": redis_url,
+        "LABRXIV_DATABASE_URL": f"sqlite:///{tmp_path / 'log.db'}",
+        "LABRXIV_DATA_DIR": str(tmp_path / "data"),
+    }
+    started = []
+    try:
+        for index in range(2):
+            with (tmp_path / f"worker-{index}.log").open("wb") as out:
+                started.append(
+                    subprocess.Popen(
+                        [str(LABRXIV), "worker", "-Q", "steps", "-P", "solo"],
+                        env=env,
+                        cwd=tmp_path,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                )
+        yield started
+    finally:
+        for proc in started:
+            proc.terminate()
+        for proc in started:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+@pytest.mark.redis
+@pytest.mark.slow
+def test_two_workers_on_one_host_answer_as_two(
+    two_workers: list[subprocess.Popen[bytes]], redis_url: str
+) -> None:
+    control = make_celery(redis_url, visibility_timeout=60).control
+    deadline = time.monotonic() + 60
+    replies: list[dict[str, Any]] = []
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        while time.monotonic() < deadline:
+            assert all(p.poll() is None for p in two_workers), "a worker exited"
+            replies = control.ping(timeout=1.0)
+            if len(replies) >= 2:
+                break
+    names = sorted(name for reply in replies for name in reply)
+    assert len(names) == 2 and len(set(names)) == 2, names
+    assert not [w for w in warned if issubclass(w.category, DuplicateNodenameWarning)]

@@ -1,0 +1,153 @@
+"""Reactions come from the log: a recorder that dies between its append and its
+reactions loses no step (issue 12, defect 1); reactors running together send each
+reaction once in effect; a crash before the checkpoint moves sends again; a run whose
+step is being taken is not reaped, and a run whose step was lost is."""
+
+import threading
+import time
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from events import Event, EventStore
+from events.envelope import as_utc
+from events.ids import new_id, utcnow
+from events.payloads import Budget, RunStarted, ToolInvoked
+from events.recorded import Recorded
+from labrxiv.settings import load_settings
+from labrxiv.wiring import open_embedded
+from runstate import fold
+from workers.lab.campaign import CampaignPlan, start_campaign
+from workers.lab.lease import STEP_LEASES, Leases
+from workers.lab.reactions import LAB_REACTIONS
+from workers.lab.reaper import stalled_runs
+from workers.reactor import Reactor
+
+
+class Captured:
+    """A bus that keeps what is sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, tuple[Any, ...]]] = []
+        self.lock = threading.Lock()
+
+    def send(self, task: str, *args: Any) -> None:
+        with self.lock:
+            self.sent.append((task, args))
+
+    def close(self) -> None:
+        pass
+
+
+def _runs(store: EventStore, count: int, steps: int) -> list[Event]:
+    events = []
+    for run in range(count):
+        stream = f"run-r{run}"
+        started = RunStarted(task="continual-digits", lab=f"lab-{run}", policy="search")
+        events.append(
+            Event(id=new_id(), stream=stream, version=0, occurred_at=utcnow(), payload=started)
+        )
+        for version in range(1, steps):
+            tool = ToolInvoked(call_id=f"c{version}", tool="bash", args={})
+            events.append(
+                Event(
+                    id=new_id(), stream=stream, version=version, occurred_at=utcnow(), payload=tool
+                )
+            )
+    store.append(events)
+    return events
+
+
+def test_steps_recorded_by_a_recorder_that_died_before_reacting_are_sent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every recorder dies right after its append, before its reactions (as a SIGKILL
+    ~20 ms after recording did): the runs' next steps are still sent, by a reactor
+    catching up from the log, and every run finishes `done`."""
+    monkeypatch.setattr("workers.recorder._react", lambda ctx, appended: None)
+    system = open_embedded(load_settings(data_dir=tmp_path / "data"), threads=2)
+    try:
+        plan = CampaignPlan(
+            task="continual-digits", labs=2, papers=1, mode="isolated", seed=3, attempts=2
+        )
+        _campaign, runs = start_campaign(system.bus, plan)
+        system.bus.join()
+        assert all(len(system.store.read_stream(run)) == 1 for run in runs), (
+            "with reactions on the recorder's success path only, the runs stall here"
+        )
+        other_process = Reactor(system.store, system.bus, LAB_REACTIONS)
+        for _ in range(200):
+            system.bus.join()
+            if not other_process.catch_up():
+                break
+        for run in runs:
+            state = fold(system.store.read_stream(run))
+            assert state.finished is not None and state.finished.reason == "done", run
+            assert len(state.attempts) == 2 and len(state.papers) == 1
+    finally:
+        system.close()
+
+
+def test_reactors_catching_up_together_send_each_reaction_once(store_url: str) -> None:
+    store = EventStore.from_url(store_url)
+    _runs(store, count=30, steps=20)
+    bus = Captured()
+    reactors = [Reactor(store, bus, LAB_REACTIONS, page=7) for _ in range(4)]
+    threads = [threading.Thread(target=r.catch_up) for r in reactors]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    steps = [args for task, args in bus.sent]
+    assert len(steps) == len(set(steps)), "no reaction sent twice"
+    last = {(f"run-r{r}", 19) for r in range(30)}
+    assert last <= set(steps), "every run's latest event led to its next step"
+    assert reactors[0].position() == store.max_position()
+
+
+def test_a_crash_before_the_checkpoint_moves_sends_again(sqlite_url: str) -> None:
+    store = EventStore.from_url(sqlite_url)
+    _runs(store, count=2, steps=3)
+    bus = Captured()
+    crashes = [True]
+
+    def sends_then_dies(store: EventStore, bus: Any, recorded: Sequence[Recorded]) -> None:
+        LAB_REACTIONS[0](store, bus, recorded)
+        if crashes.pop(0) if crashes else False:
+            raise RuntimeError("killed after sending")
+
+    reactor = Reactor(store, bus, [sends_then_dies])
+    with pytest.raises(RuntimeError):
+        reactor.catch_up()
+    assert reactor.position() == 0, "the checkpoint did not move past what may not be sent"
+    reactor.catch_up()
+    assert reactor.position() == store.max_position()
+    assert sorted(args for _, args in bus.sent) == sorted([("run-r0", 2), ("run-r1", 2)] * 2), (
+        "sent again after the crash: harmless, a step is addressed by its version"
+    )
+
+
+def test_a_run_whose_step_is_being_taken_is_not_reaped(sqlite_url: str) -> None:
+    store = EventStore.from_url(sqlite_url)
+    started = RunStarted(task="continual-digits", lab="a", policy="search", budget=Budget())
+    first = Event(id=new_id(), stream="run-x", version=0, occurred_at=utcnow(), payload=started)
+    store.append([first])
+    leases = Leases(store, ttl=0.6)
+
+    def expiry() -> datetime:
+        with store.engine.connect() as conn:
+            return as_utc(conn.execute(select(STEP_LEASES.c.expires_at)).scalar_one())
+
+    assert stalled_runs(store, ["run-x"], timedelta(0), leases=leases) == [("run-x", 0)]
+    with leases.holding("run-x", 0):
+        assert stalled_runs(store, ["run-x"], timedelta(0), leases=leases) == []
+        first_expiry, deadline = expiry(), time.monotonic() + 10
+        while expiry() == first_expiry:  # renewed while the step runs
+            assert time.monotonic() < deadline, "the lease was not renewed"
+            time.sleep(0.05)
+    after_expiry = utcnow() + timedelta(seconds=2)
+    assert stalled_runs(store, ["run-x"], timedelta(0), after_expiry, leases) == [("run-x", 0)]

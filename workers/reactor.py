@@ -1,0 +1,207 @@
+"""The reactor: what happens after an event is recorded, driven from the log.
+
+A reaction (a run's next step, closing a finished campaign; later reviews and
+analysis) is sent by a reader that tails the log by position with a checkpoint, as a
+projector does, never by the recorder's success path alone. Each catch-up locks the
+checkpoint, reads the events after it, sends their reactions and only then moves the
+checkpoint, in that one transaction. So:
+- a crash anywhere between an append and a send loses nothing: the checkpoint has not
+  moved past the event, and the next catch-up sends its reactions (issue 12: a recorder
+  killed ~20 ms after recording a batch lost the run's next step);
+- a reaction sent twice (a crash after the send, before the commit) is harmless: every
+  message is addressed by the event that caused it (a step by the version it follows,
+  a campaign's end by an id derived from the campaign), so doing it again is a no-op.
+
+Who catches up: the recorder, right after each append (the fast path: a step's next
+step is sent within the same task); `labrxiv reactor`, which polls the log (the path
+that survives a recorder killed between its append and its catch-up); and the
+campaign watcher, each tick. The checkpoint's row lock makes them take turns.
+
+A message lost inside the broker (Redis restarted empty) is beyond the log's reach:
+`workers.lab.reaper` finds the runs it stalled and sends their step again.
+"""
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    MetaData,
+    String,
+    Table,
+    select,
+    update,
+)
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+from events import EventStore
+from events.engines import WRITER_OPTIONS
+from events.recorded import Recorded
+from events.schema import create_tables
+from workers.backoff import backoff_seconds
+from workers.bus.base import Bus
+
+log = logging.getLogger(__name__)
+
+Reaction = Callable[[EventStore, Bus, Sequence[Recorded]], None]
+"""Sends what should happen after a page of recorded events; idempotent."""
+
+REACTOR_CHECKPOINTS = Table(
+    "reactor_checkpoints",
+    MetaData(),
+    Column("name", String(100), primary_key=True),
+    Column("position", BigInteger, nullable=False),
+)
+"""How far each reactor has sent the log's reactions."""
+
+
+class Reactor:
+    """Sends the reactions of every recorded event once in effect, from its checkpoint."""
+
+    def __init__(
+        self,
+        store: EventStore,
+        bus: Bus,
+        reactions: Sequence[Reaction],
+        name: str = "reactions",
+        page: int = 1000,
+    ) -> None:
+        self.store = store
+        self.bus = bus
+        self.reactions = list(reactions)
+        self.name = name
+        self.page = page
+        self._ready = False
+
+    def catch_up(self, limit: int | None = None) -> int:
+        """Send the reactions of the events after the checkpoint (at most about `limit`);
+        returns how many events were reacted to."""
+        self._ensure_table()
+        done = 0
+        while limit is None or done < limit:
+            sent = self._one_page()
+            if not sent:
+                break
+            done += sent
+        return done
+
+    def poke(self) -> None:
+        """Catch up now, best effort: for callers whose own work must not fail because a
+        reaction could not be sent (the recorder). What is not sent now is sent by the
+        next catch-up, the checkpoint not having moved."""
+        try:
+            self.catch_up()
+        except Exception:  # noqa: BLE001 - the log keeps what was not sent
+            log.warning("reactions not sent now; the next catch-up sends them", exc_info=True)
+
+    def position(self) -> int:
+        """The checkpoint: the last position whose reactions were sent."""
+        self._ensure_table()
+        with self.store.engine.connect() as conn:
+            query = select(REACTOR_CHECKPOINTS.c.position)
+            value = conn.execute(query.where(REACTOR_CHECKPOINTS.c.name == self.name)).scalar()
+        return int(value or 0)
+
+    def _one_page(self) -> int:
+        writer = self.store.engine.connect().execution_options(**WRITER_OPTIONS)
+        with writer as conn, conn.begin():
+            seen = self._claim(conn)
+            records = self.store.read_records(seen, self.page)
+            if not records:
+                return 0
+            for reaction in self.reactions:
+                reaction(self.store, self.bus, records)
+            conn.execute(
+                update(REACTOR_CHECKPOINTS)
+                .where(REACTOR_CHECKPOINTS.c.name == self.name)
+                .values(position=records[-1].position)
+            )
+        return len(records)
+
+    def _claim(self, conn: Connection) -> int:
+        """Lock this reactor's checkpoint until the transaction ends and return it (SQLite:
+        the transaction is begun IMMEDIATE; PostgreSQL: the row is locked FOR UPDATE), so
+        reactors take turns and each sees where the one before it stopped."""
+        insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
+        row = {"name": self.name, "position": 0}
+        conn.execute(insert(REACTOR_CHECKPOINTS).values(row).on_conflict_do_nothing())
+        query = select(REACTOR_CHECKPOINTS.c.position).where(
+            REACTOR_CHECKPOINTS.c.name == self.name
+        )
+        return int(conn.execute(query.with_for_update()).scalar_one())
+
+    def _ensure_table(self) -> None:
+        if not self._ready:
+            self._ready = create_table(self.store, REACTOR_CHECKPOINTS)
+
+
+def create_table(store: EventStore, table: Table) -> bool:
+    """Create `table` in the log's database unless it exists (`events.schema`: safe
+    when several processes start at once). Returns True, for a caller's "ready" flag."""
+    create_tables(store.engine, [table])
+    return True
+
+
+class Poller:
+    """Catches a reactor up every `interval` seconds, and at once when poked, in a thread
+    of its own; a failed catch-up (database or broker away) is tried again after a
+    backoff, never fatal."""
+
+    def __init__(self, reactor: Reactor, interval: float = 0.5) -> None:
+        self.reactor = reactor
+        self.interval = interval
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="reactor", daemon=True)
+
+    def start(self) -> "Poller":
+        self._thread.start()
+        return self
+
+    def wake(self) -> None:
+        """Catch up now instead of at the next interval."""
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout=30)
+
+    def _loop(self) -> None:
+        failures = 0
+        while not self._stop.is_set():
+            try:
+                self.reactor.catch_up()
+                failures = 0
+            except Exception:  # noqa: BLE001 - retried: the log keeps what was not sent
+                failures += 1
+                log.warning("reactor: catch-up failed (%d in a row)", failures, exc_info=True)
+            wait = self.interval if not failures else backoff_seconds(failures)
+            self._wake.wait(wait)
+            self._wake.clear()
+
+
+def run_reactor(
+    reactor: Reactor,
+    interval: float,
+    tick: Callable[[], None] | None = None,
+    stop: threading.Event | None = None,
+) -> None:
+    """`labrxiv reactor`: catch up every `interval` seconds until stopped, calling `tick`
+    (the reaper) after each catch-up; faults are logged and retried with backoff."""
+    stop = stop or threading.Event()
+    failures = 0
+    while not stop.is_set():
+        try:
+            reactor.catch_up()
+            if tick is not None:
+                tick()
+            failures = 0
+        except Exception:  # noqa: BLE001 - a fault of the database or broker: retried
+            failures += 1
+            log.warning("reactor: catch-up failed (%d in a row)", failures, exc_info=True)
+        stop.wait(interval if not failures else backoff_seconds(failures))

@@ -1,0 +1,90 @@
+"""The retry policy, written once: which faults are transient, and how long to wait.
+
+A transient fault is the database or the broker being unreachable for a while: it says
+nothing of the work, which succeeds once the fault is gone. It is retried with backoff
+and never ends a run; every other exception is the lab's own error (a policy, tool or
+bundle bug) and ends its run with `error`. Issue 12: with PostgreSQL terminating
+connections for 15 s, an `OperationalError` read in a step ended 2 runs of 6 for good.
+
+Used by the task wrapper (`workers.app`: lab steps, the recorder, every handler), by
+the lab step (`workers.lab.step` re-raises a transient fault for that wrapper), by the
+LLM gateway (the wait before a model's next attempt, the same in lab steps and in
+`Gateway.call`) and by the campaign watcher (`labrxiv.campaigns`).
+"""
+
+import random
+from dataclasses import dataclass
+
+import kombu.exceptions
+import psycopg
+import redis.exceptions
+import sqlalchemy.exc
+
+from workers.backoff import backoff_seconds
+
+TRANSIENT: tuple[type[BaseException], ...] = (
+    sqlalchemy.exc.OperationalError,  # refused, terminated, timed out; SQLite busy
+    sqlalchemy.exc.InterfaceError,  # a connection found closed
+    sqlalchemy.exc.DisconnectionError,
+    sqlalchemy.exc.TimeoutError,  # no pooled connection free in time
+    psycopg.OperationalError,
+    psycopg.InterfaceError,
+    redis.exceptions.ConnectionError,  # also BusyLoadingError: a Redis loading its data
+    redis.exceptions.TimeoutError,
+    kombu.exceptions.OperationalError,  # what Celery's send_task raises for a broker away
+    ConnectionRefusedError,  # a socket's own errors; not BrokenPipeError, which a
+    ConnectionResetError,  # pipe to a tool's subprocess raises as well
+    ConnectionAbortedError,
+)
+"""Faults of the database or the broker: the same work succeeds once they are gone."""
+
+RETRY_LATER_LIMIT = 12
+"""Retries after which a handler that asked to be run later must handle its message
+anyway (`final`, the 13th try): with the backoff's 30 s cap and full jitter, about
+two minutes of waiting in all. Transient faults are not counted: they say nothing of
+the message, and are retried for as long as they last."""
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether `exc`, or an error it was raised from (`raise … from`), is a transient
+    fault of the database or the broker (`TRANSIENT`, or a database error after which
+    SQLAlchemy found the connection dead)."""
+    seen: BaseException | None = exc
+    for _ in range(16):  # a cause chain is short; never loop on a cycle
+        if seen is None:
+            return False
+        if isinstance(seen, TRANSIENT):
+            return True
+        if isinstance(seen, sqlalchemy.exc.DBAPIError) and seen.connection_invalidated:
+            return True
+        seen = seen.__cause__
+    return False
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How long to wait before trying again: what the other side asked for, capped,
+    else exponential backoff with full jitter."""
+
+    base_s: float = 0.5
+    """The first backoff's ceiling (attempt 0); it doubles with each attempt."""
+    cap_s: float = 30.0
+    """No backoff is drawn above this."""
+    max_retry_after_s: float = 60.0
+    """A provider's `retry-after` is honoured up to this."""
+
+    def wait(self, attempt: int, retry_after_s: float | None = None, key: str = "") -> float:
+        """Seconds to wait after try number `attempt` failed.
+
+        With a `key`, the jitter is drawn from (key, attempt): any process computing the
+        wait of the same failure gets the same number, so a step delivered again waits
+        until the same moment, not a fresh draw later."""
+        if retry_after_s is not None:
+            return min(max(0.0, retry_after_s), self.max_retry_after_s)
+        rng = random.Random(f"{key}:{attempt}") if key else None
+        return backoff_seconds(attempt, self.base_s, self.cap_s, rng)
+
+
+DEFAULT = RetryPolicy()
+"""The policy of the task wrapper and the campaign watcher; the LLM gateway takes its
+numbers from its settings."""

@@ -1,0 +1,171 @@
+"""A cgroup per jailed process tree: its memory and its process count, summed over the tree.
+
+rlimits bound each process, not a tree: six children of 300 MiB each held 1.8 GiB under
+a 1 GiB address-space limit (issue 12), and RLIMIT_NPROC counts every `nobody` process
+of the machine, so one run's fork bomb starved the others. A child cgroup of the
+worker's own cgroup (cgroup v1 `memory` and `pids` hierarchies, or v2 where the worker's
+cgroup delegates those controllers) bounds the tree; the kernel OOM-kills inside it.
+Where no such cgroup can be made, the sandbox still runs, bounded per process only, and
+says so once in the log.
+"""
+
+import contextlib
+import logging
+import os
+import threading
+import time
+import uuid
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+_CONTROLLERS = ("memory", "pids")
+
+
+class TreeGroup:
+    """One cgroup (v2) or one per controller (v1), made for one process tree."""
+
+    def __init__(self, folders: dict[str, Path]) -> None:
+        self.folders = folders
+        """The cgroup folder of each controller (the same folder for both under v2)."""
+        self._procs = [str(folder / "cgroup.procs") for folder in dict.fromkeys(folders.values())]
+
+    @classmethod
+    def create(cls, memory_bytes: int, processes: int) -> "TreeGroup | None":
+        """A cgroup limiting a tree to `memory_bytes` and `processes`; None if none can be made."""
+        parents = _parents()
+        if parents is None:
+            _warn_once("no cgroup with the memory and pids controllers can be made here")
+            return None
+        name = f"labrxiv-{uuid.uuid4().hex[:12]}"
+        folders = {controller: parent / name for controller, parent in parents.items()}
+        group = cls(folders)
+        try:
+            for folder in dict.fromkeys(folders.values()):
+                folder.mkdir()
+            memory, pids = folders["memory"], folders["pids"]
+            if (memory / "memory.max").exists():  # v2
+                (memory / "memory.max").write_text(str(memory_bytes))
+                with contextlib.suppress(OSError):
+                    (memory / "memory.swap.max").write_text("0")
+            else:
+                (memory / "memory.limit_in_bytes").write_text(str(memory_bytes))
+                with contextlib.suppress(OSError):  # only with swap accounting
+                    (memory / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
+            (pids / "pids.max").write_text(str(processes))
+        except OSError as exc:
+            group.remove()
+            _warn_once(f"cannot make a cgroup for the sandbox ({exc})")
+            return None
+        return group
+
+    def enter(self) -> None:
+        """Move the calling process in (from a `preexec_fn`: plain system calls only)."""
+        pid = str(os.getpid()).encode()
+        for procs in self._procs:
+            fd = os.open(procs, os.O_WRONLY)
+            try:
+                os.write(fd, pid)
+            finally:
+                os.close(fd)
+
+    def oom_killed(self) -> bool:
+        """Whether the kernel killed a process of the tree for memory."""
+        folder = self.folders["memory"]
+        for name in ("memory.events", "memory.oom_control"):
+            try:
+                text = (folder / name).read_text()
+            except OSError:
+                continue
+            for line in text.splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill" and value.strip() not in ("", "0"):
+                    return True
+        return False
+
+    def remove(self) -> None:
+        """Delete the cgroup once the kernel lets go of it (tens of ms after its last
+        process died), on a thread: the tool call does not wait for it."""
+        threading.Thread(target=self._remove, name="sandbox cgroup", daemon=True).start()
+
+    def _remove(self) -> None:
+        for folder in dict.fromkeys(self.folders.values()):
+            for attempt in range(40):
+                try:
+                    folder.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(min(0.005 * 2**attempt, 0.25))
+            else:
+                log.warning("could not remove the sandbox cgroup %s", folder)
+
+
+def _parents() -> dict[str, Path] | None:
+    """Where this process's cgroup of each controller is, if new ones can be made in it."""
+    mounts = _cgroup_mounts()
+    own = _own_cgroups()
+    parents: dict[str, Path] = {}
+    for controller in _CONTROLLERS:
+        if controller in mounts and controller in own:  # v1
+            parents[controller] = mounts[controller] / own[controller].lstrip("/")
+        elif "" in mounts and "" in own:  # v2: the controller must be delegated to children
+            parent = mounts[""] / own[""].lstrip("/")
+            try:
+                delegated = (parent / "cgroup.subtree_control").read_text().split()
+            except OSError:
+                return None
+            if controller not in delegated:
+                return None
+            parents[controller] = parent
+        else:
+            return None
+    if not all(os.access(parent, os.W_OK) for parent in parents.values()):
+        return None
+    return parents
+
+
+def _cgroup_mounts() -> dict[str, Path]:
+    """Mount points by controller; "" for the v2 hierarchy."""
+    mounts: dict[str, Path] = {}
+    try:
+        lines = Path("/proc/self/mountinfo").read_text().splitlines()
+    except OSError:
+        return mounts
+    for line in lines:
+        fields, _, rest = line.partition(" - ")
+        parts, extra = fields.split(), rest.split()
+        if len(parts) < 5 or len(extra) < 3:
+            continue
+        fstype, options = extra[0], extra[2].split(",")
+        if fstype == "cgroup2":
+            mounts.setdefault("", Path(parts[4]))
+        elif fstype == "cgroup":
+            for controller in _CONTROLLERS:
+                if controller in options:
+                    mounts.setdefault(controller, Path(parts[4]))
+    return mounts
+
+
+def _own_cgroups() -> dict[str, str]:
+    """This process's cgroup path by controller; "" for the v2 hierarchy."""
+    own: dict[str, str] = {}
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return own
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(",") if controllers else [""]:
+            own[controller] = path
+    return own
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        log.warning("%s: a jailed process tree is bounded per process only", message)
