@@ -243,6 +243,30 @@ def test_an_event_with_a_nul_character_is_dead_lettered_on_every_backend(
     assert letter.event_id == str(bad.id)
 
 
+def test_an_integer_wider_than_64_bits_is_dead_lettered_on_every_backend(
+    ctx: WorkerContext, store: EventStore
+) -> None:
+    """Found by the fuzz suite: SQLite read such an integer back as a float."""
+    bad = Event(
+        id=new_id(),
+        stream="run-wide",
+        version=0,
+        occurred_at=AT,
+        payload=ToolInvoked(call_id="c", tool="python", args={"n": -(2**63) - 1}),
+    )
+    fine = bad.model_copy(update={"id": new_id(), "stream": "run-fine"})
+    fine = fine.model_copy(
+        update={"payload": ToolInvoked(call_id="c", tool="python", args={"n": -(2**63)})}
+    )
+    # orjson (encode_batch) refuses such an integer; a producer with another encoder not.
+    message = json.dumps({"events": [e.model_dump(mode="json") for e in (bad, fine)]})
+    outcome = record_message(ctx, message)
+    assert (outcome.appended, outcome.dead) == (1, 1)
+    [letter] = store.dead_letters()
+    assert "payload.args.n" in letter.reason and "64-bit" in letter.reason
+    assert store.read_stream("run-fine")[0].payload.args == {"n": -(2**63)}
+
+
 @pytest.mark.parametrize(
     ("event", "path"),
     [

@@ -66,6 +66,12 @@ def build(workspace: str, readonly: list[str], hidden: list[str]) -> None:
     tmpfs(new, 0, "size=1m,mode=755")
     for folder in ("mnt/workspace", "proc", "dev/shm", "tmp", ".old"):
         os.makedirs(f"{new}/{folder}")
+    # The private /tmp and /dev/shm first, then the folders shown: a folder shown that
+    # lives under /tmp (a virtual environment in a clone under /tmp, as CI makes) is
+    # bound inside the private /tmp. Mounted after it, the tmpfs covered it, and lab
+    # code found no numpy.
+    tmpfs(f"{new}/dev/shm", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
+    tmpfs(f"{new}/tmp", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
     bind(workspace, f"{new}{WORKSPACE}", MS_NOSUID | MS_NODEV)
     for path in readonly:
         if os.path.islink(path):
@@ -83,8 +89,6 @@ def build(workspace: str, readonly: list[str], hidden: list[str]) -> None:
             bind(f"/dev/{name}", f"{new}/dev/{name}", MS_NOSUID | MS_NOEXEC)
     for name, target in (("fd", ""), ("stdin", "/0"), ("stdout", "/1"), ("stderr", "/2")):
         os.symlink(f"/proc/self/fd{target}", f"{new}/dev/{name}")
-    tmpfs(f"{new}/dev/shm", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
-    tmpfs(f"{new}/tmp", MS_NOSUID | MS_NODEV, "size=64m,mode=1777")
     mount("labrxiv-proc", f"{new}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.chdir(new)
     # pivot_root(2) has no libc wrapper and a number per architecture: util-linux's tool.
