@@ -23,7 +23,6 @@ import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -50,25 +49,13 @@ from events.payloads import (  # noqa: E402
 )
 from labrxiv.settings import load_settings  # noqa: E402
 from labrxiv.wiring import open_embedded  # noqa: E402
+from workers.bus.memory import MemoryBus  # noqa: E402
 from workers.context import WorkerContext  # noqa: E402
 from workers.lab.step import lab_step  # noqa: E402
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 STREAM = "run-bench"
 MODEL = "gpt-4o-mini"
-
-
-class Captured:
-    """A bus that keeps what a step publishes, for the bench to append as the recorder would."""
-
-    def __init__(self) -> None:
-        self.batches: list[str] = []
-
-    def send(self, task: str, *args: Any) -> None:
-        self.batches.append(args[0])
-
-    def close(self) -> None:
-        pass
 
 
 def _record(store: EventStore, batch: str) -> None:
@@ -210,7 +197,7 @@ def measure(
     try:
         store = system.store
         write_run(store, policy, size, context_tokens)
-        bus = Captured()
+        bus = MemoryBus()
         ctx = WorkerContext(store=store, bus=bus, labs=system.ctx.labs)
         # `run_state` is the cache's fold; before issue 11 the cache held events only
         # (`read`): the bench runs on both, to measure the code it replaced.
@@ -225,8 +212,8 @@ def measure(
             began = time.process_time()
             lab_step(ctx, STREAM, last.version)
             costs.append((time.process_time() - began) * 1000)
-            (batch,) = bus.batches
-            bus.batches.clear()
+            ((_task, (batch,)),) = bus.sent
+            bus.sent.clear()
             _record(store, batch)
         last = store.last_record(STREAM)
         assert last is not None and last.type != "run.finished", last

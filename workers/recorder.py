@@ -18,7 +18,7 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any
@@ -177,32 +177,28 @@ def _first_of_each_id(events: list[Event]) -> tuple[list[Event], list[Letter]]:
 def _without_nul(events: list[Event]) -> tuple[list[Event], list[Letter]]:
     """Events holding a NUL character are dead letters: PostgreSQL text and jsonb cannot
     store one (a tool printing binary output), and the log is the same on every backend."""
-    kept: list[Event] = []
-    letters: list[Letter] = []
-    for event in events:
-        item = event.model_dump(mode="json")
-        path = _nul_path(item)
-        if path is None:
-            kept.append(event)
-        else:
-            reason = f"invalid event: {path}: contains a NUL character, which the log cannot store"
-            letters.append((reason, item))
-    return kept, letters
+    return _without(events, _nul_path, "contains a NUL character, which the log cannot store")
 
 
 def _without_wide_ints(events: list[Event]) -> tuple[list[Event], list[Letter]]:
     """Events holding an integer outside the signed 64-bit range are dead letters: the
     log's JSON columns would not give it back as it was sent."""
+    return _without(events, _wide_int_path, "an integer outside the 64-bit range")
+
+
+def _without(
+    events: list[Event], find: Callable[[Any], str | None], what: str
+) -> tuple[list[Event], list[Letter]]:
+    """`events` without those in which `find` finds a path, which become dead letters."""
     kept: list[Event] = []
     letters: list[Letter] = []
     for event in events:
         item = event.model_dump(mode="json")
-        path = _wide_int_path(item)
+        path = find(item)
         if path is None:
             kept.append(event)
         else:
-            reason = f"invalid event: {path}: an integer outside the 64-bit range"
-            letters.append((reason, item))
+            letters.append((f"invalid event: {path}: {what}", item))
     return kept, letters
 
 

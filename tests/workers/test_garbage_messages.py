@@ -37,6 +37,7 @@ from workers.app import make_celery, register_tasks
 from workers.bus.base import RECORD_TASK, publish
 from workers.bus.celery import CeleryBus
 from workers.bus.gate import REASON_HEADER, UNREADABLE
+from workers.bus.memory import MemoryBus
 from workers.bus.redis_transport import Transport
 from workers.context import WorkerContext
 from workers.handlers import run_handler
@@ -53,15 +54,8 @@ _spec.loader.exec_module(worker_process)
 START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-class DummyBus:
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, tuple[Any, ...]]] = []
-
-    def send(self, task: str, *args: Any) -> None:
-        self.sent.append((task, args))
-
-    def close(self) -> None:
-        pass
+DummyBus = MemoryBus
+"""Collects what is sent (the recorder itself sends nothing but its reactions)."""
 
 
 @pytest.fixture

@@ -21,26 +21,12 @@ from events.recorded import Recorded
 from labrxiv.settings import load_settings
 from labrxiv.wiring import open_embedded
 from runstate import fold
+from workers.bus.memory import MemoryBus
 from workers.lab.campaign import CampaignPlan, start_campaign
 from workers.lab.lease import STEP_LEASES, Leases
 from workers.lab.reactions import LAB_REACTIONS
 from workers.lab.reaper import stalled_runs
 from workers.reactor import Reactor
-
-
-class Captured:
-    """A bus that keeps what is sent."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, tuple[Any, ...]]] = []
-        self.lock = threading.Lock()
-
-    def send(self, task: str, *args: Any) -> None:
-        with self.lock:
-            self.sent.append((task, args))
-
-    def close(self) -> None:
-        pass
 
 
 def _runs(store: EventStore, count: int, steps: int) -> list[Event]:
@@ -95,7 +81,7 @@ def test_steps_recorded_by_a_recorder_that_died_before_reacting_are_sent(
 def test_reactors_catching_up_together_send_each_reaction_once(store_url: str) -> None:
     store = EventStore.from_url(store_url)
     _runs(store, count=30, steps=20)
-    bus = Captured()
+    bus = MemoryBus()
     reactors = [Reactor(store, bus, LAB_REACTIONS, page=7) for _ in range(4)]
     threads = [threading.Thread(target=r.catch_up) for r in reactors]
     for thread in threads:
@@ -112,7 +98,7 @@ def test_reactors_catching_up_together_send_each_reaction_once(store_url: str) -
 def test_a_crash_before_the_checkpoint_moves_sends_again(sqlite_url: str) -> None:
     store = EventStore.from_url(sqlite_url)
     _runs(store, count=2, steps=3)
-    bus = Captured()
+    bus = MemoryBus()
     crashes = [True]
 
     def sends_then_dies(store: EventStore, bus: Any, recorded: Sequence[Recorded]) -> None:

@@ -16,6 +16,7 @@ from events.ids import new_id
 from events.payloads import RunStarted, ToolInvoked, ToolReturned
 from events.recorded import Recorded
 from events.wire import encode_batch
+from workers.bus.memory import MemoryBus
 from workers.context import WorkerContext
 from workers.errors import StreamBehind
 from workers.reactor import Reactor
@@ -25,17 +26,8 @@ from workers.simulated import simulated_run
 AT = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 
 
-class DummyBus:
-    """Collects what is sent; the recorder itself must send nothing."""
-
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, tuple[Any, ...]]] = []
-
-    def send(self, task: str, *args: Any) -> None:
-        self.sent.append((task, args))
-
-    def close(self) -> None:
-        pass
+DummyBus = MemoryBus
+"""Collects what is sent (the recorder itself sends nothing but its reactions)."""
 
 
 class ReactionSpy:

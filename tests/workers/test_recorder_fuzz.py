@@ -53,6 +53,7 @@ from workers.bus.celery import CeleryBus
 from workers.bus.consumer import task_message_problem
 from workers.bus.dead_letters import DEAD_LETTER_TASK, RAW_LIMIT
 from workers.bus.gate import REASON_HEADER, UNREADABLE, admit
+from workers.bus.memory import MemoryBus
 from workers.context import WorkerContext
 from workers.lab.step import LAB_STEP_TASK
 from workers.recorder import record_message
@@ -99,15 +100,8 @@ def fuzz(examples: int) -> Callable[[Any], Any]:
     )
 
 
-class DummyBus:
-    def __init__(self) -> None:
-        self.sent: list[tuple[str, tuple[Any, ...]]] = []
-
-    def send(self, task: str, *args: Any) -> None:
-        self.sent.append((task, args))
-
-    def close(self) -> None:
-        pass
+DummyBus = MemoryBus
+"""Collects what is sent (the recorder itself sends nothing but its reactions)."""
 
 
 # -- strategies ---------------------------------------------------------------------------
