@@ -218,6 +218,9 @@ def _fold_grading(row: dict[str, Any], event: Recorded) -> None:
     row["invoked_at"] = row["returned_at"] = event.occurred_at
     _spent(row, event)
     row["grader_calls"] = payload["grader_usage"].get("calls", 0)
+    # Graders report no reasoning tokens: unknown (None), as the ledger always stored it,
+    # not 0 (a 0 would also differ, row for row, from rows an older labrxiv folded).
+    row["reasoning_tokens"] = payload["grader_usage"].get("reasoning_tokens")
 
 
 def _fold_model(row: dict[str, Any], event: Recorded) -> None:
