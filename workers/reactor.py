@@ -146,45 +146,6 @@ def create_table(store: EventStore, table: Table) -> bool:
     return True
 
 
-class Poller:
-    """Catches a reactor up every `interval` seconds, and at once when poked, in a thread
-    of its own; a failed catch-up (database or broker away) is tried again after a
-    backoff, never fatal."""
-
-    def __init__(self, reactor: Reactor, interval: float = 0.5) -> None:
-        self.reactor = reactor
-        self.interval = interval
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="reactor", daemon=True)
-
-    def start(self) -> "Poller":
-        self._thread.start()
-        return self
-
-    def wake(self) -> None:
-        """Catch up now instead of at the next interval."""
-        self._wake.set()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        self._thread.join(timeout=30)
-
-    def _loop(self) -> None:
-        failures = 0
-        while not self._stop.is_set():
-            try:
-                self.reactor.catch_up()
-                failures = 0
-            except Exception:  # noqa: BLE001 - retried: the log keeps what was not sent
-                failures += 1
-                log.warning("reactor: catch-up failed (%d in a row)", failures, exc_info=True)
-            wait = self.interval if not failures else backoff_seconds(failures)
-            self._wake.wait(wait)
-            self._wake.clear()
-
-
 def run_reactor(
     reactor: Reactor,
     interval: float,

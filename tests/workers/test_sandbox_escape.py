@@ -828,7 +828,7 @@ def test_attempt_is_refused_or_contained(lab: Lab, attempt: Attempt) -> None:
     if attempt.name == "hidden-data-from-git-history" and not (
         shutil.which("git") and (REPO / ".git").exists()
     ):
-        pytest.skip("not a git checkout")
+        pytest.skip("not a git checkout: there is no git history to read hidden data from")
     env = lab.new_env()
     values = lab.placeholders(env)
     victim = _Victim(lab.victim) if attempt.beside_victim else None
