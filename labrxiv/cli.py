@@ -51,7 +51,10 @@ def demo(
     report: Path = typer.Option(DEFAULT_REPORT, help="Folder for the report."),
 ) -> None:
     """Isolated labs vs labs sharing an archive, on embedded defaults (no Redis, no API key)."""
+    from labrxiv.cli_campaign import require_sandbox
     from labrxiv.demo import run_demo
+
+    require_sandbox()
 
     run_demo(
         _settings(),

@@ -17,6 +17,8 @@ from workers.lab.campaign import CampaignPlan
 from workers.lab.lease import Leases
 from workers.lab.reactions import LAB_REACTIONS
 from workers.reactor import Reactor
+from workers.sandbox.base import SandboxUnavailable
+from workers.sandbox.jail import check_available
 
 console = Console()
 
@@ -131,10 +133,21 @@ def _mode(value: str) -> Literal["isolated", "archive"]:
     return "archive" if value == "archive" else "isolated"
 
 
+def require_sandbox() -> None:
+    """Stop with exit code 2 and the reason when lab code cannot run on this machine
+    (e.g. not root), before any run starts: every run would end in `error`."""
+    try:
+        check_available()
+    except SandboxUnavailable as exc:
+        console.print(f"[red]labs cannot run here: {exc}[/]", soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
 def _run(settings: Settings, plan: CampaignPlan, timeout: float):  # type: ignore[no-untyped-def]
     from labrxiv.wiring import open_bus, open_embedded, open_runner, open_store
 
     if settings.embedded:
+        require_sandbox()
         system = open_embedded(settings, threads=max(2, plan.labs))
         try:
             outcome = run_campaign(

@@ -288,3 +288,25 @@ def test_worker_without_redis(tmp_path: Path) -> None:
     code, out = invoke("worker", LABRXIV_DATA_DIR=str(tmp_path))
     assert code == 2
     assert "LABRXIV_REDIS_URL is not set: a worker needs Redis" in said(out)
+
+
+def test_demo_and_campaign_stop_with_a_reason_where_labs_cannot_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a user who is not root the sandbox cannot run: say so and exit 2 before any run
+    starts, rather than six runs ending in `error`, an empty report and exit 0."""
+    from workers.sandbox import jail
+
+    jail.check_available.cache_clear()
+    monkeypatch.setattr(jail.os, "geteuid", lambda: 1000)
+    monkeypatch.setenv("LABRXIV_DATA_DIR", str(tmp_path / "data"))
+    try:
+        for args in (["demo"], ["campaign", "--task", "continual-digits"]):
+            result = CliRunner().invoke(app, args)
+            assert result.exit_code == 2, result.output
+            assert "labs cannot run here" in result.output and "needs root" in result.output
+        assert not (tmp_path / "data" / "demo").exists() or not any(
+            (tmp_path / "data" / "demo").rglob("run-*")
+        )
+    finally:
+        jail.check_available.cache_clear()

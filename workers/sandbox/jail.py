@@ -62,7 +62,7 @@ def jail_argv(
     cover if one of those folders holds them; `status_fd`: where the init writes the
     command's wait status; `python`: the interpreter that runs the init.
     """
-    _check_available()
+    check_available()
     readonly = [*SYSTEM, *(str(path) for path in runtime)]
     return [
         "unshare", "--mount", "--net", "--pid", "--fork", "--kill-child",
@@ -129,7 +129,9 @@ def sandbox_ids() -> tuple[int, int]:
 
 
 @functools.cache
-def _check_available() -> None:
+def check_available() -> None:
+    """Raise `SandboxUnavailable` naming what is missing when lab code cannot be run here
+    (tools, root, namespaces), before any run is started or workspace handed over."""
     tools = ("unshare", "setpriv", "pivot_root")
     missing = [tool for tool in tools if shutil.which(tool) is None]
     if missing:

@@ -24,6 +24,7 @@ from workers.sandbox.base import (
 from workers.sandbox.cgroup import TreeGroup
 from workers.sandbox.jail import (
     WORKSPACE_MOUNT,
+    check_available,
     hand_to_sandbox_user,
     interpreter_folders,
     jail_argv,
@@ -69,7 +70,9 @@ class LocalSandbox:
         self.root.mkdir(parents=True, exist_ok=True)
 
     def prepare(self) -> None:
-        """Give the workspace to the sandbox user (after starter files are copied in)."""
+        """Give the workspace to the sandbox user (after starter files are copied in); a
+        machine where the sandbox cannot run says why here, not with a failed chown."""
+        check_available()
         hand_to_sandbox_user(self.root)
 
     def exec(self, argv: list[str], limits: Limits | None = None, stdin: str = "") -> ExecResult:
