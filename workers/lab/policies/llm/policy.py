@@ -1,6 +1,7 @@
 """The `llm` policy as the lab step sees it: one model call (and its tools) a step."""
 
-from events.payloads import RunFinished
+from dataclasses import fields
+
 from workers.lab.policies.base import StepInput, StepOutcome
 from workers.lab.policies.llm.step import LlmStep, llm_step
 from workers.lab.policies.llm.truncation import ExchangeSizes
@@ -17,21 +18,6 @@ class LlmPolicy:
 
     def step(self, step: StepInput) -> StepOutcome:
         """Send the call written ahead, act on the answer, write the next call ahead."""
-        config = step.state.started.llm
-        if config is None:
-            return [RunFinished(reason="error", detail="an llm run needs llm settings")], {}
-        return llm_step(
-            LlmStep(
-                state=step.state,
-                bundle=step.bundle,
-                gateway=step.gateway(config),
-                store=step.store,
-                inflight=step.inflight,
-                env=step.env,
-                streams=step.streams,
-                spend=step.spend,
-                sizes=self.sizes,
-                version=step.version,
-                final=step.final,
-            )
-        )
+        given = {field.name: getattr(step, field.name) for field in fields(step)}
+        model = step.gateway(step.state.started.llm)  # `llm_step` refuses a run without one
+        return llm_step(LlmStep(**given, model=model, sizes=self.sizes))

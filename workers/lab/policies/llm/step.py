@@ -23,7 +23,6 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
 
 from events import EventStore
 from events.ids import utcnow
@@ -39,16 +38,13 @@ from events.payloads import (
 )
 from runstate import RunState, ahead
 from workers.errors import RetryLater
-from workers.gym.bundle import Bundle
 from workers.lab import budget
-from workers.lab.campaign_spend import CampaignSpend
+from workers.lab.policies.base import StepInput
 from workers.lab.policies.llm import phases
 from workers.lab.policies.llm.context import build
 from workers.lab.policies.llm.history import reply_of
 from workers.lab.policies.llm.truncation import ExchangeSizes
 from workers.llm import Gateway, ModelRequest, PreparedCall, Reply
-from workers.stream_cache import StreamCache
-from workers.tools.env import ToolEnv
 from workers.tools.invoke import invoke
 
 log = logging.getLogger(__name__)
@@ -56,28 +52,15 @@ log = logging.getLogger(__name__)
 Out = tuple[list[Payload], dict[str, bytes]]
 
 
-@dataclass
-class LlmStep:
-    """What an `llm` step works with."""
+@dataclass(frozen=True, kw_only=True)
+class LlmStep(StepInput):
+    """What an `llm` step works with: the policy's input, with the run's model gateway
+    and the worker's measured conversation groups."""
 
-    state: RunState
-    """The run as the log has it: every step works from its folded state."""
-    bundle: Bundle
-    gateway: Gateway
-    store: EventStore
-    inflight: Path
-    """Markers of calls being sent, outside every workspace."""
-    env: ToolEnv
-    streams: StreamCache
-    """The worker's cache of streams it read."""
-    spend: CampaignSpend
-    """The worker's fold of campaigns' model spend."""
+    model: Gateway
+    """The gateway of the run's endpoint (`StepInput.gateway` for its settings)."""
     sizes: ExchangeSizes
     """The worker's measured conversation groups of runs, for the truncation rule."""
-    version: int
-    """The version this step follows."""
-    final: bool = True
-    """False: a wait is asked of the bus (`RetryLater`); True: it is waited out here."""
 
 
 def llm_step(step: LlmStep) -> Out:
@@ -135,7 +118,7 @@ def _send(step: LlmStep, called: ModelCalled) -> Out:
         return _next_attempt(called)
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text(called.call_id)  # kept: a redelivery must not send this id again
-    outcome = step.gateway.send(_prepared(step.store, called))
+    outcome = step.model.send(_prepared(step.store, called))
     return [outcome.event], outcome.blobs
 
 
@@ -171,7 +154,7 @@ def _after_failure(step: LlmStep, failed: ModelFailed) -> Out:
         return [RunFinished(reason="error", detail=detail[:500])], {}
     # The gateway's own wait for this failure (the number it logged), counted from when
     # the failure was recorded: a step delivered again waits until the same moment.
-    wait = step.gateway.retry_wait(called.attempt, failed.retry_after_s, failed.call_id)
+    wait = step.model.retry_wait(called.attempt, failed.retry_after_s, failed.call_id)
     due = step.state.last_at + timedelta(seconds=wait)
     left = min(wait, (due - utcnow()).total_seconds())
     if left > 0:
@@ -281,7 +264,7 @@ def _new_call(step: LlmStep, seen: RunState, pending: dict[str, bytes]) -> Out:
         seed=seen.started.seed,
         phase=phase,
     )
-    prepared = step.gateway.prepare(request)
+    prepared = step.model.prepare(request)
     _remember(prepared)
     return [*prefix, prepared.called], prepared.blobs
 
@@ -296,7 +279,7 @@ def _over_model_budget(step: LlmStep, seen: RunState) -> list[Payload] | None:
         else None
     )
     model = config.phase_models.get(seen.phase or "plan", config.model)
-    unpriced = model if step.gateway.prices.price_of(model) is None else None
+    unpriced = model if step.model.prices.price_of(model) is None else None
     return budget.over_model_budget(seen, step.state, campaign, unpriced)
 
 
