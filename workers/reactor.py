@@ -42,8 +42,8 @@ from events import EventStore
 from events.engines import WRITER_OPTIONS
 from events.recorded import Recorded
 from events.schema import create_tables
-from workers.backoff import backoff_seconds
 from workers.bus.base import Bus
+from workers.retry import DEFAULT, RetryPolicy, is_transient
 
 log = logging.getLogger(__name__)
 
@@ -151,9 +151,16 @@ def run_reactor(
     interval: float,
     tick: Callable[[], None] | None = None,
     stop: threading.Event | None = None,
+    policy: RetryPolicy = DEFAULT,
 ) -> None:
     """`labrxiv reactor`: catch up every `interval` seconds until stopped, calling `tick`
-    (the reaper) after each catch-up; faults are logged and retried with backoff."""
+    (the reaper) after each catch-up.
+
+    A transient fault of the database or the broker (`workers.retry.is_transient`) is
+    logged and tried again after the one retry policy's wait, for as long as it lasts;
+    any other error is a bug in a reaction and stops the reactor, as it stops the
+    campaign watcher: looping on it would hold every later reaction behind it silently.
+    """
     stop = stop or threading.Event()
     failures = 0
     while not stop.is_set():
@@ -162,7 +169,18 @@ def run_reactor(
             if tick is not None:
                 tick()
             failures = 0
-        except Exception:  # noqa: BLE001 - a fault of the database or broker: retried
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            wait = policy.wait(failures)
             failures += 1
-            log.warning("reactor: catch-up failed (%d in a row)", failures, exc_info=True)
-        stop.wait(interval if not failures else backoff_seconds(failures))
+            log.warning(
+                "reactor: %s: %s (%d in a row); trying again in %.1fs",
+                type(exc).__name__,
+                exc,
+                failures,
+                wait,
+            )
+            stop.wait(wait)
+            continue
+        stop.wait(interval)

@@ -137,3 +137,38 @@ def test_a_run_whose_step_is_being_taken_is_not_reaped(sqlite_url: str) -> None:
             time.sleep(0.05)
     after_expiry = utcnow() + timedelta(seconds=2)
     assert stalled_runs(store, ["run-x"], timedelta(0), after_expiry, leases) == [("run-x", 0)]
+
+
+class _Flaky:
+    """A reactor whose catch-ups raise the given errors first, then stop the loop."""
+
+    def __init__(self, errors: list[Exception], stop: threading.Event) -> None:
+        self.errors, self.stop, self.calls = errors, stop, 0
+
+    def catch_up(self) -> int:
+        self.calls += 1
+        if self.errors:
+            raise self.errors.pop(0)
+        self.stop.set()
+        return 0
+
+
+def test_the_reactor_loop_retries_transient_faults_and_stops_on_a_bug() -> None:
+    """The reactor's loop uses the one retry policy (`workers.retry`): a dropped database
+    connection is waited out, a bug in a reaction is not looped on for ever."""
+    from sqlalchemy.exc import OperationalError
+
+    from workers.reactor import run_reactor
+    from workers.retry import RetryPolicy
+
+    stop = threading.Event()
+    dropped = OperationalError("SELECT 1", {}, Exception("terminating connection"))
+    flaky = _Flaky([dropped, dropped], stop)
+    quick = RetryPolicy(base_s=0.001, cap_s=0.001)
+    run_reactor(flaky, 0.001, stop=stop, policy=quick)  # type: ignore[arg-type]
+    assert flaky.calls == 3
+
+    buggy = _Flaky([KeyError("phase")], threading.Event())
+    with pytest.raises(KeyError):
+        run_reactor(buggy, 0.001, policy=quick)  # type: ignore[arg-type]
+    assert buggy.calls == 1
