@@ -13,6 +13,15 @@ $(BIN)/.installed: pyproject.toml
 
 demo: $(BIN)/.installed
 	$(BIN)/labrxiv demo
+	@echo
+	@echo "The demo's data is in .labrxiv/demo. Next, try (or 'source $(BIN)/activate' first):"
+	@echo "  export LABRXIV_DATA_DIR=.labrxiv/demo"
+	@echo "  $(BIN)/labrxiv campaigns                  # the two campaigns: isolated and archive"
+	@echo "  $(BIN)/labrxiv runs                       # their labs' runs"
+	@echo "  $(BIN)/labrxiv runs show RUN              # one run (an id from 'runs')"
+	@echo "  $(BIN)/labrxiv papers top continual-digits"
+	@echo "  $(BIN)/labrxiv papers search herding ncm"
+	@echo "  $(BIN)/labrxiv events tail --type paper.submitted"
 
 test: $(BIN)/.installed
 	$(BIN)/ruff check .

@@ -18,6 +18,7 @@ from rich.live import Live
 from rich.table import Table
 
 from events import EventStore
+from labrxiv.report import RunEnding, run_endings
 from projections.runner import ProjectionRunner
 from projections.runs import RunsProjector, RunView, runs_of
 from workers.bus.base import Bus
@@ -45,6 +46,8 @@ class CampaignOutcome:
     runs: list[str]
     seconds: float
     finished: bool
+    endings: tuple[RunEnding, ...] = ()
+    """How each run ended, in lab order, as the last table showed them."""
 
 
 class CampaignEnd:
@@ -83,21 +86,24 @@ def run_campaign(
     stall_seconds: float = 30,
     reactor: Reactor | None = None,
     leases: Leases | None = None,
+    campaign_id: str | None = None,
 ) -> CampaignOutcome:
     """Start `plan` and show a live table of its labs until the campaign finishes.
 
     Each tick the watcher also catches `reactor` up (the reactions of recorded events,
     from the log: a safety net beside `labrxiv reactor`), and a run with no new event
     for `stall_seconds` and no step being taken (`leases`) has lost its next step (see
-    `workers.lab.reaper`): the step is sent again.
+    `workers.lab.reaper`): the step is sent again. `campaign_id`: the id to start the
+    campaign with (`workers.lab.campaign.deterministic_id`), else a random one.
     """
     started = time.monotonic()
-    campaign, runs = start_campaign(bus, plan)
+    campaign, runs = start_campaign(bus, plan, campaign_id)
     runner = runs_runner(store)
     end = CampaignEnd(store, campaign)
     finished = False
     last_reap = started
     title = title or f"campaign {campaign} ({plan.mode})"
+    views: list[RunView] = []
     with Live(console=console, refresh_per_second=4, transient=False) as live:
         while True:
             try:
@@ -107,7 +113,8 @@ def run_campaign(
                 if reactor is not None:
                     reactor.catch_up()
                 runner.catch_up(limit=None if finished else CATCH_UP_PER_TICK)
-                live.update(progress_table(watched_runs(store, campaign, runs), plan, title))
+                views = watched_runs(store, campaign, runs)
+                live.update(progress_table(views, plan, title))
                 if finished or time.monotonic() - started >= timeout:
                     break
                 if time.monotonic() - last_reap > stall_seconds / 3:
@@ -123,7 +130,13 @@ def run_campaign(
                 if time.monotonic() - started >= timeout:
                     break
             time.sleep(0.25)
-    return CampaignOutcome(campaign, runs, time.monotonic() - started, finished)
+    try:
+        endings = tuple(run_endings(store, views))
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
+        endings = ()  # the database is away: the table shown is all there is to say
+    return CampaignOutcome(campaign, runs, time.monotonic() - started, finished, endings)
 
 
 def watched_runs(store: EventStore, campaign: str, runs: list[str]) -> list[RunView]:

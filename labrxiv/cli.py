@@ -1,9 +1,9 @@
 """The `labrxiv` command line: parses arguments, wires parts, prints; no domain logic."""
 
-import logging
 import os
 import time
 import uuid
+from dataclasses import asdict
 from pathlib import Path
 
 import typer
@@ -11,34 +11,38 @@ from rich.console import Console
 from rich.table import Table
 
 from labrxiv.cli_campaign import campaign, reap_command
+from labrxiv.cli_common import JSON_HELP, emit_json, read_runner, settings_or_exit
+from labrxiv.cli_errors import ShellGroup
+from labrxiv.cli_events import events_app
+from labrxiv.cli_nav import campaigns, runs_app
 from labrxiv.cli_read import curves, ledger, papers_app
+from labrxiv.cli_replay import replay
 from labrxiv.cli_tasks import tasks_app
-from labrxiv.settings import Settings, SettingsError, load_settings
-from labrxiv.views import events_table, runs_table
+from labrxiv.settings import Settings
 
-app = typer.Typer(help="Autonomous research labs on an event-sourced log.", no_args_is_help=True)
-events_app = typer.Typer(help="Read the event log.", no_args_is_help=True)
+# ShellGroup: an error a person can fix (no log, an unknown id, a server away) is one
+# line and exit code 1 in every command, not a traceback (issue 13).
+app = typer.Typer(
+    help="Autonomous research labs on an event-sourced log.",
+    no_args_is_help=True,
+    cls=ShellGroup,
+)
 app.add_typer(events_app, name="events")
 app.add_typer(tasks_app, name="tasks")
 app.command()(campaign)
 app.command("reap")(reap_command)
+app.command()(campaigns)
+app.add_typer(runs_app, name="runs")
 app.add_typer(papers_app, name="papers")
 app.command()(ledger)
 app.command()(curves)
+app.command()(replay)
 console = Console()
 DEFAULT_REPORT = Path("report")
 
 
 def _settings() -> Settings:
-    try:
-        settings = load_settings()
-    except SettingsError as exc:
-        console.print(f"[red]{exc}[/]")
-        raise typer.Exit(2) from None
-    logging.basicConfig(
-        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    return settings
+    return settings_or_exit()
 
 
 @app.command()
@@ -49,15 +53,27 @@ def demo(
     seed: int = typer.Option(0, help="Seed of the labs."),
     task: str = typer.Option("continual-digits", help="Built-in task to run."),
     report: Path = typer.Option(DEFAULT_REPORT, help="Folder for the report."),
+    deterministic: bool = typer.Option(
+        False,
+        "--deterministic",
+        help="Labs take turns, one step at a time: the same seed gives the same numbers.",
+    ),
 ) -> None:
-    """Isolated labs vs labs sharing an archive, on embedded defaults (no Redis, no API key)."""
-    from labrxiv.cli_campaign import require_sandbox
+    """Isolated labs vs labs sharing an archive, on embedded defaults (no Redis, no API key).
+
+    Exit codes as `campaign`'s: 1 when every run ended in error, 2 refused before any run."""
+    from labrxiv.cli_campaign import check_task, require_sandbox
     from labrxiv.demo import run_demo
 
+    settings = _settings()
+    # Checked as `campaign` checks it, before anything is written (issue 13: an unknown
+    # task ended in a traceback, an llm-only one in six runs that all errored).
+    hint = ": the demo runs offline search labs; try `labrxiv campaign --policy llm`"
+    check_task(settings, task, "search", hint=hint)
     require_sandbox()
 
-    run_demo(
-        _settings(),
+    result = run_demo(
+        settings,
         console,
         task=task,
         labs=labs,
@@ -65,7 +81,10 @@ def demo(
         attempts=attempts,
         seed=seed,
         report=report,
+        deterministic=deterministic,
     )
+    if result.failed:
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -137,6 +156,10 @@ def reactor(
     if settings.embedded:
         console.print("[red]the reactor sends steps to workers: set LABRXIV_REDIS_URL[/]")
         raise typer.Exit(2)
+    from labrxiv.wiring import require_redis
+
+    assert settings.redis_url is not None
+    require_redis(settings.redis_url)  # else the first look at Redis ends in a traceback
     if stall_seconds is not None:
         settings = settings.model_copy(update={"stall_seconds": stall_seconds})
     reacting = open_reacting(settings)
@@ -169,91 +192,42 @@ def rebuild() -> None:
 
 
 @app.command()
-def status() -> None:
+def status(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
     """Log size and positions, projector lag, dead letters."""
-    from labrxiv.wiring import open_runner
-
     settings = _settings()
-    runner = open_runner(settings)
+    runner = read_runner()
     store = runner.store
+    database = store.engine.url.render_as_string(hide_password=True)
+    bus = settings.redis_url or "embedded (in-process)"
+    lags = runner.lag()
+    letters = store.dead_letters(limit=5)
+    if as_json:
+        emit_json(
+            {
+                "database": database,
+                "bus": bus,
+                "events": store.count(),
+                "head_position": store.max_position(),
+                "projectors": {lag.name: asdict(lag) | {"behind": lag.behind} for lag in lags},
+                "dead_letters": store.dead_letter_count(),
+            }
+        )
+        return
     table = Table(title="labrxiv status")
     table.add_column("what")
     table.add_column("value")
-    table.add_row("database", store.engine.url.render_as_string(hide_password=True))
-    table.add_row("bus", settings.redis_url or "embedded (in-process)")
+    table.add_row("database", database)
+    table.add_row("bus", bus)
     table.add_row("events", str(store.count()))
     table.add_row("head position", str(store.max_position()))
-    for lag in runner.lag():
+    for lag in lags:
         table.add_row(f"projector {lag.name}", f"at {lag.checkpoint}, {lag.behind} behind")
     table.add_row("dead letters", str(store.dead_letter_count()))
     console.print(table)
-    for letter in store.dead_letters(limit=5):
+    for letter in letters:
         console.print(
             f"[yellow]dead letter {letter.id}[/] {letter.received_at:%H:%M:%S}: {letter.reason}"
         )
-
-
-@app.command()
-def runs() -> None:
-    """The runs read model."""
-    from labrxiv.wiring import open_runner
-
-    runner = open_runner(_settings())
-    runner.create_schema()  # before any projector ran there is no table: show it empty
-    console.print(runs_table(runner.store))
-
-
-@events_app.command("tail")
-def events_tail(
-    after: int = typer.Option(0, help="Start after this position (0: from the start)."),
-    limit: int = typer.Option(20, min=1, help="Events to show (the last ones unless --after)."),
-    stream: str | None = typer.Option(None, help="Only this stream."),
-    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new events."),
-) -> None:
-    """Print events in position order."""
-    from labrxiv.wiring import open_store
-
-    store = open_store(_settings())
-    if after == 0 and not follow:
-        after = max(0, store.max_position() - limit) if stream is None else 0
-    while True:
-        records = store.read_records(after=after, limit=limit, stream=stream)
-        if records:
-            console.print(events_table(records))
-            after = records[-1].position
-        if not follow:
-            return
-        if not records:
-            time.sleep(0.5)
-
-
-@events_app.command("show")
-def events_show(event_id: str = typer.Argument(..., help="The event's id.")) -> None:
-    """Print one event in full, as JSON."""
-    from labrxiv.wiring import open_store
-
-    try:
-        key = uuid.UUID(event_id)
-    except ValueError:
-        console.print(f"[red]{event_id!r} is not an event id (a UUID)[/]")
-        raise typer.Exit(2) from None
-    event = open_store(_settings()).get(key)
-    if event is None:
-        console.print(f"[red]no event {event_id}[/]")
-        raise typer.Exit(1)
-    console.print_json(event.model_dump_json())
-
-
-@events_app.command("dead")
-def events_dead(limit: int = typer.Option(20, min=1)) -> None:
-    """Print the most recent dead letters with their reasons."""
-    from labrxiv.wiring import open_store
-
-    for letter in open_store(_settings()).dead_letters(limit=limit):
-        console.print(
-            f"[yellow]{letter.id}[/] {letter.received_at:%Y-%m-%d %H:%M:%S} {letter.reason}"
-        )
-        console.print(f"  {letter.raw[:300]}")
 
 
 if __name__ == "__main__":

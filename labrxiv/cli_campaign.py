@@ -1,4 +1,10 @@
-"""`labrxiv campaign`: run N labs on a task, isolated or sharing the archive."""
+"""`labrxiv campaign`: run N labs on a task, isolated or sharing the archive.
+
+Exit codes: 0 the campaign finished and at least one run did not end in error; 1 every
+run ended in error (nothing was measured: each run's detail is printed); 2 refused before
+any run started (a bad option, an unknown task, a policy the task does not support,
+labs cannot run on this machine); 3 the watch timed out before the campaign finished.
+"""
 
 from datetime import timedelta
 from typing import Literal
@@ -6,9 +12,11 @@ from typing import Literal
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 
 from events.payloads import Budget, LlmConfig
-from labrxiv.campaigns import run_campaign
+from labrxiv.campaigns import CampaignOutcome, run_campaign
+from labrxiv.report import count_endings, every_run_errored, print_endings
 from labrxiv.settings import Settings
 from labrxiv.wiring import gym_dirs
 from workers.errors import BundleError
@@ -81,22 +89,46 @@ def campaign(
         campaign_budget=Budget(tokens=campaign_tokens, dollars=campaign_dollars),
         llm=llm,
     )
+    check_task(settings, task, policy)
+    outcome = _run(settings, plan, timeout)
+    raise typer.Exit(report_outcome(outcome))
+
+
+EVERY_RUN_ERRORED = 1
+NOT_FINISHED = 3
+
+
+def report_outcome(outcome: CampaignOutcome) -> int:
+    """Print how each run ended and the campaign's line; the exit code it means."""
+    print_endings(console, outcome.endings)
+    state = "finished" if outcome.finished else "NOT finished"
+    counted = count_endings(outcome.endings) if outcome.endings else f"{len(outcome.runs)} runs"
+    console.print(f"campaign {outcome.campaign}: {state} in {outcome.seconds:.1f}s ({counted})")
+    if not outcome.finished:
+        return NOT_FINISHED
+    if every_run_errored(outcome.endings):
+        console.print(
+            "[red]every run ended in error: nothing was measured (each run's reason is above)[/]"
+        )
+        return EVERY_RUN_ERRORED
+    return 0
+
+
+def check_task(settings: Settings, task: str, policy: str, hint: str = "") -> None:
+    """Stop with exit code 2 and one line (the bundle's problems, if it is broken) when
+    `task` is unknown or broken, or does not support `policy`, before anything is written."""
     try:
         card = find_bundle(task, gym_dirs(settings)).card
     except BundleError as exc:
-        console.print(f"[red]{exc}[/]")
+        console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
         raise typer.Exit(2) from None
     if policy not in card.policies:
+        supported = ", ".join(card.policies)
         console.print(
-            f"[red]task {task} supports the {', '.join(card.policies)} policy, not {policy}[/]"
+            f"[red]task {task} supports the {supported} policy, not {policy}{escape(hint)}[/]",
+            soft_wrap=True,
         )
         raise typer.Exit(2)
-    outcome = _run(settings, plan, timeout)
-    console.print(
-        f"campaign {outcome.campaign}: {'finished' if outcome.finished else 'NOT finished'} "
-        f"in {outcome.seconds:.1f}s ({len(outcome.runs)} runs)"
-    )
-    raise typer.Exit(0 if outcome.finished else 1)
 
 
 def _llm_config(

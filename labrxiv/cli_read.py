@@ -5,21 +5,26 @@ current; `labrxiv projector --once` catches up once) and never write the log.
 """
 
 import enum
-import logging
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from labrxiv.settings import SettingsError, load_settings
+from labrxiv.campaign_index import campaign_modes
+from labrxiv.cli_common import JSON_HELP, emit_json, read_runner, settings_or_exit
+from labrxiv.cli_errors import err
+from labrxiv.errors import NotFound
+from labrxiv.ledger_view import ledger_by_lab
+from labrxiv.lookup import resolve_campaign, resolve_paper
 from labrxiv.views_read import ledger_table, paper_view, papers_table, search_table, top_table
 from projections.archive import get_paper, list_papers
 from projections.archive_search import ClaimedPaper, search_papers, top_papers
 from projections.curves import curve_points, paper_points
 from projections.ledger import ledger_totals
-from projections.runner import ProjectionRunner
+from workers.errors import BundleError
+from workers.gym.registry import find_bundle
 from workers.lab.archive_log import LogArchive
 
 papers_app = typer.Typer(
@@ -50,63 +55,75 @@ class Direction(enum.StrEnum):
     minimize = "minimize"
 
 
-def _runner() -> ProjectionRunner:
-    """The projection runner on the configured store, with every read model's table created."""
-    from labrxiv.wiring import open_runner
-
-    try:
-        settings = load_settings()
-    except SettingsError as exc:
-        console.print(f"[red]{escape(str(exc))}[/]")
-        raise typer.Exit(2) from None
-    logging.basicConfig(
-        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    runner = open_runner(settings)
-    runner.create_schema()  # before any projector ran there are no tables: show them empty
-    return runner
+CAMPAIGN_HELP = "Only this campaign (its id or a prefix of it)."
 
 
 @papers_app.command("list")
 def papers_list(
     task: str | None = typer.Option(None, help="Only papers on this task."),
-    campaign: str | None = typer.Option(None, help="Only papers of this campaign."),
+    campaign: str | None = typer.Option(None, help=CAMPAIGN_HELP),
     lab: str | None = typer.Option(None, help="Only papers of this lab."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Every paper in the archive, in submission order."""
-    runner = _runner()
+    runner = read_runner()
     with runner.store.engine.connect() as conn:
+        campaign = resolve_campaign(runner.store, conn, campaign)
         papers = list_papers(conn, task=task, campaign=campaign, lab=lab)
-    console.print(papers_table(papers, f"papers ({len(papers)})"))
+    if not papers and (task or campaign or lab):
+        asked = [f"on task {task}" if task else "", f"by lab {lab}" if lab else ""]
+        asked.append(f"of campaign {campaign}" if campaign else "")
+        raise NotFound(f"no paper {' '.join(a for a in asked if a)} in the archive")
+    if as_json:
+        emit_json(papers)
+    elif not papers:
+        console.print("no paper in the archive yet")
+    else:
+        console.print(papers_table(papers, f"papers ({len(papers)})"))
 
 
 @papers_app.command("show")
-def papers_show(paper_id: str = typer.Argument(..., help="The paper's archive id.")) -> None:
+def papers_show(
+    paper_id: str = typer.Argument(..., help="The paper's archive id, or a prefix of it."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
     """One paper in full: claims (verified against the grader's scores), method, citations,
     who cited and who retrieved it, body."""
-    runner = _runner()
+    runner = read_runner()
     with runner.store.engine.connect() as conn:
+        paper_id = resolve_paper(conn, paper_id)
         detail = get_paper(conn, paper_id)
-    if detail is None:
-        console.print(f"[red]no paper {escape(paper_id)} in the archive[/]")
-        raise typer.Exit(1)
+    assert detail is not None
     checked = LogArchive(runner.store).get(paper_id)  # claims checked against the log
     verified = [c["verified"] for c in checked["claims"]] if checked else None
+    if as_json:
+        emit_json(asdict(detail) | {"verified": verified})
+        return
     console.print(paper_view(detail, verified))
 
 
 @papers_app.command("search")
 def papers_search(
-    query: str = typer.Argument(..., help="Words to look for."),
+    words: list[str] = typer.Argument(..., help="Words to look for (no quotes needed)."),
     task: str | None = typer.Option(None, help="Only papers on this task."),
+    campaign: str | None = typer.Option(None, help=CAMPAIGN_HELP),
     k: int = typer.Option(10, "-k", min=1, help="How many papers."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Full-text search (BM25 over title, abstract and body), best match first."""
-    runner = _runner()
+    query = " ".join(words)
+    runner = read_runner()
     with runner.store.engine.connect() as conn:
-        hits = search_papers(conn, query, task=task, k=k)
+        campaign = resolve_campaign(runner.store, conn, campaign)
+        # A campaign is not a filter of the ranking (BM25's corpus is the task's or the
+        # archive's): the hits are ranked, then the campaign's kept.
+        hits = search_papers(conn, query, task=task, k=k if campaign is None else 1_000_000)
+    hits = [h for h in hits if campaign is None or h.paper.campaign == campaign][:k]
     if not hits:
-        console.print(f"no paper matches {escape(query)!r}")
+        where = f" in campaign {campaign}" if campaign else ""
+        raise NotFound(f"no paper matches {query!r}{where}")
+    if as_json:
+        emit_json(hits)
         return
     console.print(search_table(hits, query))
 
@@ -116,28 +133,58 @@ def papers_top(
     task: str = typer.Argument(..., help="The task."),
     k: int = typer.Option(10, "-k", min=1, help="How many papers."),
     subtask: str | None = typer.Option(None, help="Rank by this subtask (default: headline)."),
-    direction: Direction = typer.Option(Direction.maximize, help="Which way is better."),
+    direction: Direction | None = typer.Option(
+        None, help="Which way is better (default: the task card's direction for the subtask)."
+    ),
+    campaign: str | None = typer.Option(None, help=CAMPAIGN_HELP),
     verified_only: bool = typer.Option(
         False, "--verified-only", help="Rank only claims the log verifies."
     ),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """The task's papers with the best claimed value, each marked verified or not (the
     claim is the grader's score of the attempt it names, recorded before the paper)."""
-    runner = _runner()
+    runner = read_runner()
+    way, note = (direction, None) if direction else _card_direction(task, subtask)
     with runner.store.engine.connect() as conn:
-        ranked = top_papers(
-            conn,
-            task,
-            k=None if verified_only else k,
-            subtask=subtask,
-            direction=direction.value,
-        )
+        campaign = resolve_campaign(runner.store, conn, campaign)
+        ranked = top_papers(conn, task, k=None, subtask=subtask, direction=way.value)
+        if not ranked:
+            if not list_papers(conn, task=task):
+                raise NotFound(f"no paper on task {task} in the archive")
+            raise NotFound(f"no claim on subtask {subtask} in the papers on task {task}")
+    ranked = [r for r in ranked if campaign is None or r.paper.campaign == campaign]
+    if not ranked:
+        raise NotFound(f"no paper on task {task} in campaign {campaign}")
     archive = LogArchive(runner.store)
     if verified_only:
-        ranked = _best_verified(archive, ranked, direction)[:k]
-        console.print(top_table(ranked, task, [True] * len(ranked)))
+        ranked = _best_verified(archive, ranked, way)[:k]
+        verified = [True] * len(ranked)
+    else:
+        ranked = ranked[:k]
+        verified = [_claim_verified(archive, i) for i in ranked]
+    if as_json:
+        rows = [asdict(r) | {"verified": v} for r, v in zip(ranked, verified, strict=True)]
+        emit_json({"task": task, "direction": way.value, "papers": rows})
         return
-    console.print(top_table(ranked, task, [_claim_verified(archive, i) for i in ranked]))
+    if note:
+        err.print(f"[dim]{escape(note)}[/]")
+    console.print(top_table(ranked, task, verified))
+
+
+def _card_direction(task: str, subtask: str | None) -> tuple[Direction, str | None]:
+    """Which way the task card says the subtask (the primary for the headline) is better;
+    maximize, with a note, for a task whose card is not found here. Before issue 13
+    `top` ranked every subtask highest first: forgetting, which is minimized, worst first."""
+    try:
+        card = find_bundle(task, settings_or_exit().gym_path).card
+    except BundleError:
+        return Direction.maximize, f"no card for task {task} here: higher ranked better"
+    name = subtask or card.primary
+    found = [s for s in card.subtasks if s.name == name]
+    if not found:
+        return Direction.maximize, f"task {task} has no subtask {name}: higher ranked better"
+    return Direction(found[0].direction), None
 
 
 def _verified_claims(archive: LogArchive, item: ClaimedPaper) -> list[float]:
@@ -170,28 +217,73 @@ def _best_verified(
 
 def ledger(
     by: RollUpBy = typer.Option(RollUpBy.run, "--by", help="Roll up per run, lab or campaign."),
-    campaign: str | None = typer.Option(None, help="Only calls of this campaign."),
+    campaign: str | None = typer.Option(None, help="Only calls of this campaign (an id prefix)."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Calls, compute seconds, tokens and dollars per run, lab or campaign."""
-    runner = _runner()
+    """Calls, compute seconds, tokens and dollars per run, lab (within its campaign) or
+    campaign."""
+    runner = read_runner()
     with runner.store.engine.connect() as conn:
-        totals = ledger_totals(conn, by=by.value, campaign=campaign)
-    console.print(ledger_table(totals, by.value))
+        campaign = resolve_campaign(runner.store, conn, campaign)
+        if by == RollUpBy.lab:
+            # Labs are named lab-0, lab-1… in every campaign: one lab is a campaign's lab.
+            labs = ledger_by_lab(conn, campaign)
+            totals, campaigns = [t for _, t in labs], [c for c, _ in labs]
+        else:
+            totals = ledger_totals(conn, by=by.value, campaign=campaign)
+            campaigns = None
+    if as_json:
+        rows = [asdict(t) for t in totals]
+        if campaigns is not None:
+            rows = [r | {"campaign": c} for r, c in zip(rows, campaigns, strict=True)]
+        emit_json(rows)
+        return
+    if not totals:
+        what = f"campaign {campaign}" if campaign else "the log"
+        console.print(f"no tool or model call in {what} yet")
+        return
+    console.print(ledger_table(totals, by.value, campaigns))
 
 
 def curves(
-    out: Path = typer.Option(..., "--out", help="Folder to write the PNG files to."),
-    campaign: str | None = typer.Option(None, help="Only this campaign."),
+    out: Path | None = typer.Option(None, "--out", help="Folder to write the PNG files to."),
+    campaign: str | None = typer.Option(None, help=CAMPAIGN_HELP),
     by: LinesBy = typer.Option(LinesBy.lab, "--by", help="One line per lab (run) or campaign."),
+    as_json: bool = typer.Option(False, "--json", help="Print the curves' points as JSON."),
 ) -> None:
-    """Best score vs time, attempts, tokens and cost, and per paper (AgentRxiv), as PNGs."""
-    from labrxiv.plots import write_curves  # matplotlib is slow to import: only when asked
-
-    runner = _runner()
+    """Best score vs time, attempts, tokens and cost, and per paper (AgentRxiv), as PNGs
+    (`--out`) or as the points they are drawn from (`--json`)."""
+    if out is None and not as_json:
+        err.print("[red]give --out DIR for the PNG files, or --json for the points[/]")
+        raise typer.Exit(2)
+    runner = read_runner()
     with runner.store.engine.connect() as conn:
+        campaign = resolve_campaign(runner.store, conn, campaign)
         points = curve_points(conn, campaign=campaign)
         papers = paper_points(conn, campaign=campaign)
-    written = write_curves(points, papers, out, by=by.value)
+        modes = campaign_modes(runner.store, conn)
+    written = []
+    if out is not None:
+        from labrxiv import plots  # matplotlib is slow to import: only when asked
+
+        # A line is named by its campaign's mode and id: two hex ids alone did not tell
+        # the isolated campaign from the archive one (issue 13).
+        names = {c: f"{m} {c}" if m else c for c, m in modes.items()}
+        written = plots.write_curves(
+            [replace(p, campaign=names.get(p.campaign or "", p.campaign)) for p in points],
+            [replace(p, campaign=names.get(p.campaign or "", p.campaign)) for p in papers],
+            out,
+            by=by.value,
+        )
+    if as_json:
+        emit_json(
+            {
+                "points": [asdict(p) | {"mode": modes.get(p.campaign or "")} for p in points],
+                "papers": [asdict(p) | {"mode": modes.get(p.campaign or "")} for p in papers],
+                "written": [str(path) for path in written],
+            }
+        )
+        return
     console.print(f"{len(points)} scored attempts, {len(papers)} papers")
     for path in written:
         console.print(f"wrote {escape(str(path))}")

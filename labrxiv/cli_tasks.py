@@ -118,13 +118,53 @@ def _print_card(bundle: Bundle) -> None:
 
 
 @tasks_app.command("validate")
-def tasks_validate(path: Annotated[Path, typer.Argument(help="A bundle folder.")]) -> None:
-    """Check a bundle folder: print every problem and exit 1, or print ok."""
+def tasks_validate(
+    path: Annotated[Path, typer.Argument(help="A bundle folder.")],
+    run: Annotated[
+        bool,
+        typer.Option(
+            "--run",
+            help="Also run the starter solution and the grader once in the sandbox and "
+            "check the grader's output against the card (needs root, like the labs).",
+        ),
+    ] = False,
+) -> None:
+    """Check a bundle folder: print every problem and exit 1, or print ok. With --run,
+    then run it once and print each check: exit 1 if one failed, 2 if it cannot run here."""
     problems = validate_bundle(path, policies=policy_names())
-    if not problems:
-        console.print("ok")
-        return
-    console.print(f"[red]{len(problems)} problem(s) in {escape(str(path))}:[/]", soft_wrap=True)
-    for problem in problems:
-        console.print(f"- {escape(problem)}", soft_wrap=True)
-    raise typer.Exit(1)
+    if problems:
+        console.print(f"[red]{len(problems)} problem(s) in {escape(str(path))}:[/]", soft_wrap=True)
+        for problem in problems:
+            console.print(f"- {escape(problem)}", soft_wrap=True)
+        if run:
+            console.print("not run: fix the problems above first")
+        raise typer.Exit(1)
+    if run:
+        _trial(path)
+    console.print("ok")
+
+
+def _trial(path: Path) -> None:
+    """Run the bundle once (`workers.gym.trial`), print each check; exit 1 on a failure."""
+    from labrxiv.cli import _settings
+    from labrxiv.cli_campaign import require_sandbox
+    from labrxiv.wiring import gym_dirs
+    from workers.gym.trial import failed, trial
+
+    settings = _settings()
+    require_sandbox()
+    bundle = load_bundle(path)
+    console.print(
+        f"running {escape(str(path))} once: the starter solution in the sandbox, then the grader",
+        soft_wrap=True,
+    )
+    # Like a lab's: the solution sees no bundle, nor the data folder with the log.
+    checks = trial(bundle, hidden=[*gym_dirs(settings), settings.data_dir])
+    style = {"ok": "green", "FAILED": "red", "skipped": "dim", "note": "yellow"}
+    for check in checks:
+        console.print(
+            f"[{style[check.status]}]{check.status:<8}[/] {check.name:<9} {escape(check.detail)}",
+            soft_wrap=True,
+        )
+    if failed(checks):
+        raise typer.Exit(1)

@@ -3,7 +3,9 @@
 Runs an isolated campaign and an archive campaign of parallel `search` labs (the
 offline baseline agent) on embedded defaults, shows their progress live, prints the
 comparison and writes `report/` (plots and a markdown summary). Every number comes
-from experiments that ran and were graded by the task's grader.
+from experiments that ran and were graded by the task's grader. How each run ended is
+printed after each campaign; when every run of both ended in error, nothing was
+measured: no report is written, and the result says so (`DemoResult.failed`).
 """
 
 import shutil
@@ -15,11 +17,30 @@ from rich.table import Table
 
 from labrxiv.campaigns import run_campaign
 from labrxiv.plots import Plot, report_curves
-from labrxiv.report import CampaignSummary, summarize
+from labrxiv.report import (
+    CampaignSummary,
+    RunEnding,
+    count_endings,
+    every_run_errored,
+    print_endings,
+    summarize,
+)
 from labrxiv.settings import Settings
 from labrxiv.wiring import open_embedded
 from projections.curves import curve_points, paper_points
-from workers.lab.campaign import CampaignPlan
+from workers.lab.campaign import CampaignPlan, deterministic_id
+
+DETERMINISTIC = (
+    "The labs took turns, one step at a time in a fixed order (`--deterministic`): the same "
+    "seed gives the same numbers."
+)
+TIMINGS = ("seconds_per_paper", "compute_per_paper")
+"""The summary's rows that vary from run to run with the same seed."""
+NOT_DETERMINISTIC = (
+    "The labs' steps ran in parallel: in the archive campaign, which lab read which paper "
+    "first depended on timing, so the same seed can give other numbers. "
+    "`labrxiv demo --deterministic` makes the labs take turns."
+)
 
 
 @dataclass(frozen=True)
@@ -29,6 +50,13 @@ class DemoResult:
     isolated: CampaignSummary
     archive: CampaignSummary
     report: Path
+    endings: tuple[RunEnding, ...] = ()
+    """How each run of both campaigns ended."""
+
+    @property
+    def failed(self) -> bool:
+        """Every run of both campaigns ended in error: the demo measured nothing."""
+        return every_run_errored(self.endings)
 
 
 def run_demo(
@@ -40,18 +68,32 @@ def run_demo(
     attempts: int = 9,
     seed: int = 0,
     report: Path = Path("report"),
+    deterministic: bool = False,
 ) -> DemoResult:
-    """Run both campaigns in a fresh `<data_dir>/demo` and write the report."""
+    """Run both campaigns in a fresh `<data_dir>/demo` and write the report.
+
+    `deterministic`: the labs take turns, one step at a time in the order their steps
+    were triggered (one bus thread, first in first out), and the campaigns' ids derive
+    from the plan, so the same seed gives the same numbers; otherwise their steps run
+    in parallel and, in archive mode, which lab reads which paper first depends on
+    timing (issue 13: a user comparing two demos saw different numbers)."""
     demo_dir = settings.data_dir / "demo"
     shutil.rmtree(demo_dir, ignore_errors=True)
     demo_settings = settings.model_copy(update={"data_dir": demo_dir, "database_url": None})
-    system = open_embedded(demo_settings, threads=max(2, labs))
+    system = open_embedded(demo_settings, threads=1 if deterministic else max(2, labs))
     try:
         bundle = system.ctx.labs.bundle(task)
         campaigns = {}
+        endings: list[RunEnding] = []
         for mode in ("isolated", "archive"):
             plan = CampaignPlan(
-                task=task, labs=labs, papers=papers, mode=mode, seed=seed, attempts=attempts
+                task=task,
+                labs=labs,
+                papers=papers,
+                mode=mode,
+                seed=seed,
+                attempts=attempts,
+                deterministic=deterministic,
             )
             title = f"{mode} campaign: {labs} search labs on {task} (offline baseline agent)"
             outcome = run_campaign(
@@ -63,12 +105,22 @@ def run_demo(
                 stall_seconds=demo_settings.stall_seconds,
                 reactor=system.ctx.reactor,
                 leases=system.ctx.leases,
+                campaign_id=deterministic_id(plan, 0) if deterministic else None,
             )
             system.bus.join()
             campaigns[mode] = outcome.campaign
+            print_endings(console, outcome.endings)
+            console.print(f"{mode} campaign: {count_endings(outcome.endings)}")
+            endings += outcome.endings
         system.settle()
         summaries = {m: summarize(system.store, c, m, bundle) for m, c in campaigns.items()}
-        result = DemoResult(summaries["isolated"], summaries["archive"], report)
+        result = DemoResult(summaries["isolated"], summaries["archive"], report, tuple(endings))
+        if result.failed:
+            console.print(
+                "[red]every run ended in error: nothing was measured and no report was "
+                "written (each run's reason is above)[/]"
+            )
+            return result
         with system.store.engine.connect() as conn:
             points = [p for c in campaigns.values() for p in curve_points(conn, c)]
             paper_rows = [p for c in campaigns.values() for p in paper_points(conn, c)]
@@ -79,7 +131,7 @@ def run_demo(
     finally:
         system.close()
     console.print(comparison_table(result))
-    write_report(result, task, labs, papers, attempts, seed, plots)
+    write_report(result, task, labs, papers, attempts, seed, plots, deterministic)
     drawn = ", ".join(p.file for p in plots if p.drawn)
     console.print(f"report written to {report}/ (summary.md, {drawn})")
     for plot in plots:
@@ -120,8 +172,12 @@ def write_report(
     attempts: int,
     seed: int,
     plots: list[Plot],
+    deterministic: bool = False,
 ) -> None:
-    """`report/summary.md`, beside the plots; a plot left out leaves its reason in its place."""
+    """`report/summary.md`, beside the plots; a plot left out leaves its reason in its place.
+
+    Deterministic, the timings go to `timings.md` instead: they vary from run to run,
+    and the summary of two runs with the same seed is then the same, byte for byte."""
     result.report.mkdir(parents=True, exist_ok=True)
     lines = [
         "# labrxiv demo report",
@@ -130,9 +186,12 @@ def write_report(
         f"attempts per lab, seed {seed}. Labs use the offline `search` policy (a baseline "
         "agent, not an LLM). Scores come from the task's grader.",
         "",
+        DETERMINISTIC if deterministic else NOT_DETERMINISTIC,
+        "",
         "| | isolated | archive |",
         "|---|---|---|",
     ]
+    timings = ["| | isolated | archive |", "|---|---|---|"]
     iso, arc = result.isolated, result.archive
     for index in range(max(len(iso.best_per_paper), len(arc.best_per_paper))):
         cells = [
@@ -147,10 +206,14 @@ def write_report(
         ("compute seconds per paper", "compute_per_paper"),
     ):
         a, b = getattr(iso, key), getattr(arc, key)
-        lines.append(
+        row = (
             f"| {label} | {'-' if a is None else f'{a:.3f}'} | {'-' if b is None else f'{b:.3f}'} |"
         )
+        (timings if deterministic and key in TIMINGS else lines).append(row)
     lines.append("")
+    if deterministic:
+        lines += ["Timings vary from run to run: they are in [timings.md](timings.md).", ""]
+        (result.report / "timings.md").write_text("\n".join(["# timings", "", *timings]) + "\n")
     for plot in plots:
         lines += [plot.markdown(), ""]
     lines.append(

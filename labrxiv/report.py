@@ -1,16 +1,20 @@
-"""Comparing campaigns: best normalized score per paper index, improvement, time and compute.
+"""Comparing campaigns: best normalized score per paper index, improvement, time and compute;
+and how each run of a campaign ended.
 
 Read from the read models (curves, ledger, runs) once the projections are up to date.
 """
 
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rich.console import Console
 from sqlalchemy import func, select
 
 from events import EventStore
 from projections.curves import curve_points, paper_points
 from projections.ledger import ledger_totals
-from projections.runs import RUNS
+from projections.runs import RUNS, RunView
 from workers.gym.bundle import Bundle
 from workers.gym.scoring import better, over_baseline
 
@@ -80,3 +84,54 @@ def summarize(store: EventStore, campaign: str, mode: str, bundle: Bundle) -> Ca
         compute_seconds=sum(t.compute_seconds for t in totals),
         papers=len(papers),
     )
+
+
+@dataclass(frozen=True)
+class RunEnding:
+    """How one run of a campaign ended: its `run.finished` reason and detail."""
+
+    lab: str
+    reason: str | None
+    """done, budget, error, cancelled; None while the run has not finished."""
+    detail: str
+
+
+def run_endings(store: EventStore, runs: Sequence[RunView]) -> list[RunEnding]:
+    """Each run's ending. The runs read model has the reason but not the detail, which is
+    the last event of the run's stream (read once per run, at the campaign's end)."""
+    endings = []
+    for run in runs:
+        detail = ""
+        if run.finished:
+            last = store.last_record(run.stream)
+            if last is not None and last.type == "run.finished":
+                detail = str(last.typed().payload.detail)  # type: ignore[union-attr]
+        endings.append(RunEnding(run.lab or run.stream, run.finish_reason, detail))
+    return endings
+
+
+def every_run_errored(endings: Sequence[RunEnding]) -> bool:
+    """Whether the campaign measured nothing: it had runs and each one ended in `error`."""
+    return bool(endings) and all(e.reason == "error" for e in endings)
+
+
+def count_endings(endings: Sequence[RunEnding]) -> str:
+    """`2 runs: 1 done, 1 error`."""
+    counts = Counter(e.reason or "running" for e in endings)
+    return f"{len(endings)} runs: " + ", ".join(f"{n} {r}" for r, n in sorted(counts.items()))
+
+
+def print_endings(console: Console, endings: Sequence[RunEnding]) -> None:
+    """One line per run, `lab: reason: detail`; an error's detail (a grader's traceback
+    tail, a policy's exception) in full, since it is what the user has to fix."""
+    if not endings:
+        return
+    # A live table rendered to a file or pipe leaves the cursor at its last border.
+    console.print("\nhow each run ended:")
+    for ending in endings:
+        detail = ending.detail.strip()
+        if ending.reason != "error":
+            detail = detail.partition("\n")[0][:200]
+        line = f"{ending.lab}: {ending.reason or 'running'}" + (f": {detail}" if detail else "")
+        style = "red" if ending.reason == "error" else None
+        console.print(line, style=style, markup=False, highlight=False, soft_wrap=True)

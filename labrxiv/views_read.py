@@ -145,15 +145,22 @@ def paper_view(detail: PaperDetail, verified: list[bool] | None = None) -> Rende
     )
 
 
-def ledger_table(totals: Sequence[LedgerTotals], by: str) -> Table:
-    """Roll-ups of the ledger, one line per run, lab or campaign."""
+def ledger_table(
+    totals: Sequence[LedgerTotals], by: str, campaigns: Sequence[str | None] | None = None
+) -> Table:
+    """Roll-ups of the ledger, one line per run, lab or campaign; `campaigns[i]`: the
+    campaign of row i, shown first (a lab's name is only unique within its campaign)."""
     table = Table(title=f"ledger by {by}")
+    if campaigns is not None:
+        table.add_column("campaign", no_wrap=True)
     for name in (by, "calls", "tool", "model", "grader model", "compute s"):
         table.add_column(name, no_wrap=name == by)
     for name in ("input tok", "cached", "output", "reasoning", "tokens", "dollars", "unknown $"):
         table.add_column(name, justify="right")
-    for t in totals:
+    for index, t in enumerate(totals):
+        first = [] if campaigns is None else [campaigns[index] or "-"]
         table.add_row(
+            *first,
             t.key or "-",
             str(t.calls),
             str(t.tool_calls),

@@ -11,6 +11,8 @@ from typing import Any
 from celery import Celery
 
 from events import EventStore
+from labrxiv.errors import Unreachable
+from labrxiv.reading import hide_password
 from labrxiv.settings import Settings
 from projections.catalogue import all_projectors
 from projections.runner import ProjectionRunner
@@ -151,10 +153,27 @@ class ProcessContext:
         return self._ctx
 
 
+def require_redis(url: str) -> None:
+    """Ping the broker once; `Unreachable` naming the URL when it does not answer (a
+    Celery worker retried 100 times, logging its transport's class for the URL)."""
+    import redis
+
+    client = redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=5)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        reason = f"{exc} (check LABRXIV_REDIS_URL)"
+        raise Unreachable(f"cannot reach Redis at {hide_password(url)}: {reason}") from None
+    finally:
+        client.close()
+
+
 def celery_worker_app(settings: Settings) -> Celery:
-    """The Celery app a `labrxiv worker` process runs, with every task registered."""
+    """The Celery app a `labrxiv worker` process runs, with every task registered, once
+    its broker answers."""
     if settings.redis_url is None:
         raise ValueError("LABRXIV_REDIS_URL is not set: a worker needs Redis")
+    require_redis(settings.redis_url)
     app = make_celery(settings.redis_url, settings.visibility_timeout)
     register_tasks(app, ProcessContext(settings, CeleryBus(app)))
     return app

@@ -22,6 +22,10 @@ class CampaignStarted(Payload):
     """The seed the campaign's labs derive theirs from."""
     budget: Budget = Budget()
     """Limits on the whole campaign (tokens, dollars…), summed over its labs."""
+    deterministic: bool = False
+    """The labs took turns in a fixed order (one step at a time, `--deterministic`), so
+    the same seed gives the same numbers; False: their steps ran in parallel and, in
+    archive mode, which lab read which paper when depended on timing."""
 
 
 class CampaignFinished(Payload):

@@ -226,20 +226,24 @@ def test_events_show_unknown_id(demo: Demo) -> None:
 def test_runs(demo: Demo) -> None:
     with demo.store.engine.connect() as conn:
         runs = runs_of(conn)
+    started = demo.store.read_records(types=["campaign.started"])
+    modes = {r.correlation_id: r.payload["mode"] for r in started}
     code, out = demo.cli("runs")
     assert code == 0, out
     for run in runs:
         status = f"finished ({run.finish_reason})"
         cells = (run.event_count, run.steps, run.attempts, run.papers)
-        assert has_row(out, run.stream, run.lab, "search", status, *cells), run.stream
+        where = (run.campaign, modes[run.campaign], run.task)  # which campaign, how (issue 13)
+        assert has_row(out, run.stream, *where, run.lab, "search", status, *cells), run.stream
     done = sum(1 for run in runs if run.finish_reason == "done")
     assert out.count("finished (done)") == done
 
 
 def test_runs_before_any_projector(tmp_path: Path) -> None:
+    EventStore.from_url(f"sqlite:///{tmp_path / 'labrxiv.db'}")  # a log, no read model yet
     code, out = invoke("runs", LABRXIV_DATA_DIR=str(tmp_path))
     assert code == 0, out
-    assert "run-" not in out
+    assert "run-" not in out and "no run yet" in said(out)
 
 
 def test_events_dead_and_status_show_what_the_recorder_rejected(tmp_path: Path) -> None:

@@ -143,8 +143,8 @@ def test_papers_list(read_log: EventStore) -> None:
     assert has_row(out, "p-one", "digits", "camp1", "lab-x", 1)
     assert has_row(out, "p-two", "digits", "camp1", "lab-y", 1)
     assert "acc=0.6000" in out
-    code, out = invoke("papers", "list", "--task", "other")
-    assert code == 0 and "p-one" not in out and "papers (0)" in out
+    code, out = invoke("papers", "list", "--task", "other")  # an empty filter is told (issue 13)
+    assert code == 1 and "no paper on task other in the archive" in said(out)
     code, out = invoke("papers", "list", "--campaign", "camp1")
     assert "p-one" in out and "p-two" in out
 
@@ -170,8 +170,8 @@ def test_papers_search_and_top(read_log: EventStore) -> None:
     assert has_row(out, 1) and "p-one" in out and "p-two" not in out
     code, out = invoke("papers", "search", "memory", "--task", "digits")
     assert "p-two" in out and "p-one" not in out
-    code, out = invoke("papers", "search", "quantum")
-    assert code == 0 and "no paper matches 'quantum'" in said(out)
+    code, out = invoke("papers", "search", "quantum")  # nothing found is exit 1, as in grep
+    assert code == 1 and "no paper matches 'quantum'" in said(out)
     code, out = invoke("papers", "top", "digits", "--subtask", "acc")
     # `top` ranks by claimed values, the unverified 0.9 included, and flags it.
     assert code == 0 and has_row(out, 1, "p-one", "lab-x", "camp1", "acc", "0.9000", "NO")
@@ -184,7 +184,7 @@ def test_papers_search_and_top(read_log: EventStore) -> None:
 def test_ledger_roll_ups(read_log: EventStore) -> None:
     code, out = invoke("ledger", "--by", "lab")
     assert code == 0, out
-    assert has_row(out, "lab-x", 1, 1, 0, 0, "2.5")
+    assert has_row(out, "camp1", "lab-x", 1, 1, 0, 0, "2.5")  # a lab is a campaign's lab
     code, out = invoke("ledger", "--by", "campaign")
     assert has_row(out, "camp1", 1, 1, 0, 0, "2.5")
     code, out = invoke("ledger")
@@ -206,11 +206,12 @@ def test_curves_write_every_png(read_log: EventStore, workdir: Path) -> None:
 
 
 def test_read_commands_on_an_empty_log(workdir: Path) -> None:
-    """Before any projector ran: empty tables, and still every plot (with a note)."""
+    """Before any projector ran: nothing to show, said, and still every plot (with a note)."""
+    EventStore.from_url(f"sqlite:///{workdir / '.labrxiv' / 'labrxiv.db'}")
     code, out = invoke("papers", "list")
-    assert code == 0 and "papers (0)" in out
+    assert code == 0 and "no paper in the archive yet" in out
     code, out = invoke("ledger")
-    assert code == 0 and "ledger by run" in out
+    assert code == 0 and "no tool or model call in the log yet" in said(out)
     code, out = invoke("curves", "--out", "empty")
     assert code == 0 and "0 scored attempts, 0 papers" in said(out)
     assert {p.name for p in (workdir / "empty").iterdir()} == CURVES

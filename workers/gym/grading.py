@@ -1,7 +1,17 @@
-"""Grading an attempt: run the lab's solution jailed, then the trusted grader outside the jail."""
+"""Grading an attempt: run the lab's solution jailed, then the trusted grader outside the jail.
+
+Two ways an attempt goes unscored are told apart. The solution failing, or the grader
+rejecting its outputs (exit non-zero, one line on stderr, as docs/tasks.md asks), is the
+lab's to fix: `GradingFailed`, and the run goes on. The grader itself failing (a
+traceback, a signal, a timeout, garbage on stdout, a subtask missing, a number that is not
+finite) is a bug of the bundle no lab can fix: `GraderBroken`, and the run ends with
+`error` (issue 13: a crashing grader was worded "rejected the outputs", and runs went on
+to publish papers with no numbers and end `done`).
+"""
 
 import hashlib
 import json
+import math
 import os
 import subprocess
 import sys
@@ -14,7 +24,13 @@ from workers.sandbox.local import LocalSandbox
 
 
 class GradingFailed(Exception):
-    """The solution or the grader did not produce scores; the message says which and why."""
+    """The solution failed or the grader rejected its outputs; the message says which and why."""
+
+
+class GraderBroken(Exception):
+    """The trusted grader failed (crashed, timed out, printed no valid scores): a bug of
+    the bundle, not of the lab. Not a `GradingFailed`: the `evaluate` tool lets it through,
+    and the lab step ends the run with `error` (`workers/lab/step.py`)."""
 
 
 @dataclass(frozen=True)
@@ -59,8 +75,8 @@ def grade(
     # outputs that stay inside the workspace (issue 12: a solution linked `outputs` to
     # another run's and was graded on them). A link out is refused as a violation.
     sandbox.confine_tree("outputs")
-    scores, notes, usage, model = _run_grader(card, bundle, sandbox.root)
-    return Grade(scores, notes, solution, usage, model)
+    out = run_grader(card, bundle, sandbox.root)
+    return Grade(out.scores, out.notes, solution, out.usage, out.model)
 
 
 def grader_env(card: TaskCard) -> dict[str, str]:
@@ -70,16 +86,43 @@ def grader_env(card: TaskCard) -> dict[str, str]:
     return env
 
 
-def _run_grader(
+@dataclass(frozen=True)
+class GraderOutput:
+    """What a grader that kept the protocol printed."""
+
+    scores: dict[str, float]
+    notes: str
+    usage: dict[str, int] | None
+    model: str | None
+
+
+STDERR_TAIL = 2000
+"""Characters of a failing grader's stderr kept in the message (the end: a traceback's
+last lines name the error)."""
+
+
+def run_grader(card: TaskCard, bundle: Path, workspace: Path) -> GraderOutput:
+    """Run the trusted grader on `workspace` (from the bundle folder, outside any jail).
+
+    Raises `GradingFailed` when it rejects the outputs, `GraderBroken` when it fails."""
+    proc = grader_process(card, bundle, workspace)
+    if proc.returncode != 0:
+        raise refusal(proc.returncode, proc.stderr)
+    return parse_output(card, proc.stdout)
+
+
+def grader_process(
     card: TaskCard, bundle: Path, workspace: Path
-) -> tuple[dict[str, float], str, dict[str, int] | None, str | None]:
+) -> subprocess.CompletedProcess[str]:
+    """The grader's run as it ended; raises `GraderBroken` when it outlived its timeout."""
     command = list(card.grader.command)
     if command[0] == "python":
         command[0] = sys.executable
     try:
-        proc = subprocess.run(
+        return subprocess.run(
             [*command, str(workspace)],
             cwd=bundle,
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
             timeout=card.grader.timeout_seconds,
@@ -87,21 +130,60 @@ def _run_grader(
             check=False,
         )
     except subprocess.TimeoutExpired:
-        raise GradingFailed(f"the grader took longer than {card.grader.timeout_seconds}s") from None
-    if proc.returncode != 0:
-        raise GradingFailed(f"the grader rejected the outputs: {proc.stderr.strip()[-2000:]}")
+        timeout = card.grader.timeout_seconds
+        raise GraderBroken(f"the grader took longer than {timeout:g}s and was killed") from None
+
+
+def refusal(exit_code: int, stderr: str) -> GradingFailed | GraderBroken:
+    """What a grader's non-zero exit means: a rejection of the outputs when it said why in
+    plain words, a crash when it died of a signal, with a traceback, or without a word."""
+    said = stderr.strip()
+    tail = said[-STDERR_TAIL:]
+    if exit_code < 0:
+        return GraderBroken(f"the grader crashed (killed by signal {-exit_code}): {tail}")
+    if "Traceback (most recent call last)" in said:
+        return GraderBroken(f"the grader crashed (exit {exit_code}): {tail}")
+    if not said:
+        return GraderBroken(f"the grader exited {exit_code} and said nothing on stderr")
+    return GradingFailed(f"the grader rejected the outputs (exit {exit_code}): {tail}")
+
+
+def read_scores(stdout: str) -> tuple[dict[str, object], dict[str, float]]:
+    """The grader's JSON object and its scores as floats; raises `GraderBroken` for
+    anything else on stdout."""
     try:
-        body = json.loads(proc.stdout)
+        body = json.loads(stdout)
         scores = {str(k): float(v) for k, v in body["scores"].items()}
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise GradingFailed(f"the grader printed no valid scores ({exc})") from None
-    missing = [s.name for s in card.subtasks if s.name not in scores]
-    if missing:
-        raise GradingFailed(f"the grader gave no score for {', '.join(missing)}")
+        shown = stdout.strip()[:200]
+        raise GraderBroken(f"the grader printed no valid scores ({exc}): {shown!r}") from None
+    return body, scores
+
+
+def missing_subtasks(card: TaskCard, scores: dict[str, float]) -> list[str]:
+    """The card's subtasks the grader gave no score for."""
+    return [s.name for s in card.subtasks if s.name not in scores]
+
+
+def not_finite(scores: dict[str, float]) -> list[str]:
+    """`name=value` of every score that is NaN or infinite."""
+    return [f"{name}={value}" for name, value in scores.items() if not math.isfinite(value)]
+
+
+def parse_output(card: TaskCard, stdout: str) -> GraderOutput:
+    """The grader's JSON object, checked against the card: raises `GraderBroken` for
+    anything but a finite score for every subtask."""
+    body, scores = read_scores(stdout)
+    if missing := missing_subtasks(card, scores):
+        raise GraderBroken(f"the grader gave no score for {', '.join(missing)}")
+    if odd := not_finite(scores):
+        raise GraderBroken(f"the grader gave a score that is not a finite number: {', '.join(odd)}")
     usage = body.get("usage")
     if isinstance(usage, dict):
         usage = {str(k): int(v) for k, v in usage.items() if isinstance(v, int | float)}
     else:
         usage = None
     model = body.get("model")
-    return scores, str(body.get("notes", "")), usage, model if isinstance(model, str) else None
+    return GraderOutput(
+        scores, str(body.get("notes", "")), usage, model if isinstance(model, str) else None
+    )

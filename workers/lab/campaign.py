@@ -1,5 +1,6 @@
 """Starting a campaign: N labs on one task, isolated or sharing the archive."""
 
+import hashlib
 import uuid
 from dataclasses import dataclass
 from typing import Literal
@@ -33,11 +34,26 @@ class CampaignPlan:
     """Limits on the whole campaign (tokens, dollars), summed over its labs."""
     llm: LlmConfig | None = None
     """Model settings, for `llm` labs."""
+    deterministic: bool = False
+    """The labs take turns in a fixed order (the caller runs one step at a time), so the
+    same seed gives the same numbers; recorded in `campaign.started`."""
 
 
-def start_campaign(bus: Bus, plan: CampaignPlan) -> tuple[str, list[str]]:
-    """Publish the campaign's and its runs' start events; returns (campaign id, run streams)."""
-    campaign = uuid.uuid4().hex[:12]
+def deterministic_id(plan: CampaignPlan, ordinal: int) -> str:
+    """A campaign id that the plan and the campaign's ordinal in its log decide: the same
+    seed in a fresh log gives the same ids, paper ids and archive order (paper ids are
+    derived from run streams, and ties in archive search are broken by id)."""
+    key = f"{plan.task}:{plan.mode}:{plan.labs}:{plan.papers}:{plan.attempts}:{plan.seed}"
+    return hashlib.sha256(f"{key}:{ordinal}".encode()).hexdigest()[:12]
+
+
+def start_campaign(
+    bus: Bus, plan: CampaignPlan, campaign: str | None = None
+) -> tuple[str, list[str]]:
+    """Publish the campaign's and its runs' start events; returns (campaign id, run streams).
+
+    `campaign`: the id to use (`deterministic_id`); a fresh random one by default."""
+    campaign = campaign or uuid.uuid4().hex[:12]
     now = utcnow()
     started = Event(
         id=new_id(),
@@ -52,6 +68,7 @@ def start_campaign(bus: Bus, plan: CampaignPlan) -> tuple[str, list[str]]:
             mode=plan.mode,
             seed=plan.seed,
             budget=plan.campaign_budget,
+            deterministic=plan.deterministic,
         ),
     )
     runs = []

@@ -9,7 +9,10 @@ a step taken twice (redelivery after a worker died) leaves one copy in the log.
 Faults: a transient fault (the database or the broker away, `workers.retry`) raised
 while taking the step is left to the task wrapper, which runs the whole step again
 with backoff, from the log; only the lab's own errors (a policy, tool or bundle bug)
-end the run with `error` (issue 12: a PostgreSQL blip ended runs for good).
+end the run with `error` (issue 12: a PostgreSQL blip ended runs for good). So does a
+broken grader (`GraderBroken`: it crashed, timed out or printed no valid scores), with
+the grader's words as the detail: no lab can fix it, and going on only burnt the budget
+and published papers with no numbers, ending `done` (issue 13).
 """
 
 import logging
@@ -29,6 +32,7 @@ from runstate import RunState
 from workers.bus.base import publish
 from workers.context import WorkerContext
 from workers.errors import RetryLater
+from workers.gym.grading import GraderBroken
 from workers.lab.budget import over_budget
 from workers.lab.policies import StepInput
 from workers.retry import is_transient
@@ -36,6 +40,8 @@ from workers.retry import is_transient
 log = logging.getLogger(__name__)
 
 LAB_STEP_TASK = "labrxiv.lab_step"
+DETAIL_CHARS = 2500
+"""Characters of a broken grader's message kept in `run.finished` (its stderr's tail)."""
 
 
 def lab_step(ctx: WorkerContext, stream: str, after_version: int, final: bool = True) -> None:
@@ -127,6 +133,10 @@ def _act(
         return policy.step(step)
     except RetryLater:
         raise  # not yet: the task runs this step again later
+    except GraderBroken as exc:  # the bundle's bug, named in the run's end; no traceback
+        said = str(exc).strip().splitlines()
+        log.error("%s: the task's grader is broken: %s", state.stream, said[-1] if said else "")
+        return [RunFinished(reason="error", detail=str(exc)[:DETAIL_CHARS])], {}
     except Exception as exc:  # a policy or bundle bug ends this run, not the worker
         if is_transient(exc):
             raise  # the task is retried with backoff; the step is taken again from the log

@@ -1,0 +1,51 @@
+"""What the read commands share: settings, the log they read (never a new one), JSON."""
+
+import logging
+from typing import Any
+
+import orjson
+import typer
+
+from events import EventStore
+from labrxiv.cli_errors import err, say_error
+from labrxiv.reading import find_log, open_log
+from labrxiv.settings import Settings, SettingsError, load_settings
+from projections.catalogue import all_projectors
+from projections.runner import ProjectionRunner
+
+JSON_HELP = "Print JSON instead of a table."
+
+
+def settings_or_exit() -> Settings:
+    """The settings from the environment; a wrong value is one line and exit code 2."""
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        say_error(str(exc))
+        raise typer.Exit(2) from None
+    logging.basicConfig(
+        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    return settings
+
+
+def read_store() -> EventStore:
+    """The log the settings name, or the demo's (said on stderr); never a new one."""
+    found = find_log(settings_or_exit())
+    if found.note:
+        err.print(f"[dim]{found.note}[/]")
+    return open_log(found.settings)
+
+
+def read_runner() -> ProjectionRunner:
+    """A projection runner over the log read commands read, every read model's table
+    present (before any projector ran there are none: they are shown empty)."""
+    runner = ProjectionRunner(read_store(), all_projectors())
+    runner.create_schema()
+    return runner
+
+
+def emit_json(value: Any) -> None:
+    """`value` as indented JSON on stdout (dataclasses, datetimes and UUIDs included)."""
+    option = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+    typer.echo(orjson.dumps(value, option=option, default=str).decode())

@@ -1,0 +1,102 @@
+"""Errors a person can fix, told in one line instead of a traceback (issue 13).
+
+An unreachable PostgreSQL printed 450 lines of traceback, a data folder that could not
+be written named no path, and `labrxiv worker` against a Redis that does not answer
+retried 100 times naming the transport's class instead of the URL. `ShellGroup` turns
+the errors below into one line and exit code 1 for every command; anything else is a
+bug and keeps its traceback.
+"""
+
+import errno
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from typer.core import TyperGroup
+
+from labrxiv.errors import ShellError
+
+err = Console(stderr=True, soft_wrap=True)
+"""Where errors and notes go: stdout stays a table or JSON, whole."""
+
+CANNOT_WRITE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EEXIST, errno.ENOSPC}
+
+
+def say_error(message: str) -> None:
+    """One red line on stderr."""
+    err.print(f"[red]{escape(message)}[/]")
+
+
+def explain(exc: BaseException) -> str | None:
+    """The one line that tells a person what went wrong, or None for a bug."""
+    if isinstance(exc, ShellError):
+        return str(exc)
+    # Operational and interface errors are the database's state (away, missing, locked,
+    # read-only); a programming or integrity error is a bug and keeps its traceback.
+    if isinstance(exc, OperationalError | InterfaceError):
+        reason = str(exc.orig or exc).strip().splitlines()[0]
+        reached = not (exc.connection_invalidated or _is_connect(exc))
+        return f"cannot {'use' if reached else 'reach'} the database {_database()}: {reason}"
+    if isinstance(exc, OSError) and exc.filename and exc.errno in CANNOT_WRITE:
+        return (
+            f"cannot write {exc.filename}: {exc.strerror}; "
+            "set LABRXIV_DATA_DIR to a folder you can write"
+        )
+    if _is_broker(exc):
+        return f"cannot reach Redis at {_redis()}: {exc}"
+    return None
+
+
+class ShellGroup(TyperGroup):
+    """The command group whose commands fail with one line, not a traceback."""
+
+    def invoke(self, ctx: typer.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            message = explain(exc)
+            if message is None:
+                raise
+            say_error(message)
+            raise typer.Exit(1) from None
+
+
+def _is_connect(exc: DBAPIError) -> bool:
+    """A database error raised while connecting: the server is away or refuses us."""
+    if exc.orig is None:
+        return False
+    text = str(exc.orig)
+    return "connection failed" in text or "could not connect" in text.lower()
+
+
+def _is_broker(exc: BaseException) -> bool:
+    try:
+        import kombu.exceptions
+        import redis
+    except ImportError:  # pragma: no cover - both come with celery
+        return False
+    return isinstance(exc, redis.ConnectionError | kombu.exceptions.OperationalError)
+
+
+def _database() -> str:
+    """The configured database, as it may be shown (the handler has no settings object)."""
+    from labrxiv.reading import shown_url
+    from labrxiv.settings import SettingsError, load_settings
+
+    try:
+        return shown_url(load_settings().store_url)
+    except SettingsError:
+        return "(LABRXIV_DATABASE_URL)"
+
+
+def _redis() -> str:
+    from labrxiv.settings import SettingsError, load_settings
+
+    try:
+        url = load_settings().redis_url
+    except SettingsError:
+        url = None
+    from labrxiv.reading import hide_password
+
+    return hide_password(url) if url else "(LABRXIV_REDIS_URL)"

@@ -1,0 +1,76 @@
+"""`labrxiv campaigns`, `labrxiv runs` and `labrxiv runs show RUN`: from a campaign to its
+runs to one run, with the ids each table prints accepted by the next command."""
+
+from dataclasses import asdict
+
+import typer
+from rich.console import Console
+
+from labrxiv.campaign_index import campaign_index, campaign_modes
+from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
+from labrxiv.errors import NotFound
+from labrxiv.lookup import resolve_campaign, resolve_run
+from labrxiv.run_detail import run_detail
+from labrxiv.views import campaigns_table, run_view, runs_table
+from projections.runs import runs_of
+
+console = Console()
+runs_app = typer.Typer(
+    help="The runs read model: every run (`--campaign` narrows), or one (`show RUN`).",
+    invoke_without_command=True,
+)
+
+
+def campaigns(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+    """Every campaign: id, task, mode, policy, labs, status, best score, start."""
+    runner = read_runner()
+    with runner.store.engine.connect() as conn:
+        found = campaign_index(runner.store, conn)
+    if as_json:
+        emit_json(found)
+    elif not found:
+        console.print("no campaign in the log yet: `labrxiv campaign` or `labrxiv demo` runs one")
+    else:
+        console.print(campaigns_table(found))
+
+
+@runs_app.callback()
+def runs(
+    ctx: typer.Context,
+    campaign: str | None = typer.Option(None, help="Only this campaign's runs (an id prefix)."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """The runs read model: status, events, steps, attempts, papers, best score, times."""
+    if ctx.invoked_subcommand is not None:
+        return
+    runner = read_runner()
+    with runner.store.engine.connect() as conn:
+        campaign = resolve_campaign(runner.store, conn, campaign)
+        rows = runs_of(conn, campaign=campaign)
+        modes = campaign_modes(runner.store, conn)
+    if campaign is not None and not rows:
+        raise NotFound(f"campaign {campaign} has no run in the runs read model yet")
+    if as_json:
+        emit_json([asdict(r) | {"mode": modes.get(r.campaign or "")} for r in rows])
+    elif not rows:
+        console.print("no run yet (`labrxiv projector --once` catches the read models up)")
+    else:
+        console.print(runs_table(rows, modes))
+
+
+@runs_app.command("show")
+def runs_show(
+    run: str = typer.Argument(..., help="The run: run-<campaign>-<lab> or a prefix of it."),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """One run: campaign and mode, how it ended, its events by type, attempts, papers."""
+    runner = read_runner()
+    with runner.store.engine.connect() as conn:
+        stream = resolve_run(conn, run)
+        (view,) = runs_of(conn, streams=[stream])
+        mode = campaign_modes(runner.store, conn).get(view.campaign or "")
+        detail = run_detail(runner.store, conn, view)
+    if as_json:
+        emit_json({"run": asdict(view) | {"mode": mode}, **asdict(detail)})
+        return
+    console.print(run_view(view, mode, detail))

@@ -1,0 +1,131 @@
+"""`labrxiv replay RUN`: a run's trajectory step by step, and its state as of any step
+or log position, rebuilt from the log alone through the fold the lab steps use
+(`runstate.trajectory`)."""
+
+from dataclasses import asdict
+from typing import Any
+
+import typer
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
+from labrxiv.errors import NotFound
+from labrxiv.lookup import resolve_run
+from runstate import RunState
+from runstate.trajectory import Step, state_at
+
+console = Console()
+
+
+def replay(
+    run: str = typer.Argument(..., help="The run: run-<campaign>-<lab> or a prefix of it."),
+    step: int | None = typer.Option(None, "--step", min=0, help="Stop after this step."),
+    position: int | None = typer.Option(
+        None, "--position", min=1, help="Stop at this log position (events at or before it)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """A run's trajectory step by step (phase, tool and arguments, result, tokens, cost,
+    best score so far, elapsed time) and its state after the last step shown."""
+    if step is not None and position is not None:
+        raise typer.BadParameter("give --step or --position, not both")
+    runner = read_runner()
+    with runner.store.engine.connect() as conn:
+        stream = resolve_run(conn, run)
+    events = runner.store.read_stream(stream)
+    if not events:
+        raise NotFound(f"run {stream} has no event in the log")
+    try:
+        taken, state = state_at(events, step=step, position=position)
+    except ValueError:
+        raise NotFound(f"run {stream} has no event at or before position {position}") from None
+    if step is not None and taken[-1].number < step:
+        raise NotFound(f"run {stream} has {taken[-1].number + 1} steps (0 to {taken[-1].number})")
+    if as_json:
+        emit_json({"run": stream, "steps": [asdict(s) for s in taken], "state": summary(state)})
+        return
+    console.print(Group(trajectory_table(stream, taken), state_table(state)))
+
+
+def summary(state: RunState) -> dict[str, Any]:
+    """What a person asks of a run's state: where it is, what it did, what it spent."""
+    scored = [a.normalized for a in state.attempts if a.normalized is not None]
+    return {
+        "version": state.version,
+        "task": state.task,
+        "lab": state.lab,
+        "policy": state.started.policy,
+        "campaign": state.campaign,
+        "phase": state.phase,
+        "tool_calls": state.steps,
+        "attempts": [asdict(a) for a in state.attempts],
+        "best": max(scored) if scored else None,
+        "papers": [p.paper_id for p in state.papers],
+        "model_calls": len(state.calls),
+        "model_outcomes": len(state.outcomes),
+        "spend": asdict(state.spend),
+        "elapsed_s": (state.last_at - state.started_at).total_seconds(),
+        "finished": None if state.finished is None else state.finished.model_dump(),
+    }
+
+
+def trajectory_table(stream: str, taken: list[Step]) -> Table:
+    table = Table(title=f"{stream}: {len(taken)} steps", title_justify="left", expand=True)
+    for name, justify in [
+        ("step", "right"),
+        ("t (s)", "right"),
+        ("phase", "left"),
+        ("actions", "left"),
+        ("tokens", "right"),
+        ("$", "right"),
+        ("best", "right"),
+    ]:
+        table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for item in taken:
+        table.add_row(
+            str(item.number),
+            f"{item.elapsed_s:.1f}",
+            item.phase or "",
+            _actions(item),
+            str(item.spend.tokens) if item.spend.tokens else "",
+            f"{item.spend.dollars:.4f}" if item.spend.dollars else "",
+            "" if item.best is None else f"{item.best:.3f}",
+        )
+    return table
+
+
+def _actions(item: Step) -> Text:
+    text = Text()
+    for action in item.actions:
+        if text:
+            text.append("\n")
+        style = "red" if action.exit_code not in (0, None) else "bold"
+        text.append(action.tool, style=style)
+        if action.args:
+            text.append(f" {action.args}", style="dim")
+        if action.result:
+            text.append(f"\n  → {action.result}")
+    others = [t for t in item.types if not t.startswith("tool.")]
+    if others:
+        text.append(("\n" if text else "") + " · ".join(others), style="cyan")
+    return text
+
+
+def state_table(state: RunState) -> Table:
+    table = Table(title=f"state after version {state.version}", title_justify="left")
+    table.add_column("")
+    table.add_column("")
+    shown = summary(state)
+    shown["attempts"] = len(state.attempts)
+    shown["spend"] = (
+        f"{state.spend.tokens} tokens ({state.spend.reasoning_tokens} reasoning), "
+        f"${state.spend.dollars:.4f}"
+        + (f", {state.spend.unknown_cost} of unknown cost" if state.spend.unknown_cost else "")
+    )
+    if state.finished is not None:
+        shown["finished"] = f"{state.finished.reason}: {state.finished.detail or ''}".strip()
+    for key, value in shown.items():
+        table.add_row(key, "" if value is None else str(value))
+    return table

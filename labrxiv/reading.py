@@ -1,0 +1,106 @@
+"""Where the read commands find the log: one that exists, never a new one.
+
+Before issue 13 every read command opened the store as the writers do, which creates
+the data folder and an empty `labrxiv.db` when they are missing: after `make demo`
+(whose log is in `.labrxiv/demo`) a plain `labrxiv runs` made `.labrxiv/labrxiv.db`
+and printed empty tables. Now a missing log is an error naming the path, and a data
+folder that holds no log falls back to the demo's data beside it, saying so.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+from sqlalchemy import inspect
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
+
+from events import EventStore
+from labrxiv.errors import NoLog, Unreachable
+from labrxiv.settings import Settings
+
+DEMO_FOLDER = "demo"
+"""`labrxiv demo` runs in `<data dir>/demo` (labrxiv.demo)."""
+TO_DO = "run `make demo` or `labrxiv campaign` first, or set LABRXIV_DATA_DIR to a log's folder"
+
+
+@dataclass(frozen=True)
+class Found:
+    """A log to read: the settings that name it, and what to tell the reader about it."""
+
+    settings: Settings
+    note: str | None = None
+    """Said when the log is not the one the settings name (the demo's, as a fallback)."""
+
+
+def shown_url(url: str) -> str:
+    """A database URL as it may be shown: the password hidden."""
+    return make_url(url).render_as_string(hide_password=True)
+
+
+def hide_password(url: str) -> str:
+    """`url` with its password, if any, shown as ***."""
+    parts = urlsplit(url)
+    if not parts.password:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def sqlite_path(settings: Settings) -> Path | None:
+    """The SQLite file the log is in; None for a database server."""
+    url = make_url(settings.store_url)
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    return Path(url.database)
+
+
+def find_log(settings: Settings) -> Found:
+    """The log the settings name if it holds events, else the demo's beside it (when no
+    database URL is set), else the named one if it exists (empty); `NoLog` when none does."""
+    path = sqlite_path(settings)
+    named = path is None or path.is_file()
+    if settings.database_url is None and not (named and _has_events(settings)):
+        demo = settings.data_dir / DEMO_FOLDER
+        demo_settings = settings.model_copy(update={"data_dir": demo})
+        if (demo / "labrxiv.db").is_file() and _has_events(demo_settings):
+            note = f"reading the demo's data in {demo} (set LABRXIV_DATA_DIR to read another)"
+            return Found(demo_settings, note)
+    if not named:
+        assert path is not None
+        if settings.database_url is None:
+            raise NoLog(f"no log in {settings.data_dir} ({path} does not exist): {TO_DO}")
+        raise NoLog(f"no log at {path}: check LABRXIV_DATABASE_URL, or {TO_DO}")
+    return Found(settings)
+
+
+def open_log(settings: Settings) -> EventStore:
+    """The store on an existing log, its tables untouched; `NoLog` for a database with no
+    log in it, `Unreachable` for a server that does not answer."""
+    store = EventStore.from_url(settings.store_url, create=False)
+    try:
+        has_log = inspect(store.engine).has_table("events")
+    except DBAPIError as exc:
+        store.engine.dispose()
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+        raise Unreachable(
+            f"cannot reach the database {shown_url(settings.store_url)}: {reason}"
+        ) from None
+    if not has_log:
+        store.engine.dispose()
+        raise NoLog(f"no log in {shown_url(settings.store_url)} (no events table): {TO_DO}")
+    return store
+
+
+def _has_events(settings: Settings) -> bool:
+    """Whether an existing SQLite log holds any event (one a read command of an older
+    labrxiv created holds none)."""
+    try:
+        store = open_log(settings)
+    except NoLog:
+        return False
+    try:
+        return store.max_position() > 0
+    finally:
+        store.engine.dispose()

@@ -1,0 +1,169 @@
+"""A run's trajectory: its events cut into the lab's steps, each with the run's state
+after it, through the same fold the lab steps use (`runstate.apply`).
+
+A step is what one lab step published: its events share the `causation_id` (the last
+event the step had seen, `workers/lab/step.py`), so consecutive events with the same
+causation are one step. Step 0 is the run's `run.started`.
+"""
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from events import Event
+from events.payloads import ExperimentScored, ModelCalled, ToolInvoked, ToolReturned
+from events.payloads.model import Phase
+from events.spend import NOTHING, Spend, spend_of_payload
+from runstate.fold import apply, start
+from runstate.state import RunState
+
+PREVIEW_CHARS = 120
+"""Characters of a tool's arguments or result shown per action."""
+
+
+@dataclass(frozen=True)
+class Action:
+    """One tool call of a step: what was asked and what came back."""
+
+    tool: str
+    args: str
+    """The arguments, as compact text cut to `PREVIEW_CHARS`."""
+    exit_code: int | None = None
+    """None while the call has no recorded result."""
+    result: str = ""
+    duration_s: float | None = None
+    limit: str | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    """One lab step of a run."""
+
+    number: int
+    first_version: int
+    last_version: int
+    first_position: int | None
+    last_position: int | None
+    at: datetime
+    elapsed_s: float
+    """Seconds since the run started, at the step's first event."""
+    phase: Phase | None
+    """The research phase the run was in after the step (`llm` runs)."""
+    types: tuple[str, ...]
+    events: tuple[UUID, ...]
+    actions: tuple[Action, ...]
+    model_calls: int
+    spend: Spend
+    """What the step's model calls and gradings spent."""
+    total: Spend
+    """What the run had spent after the step."""
+    scored: tuple[float | None, ...]
+    """Normalized scores of the attempts scored in the step."""
+    best: float | None
+    """The run's best normalized score after the step."""
+
+
+def steps(events: Iterable[Event]) -> Iterator[tuple[Step, RunState]]:
+    """Each step of the run whose stream is `events` (version order), with the state
+    after it."""
+    state: RunState | None = None
+    group: list[Event] = []
+    number = 0
+    for event in events:
+        if group and event.causation_id != group[-1].causation_id:
+            state = _fold(state, group)
+            yield _step(number, group, state), state
+            number += 1
+            group = []
+        if state is None and not group:
+            state = start(event)
+            yield _step(0, [event], state), state
+            number = 1
+            continue
+        group.append(event)
+    if group:
+        state = _fold(state, group)
+        yield _step(number, group, state), state
+
+
+def state_at(
+    events: Iterable[Event], step: int | None = None, position: int | None = None
+) -> tuple[list[Step], RunState]:
+    """The steps up to `step` (or up to the last event at or before log `position`) and
+    the state after them; the whole run when neither is given."""
+    taken: list[Step] = []
+    state: RunState | None = None
+    for item, after in steps(events):
+        if step is not None and item.number > step:
+            break
+        if position is not None and (item.last_position or 0) > position:
+            break
+        taken.append(item)
+        state = after
+    if state is None:
+        raise ValueError("the run has no event at that point")
+    return taken, state
+
+
+def _fold(state: RunState | None, group: list[Event]) -> RunState:
+    if state is None:
+        raise ValueError(f"{group[0].stream} does not begin with run.started")
+    for event in group:
+        state = apply(state, event)
+    return state
+
+
+def _step(number: int, group: list[Event], state: RunState) -> Step:
+    actions: dict[str, Action] = {}
+    spend = NOTHING
+    scored: list[float | None] = []
+    calls = 0
+    for event in group:
+        payload = event.payload
+        if isinstance(payload, ToolInvoked):
+            actions[payload.call_id] = Action(payload.tool, _text(payload.args))
+        elif isinstance(payload, ToolReturned):
+            asked = actions.get(payload.call_id, Action(payload.tool, ""))
+            actions[payload.call_id] = Action(
+                asked.tool,
+                asked.args,
+                payload.exit_code,
+                _text(payload.preview),
+                payload.duration_s,
+                payload.limit,
+            )
+        elif isinstance(payload, ModelCalled):
+            calls += 1
+        elif isinstance(payload, ExperimentScored):
+            scored.append(payload.normalized_score)
+        spent = spend_of_payload(payload)
+        if spent is not None:
+            spend = spend + spent
+    normalized = [a.normalized for a in state.attempts if a.normalized is not None]
+    return Step(
+        number=number,
+        first_version=group[0].version,
+        last_version=group[-1].version,
+        first_position=group[0].position,
+        last_position=group[-1].position,
+        at=group[0].occurred_at,
+        elapsed_s=(group[0].occurred_at - state.started_at).total_seconds(),
+        phase=state.phase,
+        types=tuple(e.type for e in group),
+        events=tuple(e.id for e in group),
+        actions=tuple(actions.values()),
+        model_calls=calls,
+        spend=spend,
+        total=state.spend,
+        scored=tuple(scored),
+        best=max(normalized) if normalized else None,
+    )
+
+
+def _text(value: Any) -> str:
+    """Compact one-line text of a value, cut to `PREVIEW_CHARS`."""
+    text = value if isinstance(value, str) else repr(value)
+    text = " ".join(text.split())
+    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"

@@ -1,0 +1,130 @@
+"""What the read commands say when something is missing or out of reach (issue 13): one
+line naming the problem, a non-zero exit, never a traceback, and nothing created."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_support import ARCHIVE, ISOLATED, TASK, Cli, Said
+
+from events import EventStore
+
+READ_COMMANDS = [
+    ["status"],
+    ["campaigns"],
+    ["runs"],
+    ["runs", "show", "run-x-0"],
+    ["events", "tail"],
+    ["events", "show", "1"],
+    ["events", "dead"],
+    ["papers", "list"],
+    ["papers", "show", "p-x"],
+    ["papers", "search", "herding"],
+    ["papers", "top", TASK],
+    ["ledger"],
+    ["curves", "--out", "plots"],
+]
+
+
+def one_line(said: Said) -> str:
+    """The single line a failed command printed; fails the test on a traceback or more."""
+    assert said.exception is None or isinstance(said.exception, SystemExit), said.exception
+    assert "Traceback" not in said.out
+    lines = said.out.strip().splitlines()
+    assert len(lines) == 1, said.out
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", READ_COMMANDS, ids=" ".join)
+def test_a_missing_data_folder_is_named_not_created(
+    workdir: Path, cli: Cli, command: list[str]
+) -> None:
+    said = cli(*command, LABRXIV_DATA_DIR="nowhere")
+    assert said.code == 1, said.out
+    assert "no log in nowhere" in one_line(said)
+    assert not (workdir / "nowhere").exists()
+
+
+@pytest.mark.parametrize("command", READ_COMMANDS, ids=" ".join)
+def test_the_default_data_folder_is_not_created_either(
+    workdir: Path, cli: Cli, command: list[str]
+) -> None:
+    said = cli(*command)
+    assert said.code == 1, said.out
+    assert "no log in .labrxiv" in one_line(said) and "make demo" in said.text
+    assert not (workdir / ".labrxiv").exists()
+
+
+@pytest.mark.parametrize("command", READ_COMMANDS, ids=" ".join)
+def test_an_unreachable_postgresql_is_one_line(
+    cli: Cli, closed_port: int, command: list[str]
+) -> None:
+    url = f"postgresql://postgres:secret@127.0.0.1:{closed_port}/labrxiv"
+    said = cli(*command, LABRXIV_DATABASE_URL=url)
+    assert said.code == 1, said.out
+    line = one_line(said)
+    assert f"cannot reach the database postgresql://postgres:***@127.0.0.1:{closed_port}" in line
+    assert "secret" not in said.out
+
+
+@pytest.mark.parametrize(
+    ("command", "told"),
+    [
+        (["runs", "--campaign", "bbbb"], "no campaign bbbb"),
+        (["runs", "--campaign", "aaaa"], f"campaign aaaa is ambiguous: {ISOLATED}, {ARCHIVE}"),
+        (["runs", "show", "run-nope-0"], "no run run-nope-0"),
+        (["events", "show", "999"], "no event at position 999"),
+        (["events", "show", "00000000-0000-7000-8000-000000000000"], "no event 00000000"),
+        (["events", "tail", "--stream", "run-nope-0"], "no event in stream run-nope-0"),
+        (["events", "tail", "--type", "budget.exceeded"], "no budget.exceeded event"),
+        (["events", "tail", "--type", "no.such"], "no event type no.such"),
+        (["events", "tail", "--campaign", "cccc"], "no campaign cccc"),
+        (["papers", "list", "--task", "other"], "no paper on task other"),
+        (["papers", "list", "--lab", "lab-9"], "no paper by lab lab-9"),
+        (["papers", "show", "p-nope"], "no paper p-nope"),
+        (["papers", "search", "quantum"], "no paper matches 'quantum'"),
+        (["papers", "top", "other"], "no paper on task other"),
+        (["papers", "top", TASK, "--subtask", "speed"], "no claim on subtask speed"),
+        (["ledger", "--campaign", "dddd"], "no campaign dddd"),
+        (["curves", "--out", "plots", "--campaign", "eeee"], "no campaign eeee"),
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, list) else None,
+)
+def test_unknown_ids_and_empty_filters_are_told(
+    two_campaigns: EventStore, cli: Cli, command: list[str], told: str
+) -> None:
+    said = cli(*command)
+    assert said.code == 1, said.out
+    assert told in one_line(said)
+
+
+def test_an_unwritable_data_folder_is_named(workdir: Path, cli: Cli) -> None:
+    """A data folder that cannot be made (here a file stands in its way; as root, a
+    permission bit would not stop the test) is named, with what to do."""
+    (workdir / "taken").write_text("a file, not a folder")
+    for command in (["projector", "--once"], ["rebuild"]):
+        said = cli(*command, LABRXIV_DATA_DIR="taken/data")
+        assert said.code == 1, said.out
+        line = one_line(said)
+        assert "cannot write taken/data" in line and "LABRXIV_DATA_DIR" in line
+
+
+@pytest.mark.timeout(120)
+def test_a_worker_whose_redis_does_not_answer_stops_at_once(
+    tmp_path: Path, closed_port: int
+) -> None:
+    """Not 100 retries naming the transport's class: one line with the URL, exit 1."""
+    script = Path(sys.executable).with_name("labrxiv")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LABRXIV_")}
+    env |= {"LABRXIV_REDIS_URL": f"redis://127.0.0.1:{closed_port}/0", "COLUMNS": "200"}
+    env["LABRXIV_DATA_DIR"] = str(tmp_path / "data")
+    done = subprocess.run(
+        [str(script), "worker"], env=env, capture_output=True, text=True, timeout=100
+    )
+    out = done.stdout + done.stderr
+    assert done.returncode == 1, out
+    assert len(out.strip().splitlines()) == 1, out
+    assert f"cannot reach Redis at redis://127.0.0.1:{closed_port}/0" in out
+    assert "class" not in out and "Traceback" not in out
