@@ -96,8 +96,30 @@ def run_campaign(
     `workers.lab.reaper`): the step is sent again. `campaign_id`: the id to start the
     campaign with (`workers.lab.campaign.deterministic_id`), else a random one.
     """
-    started = time.monotonic()
     campaign, runs = start_campaign(bus, plan, campaign_id)
+    return watch_campaign(
+        bus, store, campaign, runs, plan, console, timeout, title, stall_seconds, reactor, leases
+    )
+
+
+def watch_campaign(
+    bus: Bus,
+    store: EventStore,
+    campaign: str,
+    runs: list[str],
+    plan: CampaignPlan,
+    console: Console,
+    timeout: float = 3600,
+    title: str = "",
+    stall_seconds: float = 30,
+    reactor: Reactor | None = None,
+    leases: Leases | None = None,
+    until: frozenset[str] = frozenset(),
+) -> CampaignOutcome:
+    """Show a live table of a started campaign's labs until it finishes (`run_campaign`;
+    `labrxiv resume` watches a campaign it did not start), or, given `until`, until those
+    of its runs have finished (the others may stay interrupted)."""
+    started = time.monotonic()
     runner = runs_runner(store)
     end = CampaignEnd(store, campaign)
     finished = False
@@ -109,7 +131,7 @@ def run_campaign(
             try:
                 # The end is looked for before the catch-up, and then the catch-up goes to
                 # the head: the last table shown holds every event up to the campaign's end.
-                finished = end.reached()
+                finished = end.reached() or _all_finished(store, until)
                 if reactor is not None:
                     reactor.catch_up()
                 runner.catch_up(limit=None if finished else CATCH_UP_PER_TICK)
@@ -137,6 +159,17 @@ def run_campaign(
             raise
         endings = ()  # the database is away: the table shown is all there is to say
     return CampaignOutcome(campaign, runs, time.monotonic() - started, finished, endings)
+
+
+def _all_finished(store: EventStore, runs: frozenset[str]) -> bool:
+    """Whether each of `runs` (some at least) has its `run.finished` in the log."""
+    if not runs:
+        return False
+    for stream in runs:
+        last = store.last_record(stream)
+        if last is None or last.type != "run.finished":
+            return False
+    return True
 
 
 def watched_runs(store: EventStore, campaign: str, runs: list[str]) -> list[RunView]:

@@ -17,6 +17,7 @@ from labrxiv.cli_events import events_app
 from labrxiv.cli_nav import campaigns, runs_app
 from labrxiv.cli_read import curves, ledger, papers_app
 from labrxiv.cli_replay import replay
+from labrxiv.cli_resume import resume
 from labrxiv.cli_tasks import tasks_app
 from labrxiv.settings import Settings
 
@@ -37,6 +38,7 @@ app.add_typer(papers_app, name="papers")
 app.command()(ledger)
 app.command()(curves)
 app.command()(replay)
+app.command()(resume)
 console = Console()
 DEFAULT_REPORT = Path("report")
 
@@ -64,6 +66,7 @@ def demo(
     Exit codes as `campaign`'s: 1 when every run ended in error, 2 refused before any run."""
     from labrxiv.cli_campaign import check_task, require_sandbox
     from labrxiv.demo import run_demo
+    from labrxiv.interrupt import EXIT_INTERRUPTED, Stopped, say_stopped
 
     settings = _settings()
     # Checked as `campaign` checks it, before anything is written (issue 13: an unknown
@@ -72,17 +75,26 @@ def demo(
     check_task(settings, task, "search", hint=hint)
     require_sandbox()
 
-    result = run_demo(
-        settings,
-        console,
-        task=task,
-        labs=labs,
-        papers=papers,
-        attempts=attempts,
-        seed=seed,
-        report=report,
-        deterministic=deterministic,
-    )
+    try:
+        result = run_demo(
+            settings,
+            console,
+            task=task,
+            labs=labs,
+            papers=papers,
+            attempts=attempts,
+            seed=seed,
+            report=report,
+            deterministic=deterministic,
+        )
+    except Stopped as stopped:
+        say_stopped(console, stopped.left)
+        console.print(
+            f"no report was written; the demo's data is in {settings.data_dir / 'demo'} "
+            "(LABRXIV_DATA_DIR for `labrxiv resume` and the read commands)",
+            soft_wrap=True,
+        )
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     if result.failed:
         raise typer.Exit(1)
 

@@ -16,6 +16,7 @@ from rich.markup import escape
 
 from events.payloads import Budget, LlmConfig
 from labrxiv.campaigns import CampaignOutcome, run_campaign
+from labrxiv.interrupt import EXIT_INTERRUPTED, say_stopped, stop_embedded
 from labrxiv.report import count_endings, every_run_errored, print_endings
 from labrxiv.settings import Settings
 from labrxiv.wiring import gym_dirs
@@ -194,6 +195,11 @@ def _run(settings: Settings, plan: CampaignPlan, timeout: float):  # type: ignor
             )
             system.settle()
             return outcome
+        except KeyboardInterrupt:
+            # This process is the only worker: say which runs it leaves, and how to go on.
+            console.print("stopping: the steps being taken end first (Ctrl-C again to quit now)")
+            say_stopped(console, stop_embedded(system, "Ctrl-C in labrxiv campaign"))
+            raise typer.Exit(EXIT_INTERRUPTED) from None
         finally:
             system.close()
     store = open_store(settings)
@@ -211,6 +217,12 @@ def _run(settings: Settings, plan: CampaignPlan, timeout: float):  # type: ignor
         )
         open_runner(settings, store).catch_up()
         return outcome
+    except KeyboardInterrupt:
+        console.print(
+            "stopped watching: the workers go on with the campaign "
+            "(`labrxiv campaigns`, `labrxiv runs --campaign ID`)"
+        )
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     finally:
         bus.close()
 

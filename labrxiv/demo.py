@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from labrxiv.campaigns import run_campaign
+from labrxiv.interrupt import Stopped, stop_embedded
 from labrxiv.plots import Plot, report_curves
 from labrxiv.report import (
     CampaignSummary,
@@ -26,7 +27,7 @@ from labrxiv.report import (
     summarize,
 )
 from labrxiv.settings import Settings
-from labrxiv.wiring import open_embedded
+from labrxiv.wiring import Embedded, open_embedded
 from projections.curves import curve_points, paper_points
 from workers.lab.campaign import CampaignPlan, deterministic_id
 
@@ -83,10 +84,8 @@ def run_demo(
     system = open_embedded(demo_settings, threads=1 if deterministic else max(2, labs))
     try:
         bundle = system.ctx.labs.bundle(task)
-        campaigns = {}
-        endings: list[RunEnding] = []
-        for mode in ("isolated", "archive"):
-            plan = CampaignPlan(
+        plans = [
+            CampaignPlan(
                 task=task,
                 labs=labs,
                 papers=papers,
@@ -95,23 +94,13 @@ def run_demo(
                 attempts=attempts,
                 deterministic=deterministic,
             )
-            title = f"{mode} campaign: {labs} search labs on {task} (offline baseline agent)"
-            outcome = run_campaign(
-                system.bus,
-                system.store,
-                plan,
-                console,
-                title=title,
-                stall_seconds=demo_settings.stall_seconds,
-                reactor=system.ctx.reactor,
-                leases=system.ctx.leases,
-                campaign_id=deterministic_id(plan, 0) if deterministic else None,
-            )
-            system.bus.join()
-            campaigns[mode] = outcome.campaign
-            print_endings(console, outcome.endings)
-            console.print(f"{mode} campaign: {count_endings(outcome.endings)}")
-            endings += outcome.endings
+            for mode in ("isolated", "archive")
+        ]
+        try:
+            campaigns, endings = _run_campaigns(system, plans, console, demo_settings.stall_seconds)
+        except KeyboardInterrupt:
+            console.print("stopping: the steps being taken end first (Ctrl-C again to quit now)")
+            raise Stopped(stop_embedded(system, "Ctrl-C in labrxiv demo")) from None
         system.settle()
         summaries = {m: summarize(system.store, c, m, bundle) for m, c in campaigns.items()}
         result = DemoResult(summaries["isolated"], summaries["archive"], report, tuple(endings))
@@ -138,6 +127,36 @@ def run_demo(
         if plot.note:  # why a plot was left out, or what a drawn one leaves out
             console.print(plot.note, markup=False)
     return result
+
+
+def _run_campaigns(
+    system: Embedded, plans: list[CampaignPlan], console: Console, stall_seconds: float
+) -> tuple[dict[str, str], list[RunEnding]]:
+    """Each plan's campaign, one after the other, watched live; (campaign ids by mode, how
+    each run ended)."""
+    campaigns: dict[str, str] = {}
+    endings: list[RunEnding] = []
+    for plan in plans:
+        title = (
+            f"{plan.mode} campaign: {plan.labs} search labs on {plan.task} (offline baseline agent)"
+        )
+        outcome = run_campaign(
+            system.bus,
+            system.store,
+            plan,
+            console,
+            title=title,
+            stall_seconds=stall_seconds,
+            reactor=system.ctx.reactor,
+            leases=system.ctx.leases,
+            campaign_id=deterministic_id(plan, 0) if plan.deterministic else None,
+        )
+        system.bus.join()
+        campaigns[plan.mode] = outcome.campaign
+        print_endings(console, outcome.endings)
+        console.print(f"{plan.mode} campaign: {count_endings(outcome.endings)}")
+        endings += outcome.endings
+    return campaigns, endings
 
 
 def comparison_table(result: DemoResult) -> Table:

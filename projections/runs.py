@@ -31,7 +31,8 @@ class RunRow(SQLModel, table=True):
     campaign: str | None = Field(default=None, max_length=200, index=True)
     """The campaign (correlation id) the run belongs to."""
     status: str = "running"
-    """`running` until `run.finished`, then `finished`."""
+    """`running` until `run.finished`, then `finished`; `interrupted` from a
+    `campaign.interrupted` naming the run after its last event until its next one."""
     finish_reason: str | None = None
     """done, budget, error or cancelled."""
     event_count: int = 0
@@ -124,21 +125,30 @@ class RunsProjector(Projector):
         born in this page have no stored row yet (`projections.bulk`): they are neither
         looked up nor deleted, only inserted."""
         by_stream: dict[str, list[Recorded]] = {}
+        interrupts: list[Recorded] = []
         for event in events:
             group = by_stream.get(event.stream)
             if group is None:
                 if not event.stream.startswith("run-"):
+                    if event.type == "campaign.interrupted":
+                        interrupts.append(event)
                     continue
                 group = by_stream[event.stream] = []
             group.append(event)
-        if not by_stream:
+        if not by_stream and not interrupts:
             return
-        rows = _take_stored(conn, sorted(by_stream.keys() - born_streams(events)))
+        named = {stream for event in interrupts for stream in event.payload["runs"]}
+        rows = _take_stored(conn, sorted((by_stream.keys() | named) - born_streams(events)))
         for stream, group in by_stream.items():
             row = rows.get(stream)
             if row is None:
                 row = rows[stream] = _new_row(stream)
             _fold(row, group)
+        for event in interrupts:  # after the runs' own events: a later one means running
+            for stream in event.payload["runs"]:
+                row = rows.get(stream)
+                if row and row["status"] == "running" and row["last_position"] < event.position:
+                    row["status"] = "interrupted"
         insert_rows(conn, RUNS, list(rows.values()))
 
 
@@ -181,6 +191,8 @@ def _fold(row: dict[str, Any], events: list[Recorded]) -> None:
     A run at a time, not an event at a time: the counts and latest values are set once a
     page, and only the types that count are looked at one by one."""
     first, last = events[0], events[-1]
+    if row["status"] == "interrupted":  # resumed: its next event is in the log
+        row["status"] = "running"
     row["event_count"] += len(events)
     if row["first_event_at"] is None:
         row["first_event_at"] = first.occurred_at

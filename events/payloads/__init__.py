@@ -9,7 +9,7 @@ from typing import Annotated, Union
 from pydantic import Field
 
 from events.payloads.base import Payload
-from events.payloads.campaign import CampaignFinished, CampaignStarted
+from events.payloads.campaign import CampaignFinished, CampaignInterrupted, CampaignStarted
 from events.payloads.experiment import ExperimentScored
 from events.payloads.integrity import BudgetExceeded, IntegrityViolation
 from events.payloads.model import (
@@ -28,6 +28,7 @@ from events.payloads.tool import FileDigest, ToolInvoked, ToolReturned
 PAYLOAD_TYPES: tuple[type[Payload], ...] = (
     CampaignStarted,
     CampaignFinished,
+    CampaignInterrupted,
     RunStarted,
     RunFinished,
     ToolInvoked,
@@ -70,6 +71,7 @@ __all__ = [
     "PaperSubmitted",
     "PapersRetrieved",
     "CampaignFinished",
+    "CampaignInterrupted",
     "CampaignStarted",
     "ExperimentScored",
     "FileDigest",

@@ -34,3 +34,15 @@ class CampaignFinished(Payload):
     type: Literal["campaign.finished"] = "campaign.finished"
     reason: Literal["done", "budget", "error", "cancelled"]
     """Why it ended."""
+
+
+class CampaignInterrupted(Payload):
+    """The process doing a campaign's work in embedded mode was stopped (Ctrl-C) before
+    these runs finished: nobody works on them until `labrxiv resume` sends their next
+    steps. A run's next event shows it running again."""
+
+    type: Literal["campaign.interrupted"] = "campaign.interrupted"
+    runs: list[str] = Field(min_length=1)
+    """The run streams that had not finished."""
+    detail: str = Field(default="", max_length=2000)
+    """What stopped it (e.g. `Ctrl-C in labrxiv demo`)."""

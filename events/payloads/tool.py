@@ -11,14 +11,25 @@ ToolName = str
 
 
 class FileDigest(BaseModel):
-    """A file a tool touched, with the hash of its content at that moment."""
+    """A file a tool touched, with the hash of its content at that moment.
+
+    Events written before `size`, `kind` and `link` existed carry only `path` and
+    `sha256`; the defaults read them as what they were, regular files that were hashed.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     path: str
     """Path relative to the run's workspace."""
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
-    """Hex digest of the content."""
+    sha256: str | None = Field(pattern=r"^[0-9a-f]{64}$")
+    """Hex digest of the content; null when it was not hashed (a symlink, a FIFO or
+    socket, a file over the hashing cap, or past a look's hashing budget)."""
+    size: int | None = Field(default=None, ge=0)
+    """Bytes of the file (of the link's target text for a symlink); null in older events."""
+    kind: Literal["file", "symlink", "other"] = "file"
+    """A regular file, a symlink (listed, never followed), or another kind (FIFO, socket)."""
+    link: str | None = None
+    """For a symlink, the path it points at, as written; it is never followed."""
 
 
 class ToolInvoked(Payload):
@@ -52,6 +63,11 @@ class ToolReturned(Payload):
     files_read: list[FileDigest] = []
     """Files the tool read."""
     files_written: list[FileDigest] = []
-    """Files the tool wrote."""
+    """Files the tool created or wrote (a rewrite with the same bytes included), with their
+    content after the call, sorted by path; see `files_unlisted` for the cap."""
+    files_deleted: list[str] = []
+    """Workspace paths that were there before the call and are gone after it, sorted."""
+    files_unlisted: int = Field(default=0, ge=0)
+    """Changed paths beyond the cap of listed ones (200 a call), counted, not listed."""
     limit: Literal["time", "cpu", "memory", "output", "file_size", "disk"] | None = None
     """The sandbox limit that stopped the tool's process, if one did."""

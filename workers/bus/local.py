@@ -27,6 +27,7 @@ class LocalBus:
         self._runner: Runner | None = None
         self.failures: list[tuple[str, BaseException]] = []
         """Tasks that raised, with the exception (for the caller to report)."""
+        self._abandoned = threading.Event()
 
     def start(self, runner: Runner) -> None:
         """Begin running tasks with `runner(task, args)`."""
@@ -37,8 +38,9 @@ class LocalBus:
             self._threads.append(thread)
 
     def send(self, task: str, *args: Any) -> None:
-        """Queue a task; it runs on a bus thread."""
-        self._queue.put((task, args))
+        """Queue a task; it runs on a bus thread (dropped once the bus is abandoned)."""
+        if not self._abandoned.is_set():
+            self._queue.put((task, args))
 
     def join(self) -> None:
         """Wait until every queued task (and what they queued) has run."""
@@ -52,12 +54,31 @@ class LocalBus:
             thread.join()
         self._threads.clear()
 
+    def abandon(self) -> int:
+        """Stop at once (Ctrl-C): queued tasks, and those the running ones send, are dropped
+        unrun; the tasks being run are let finish, and the threads end. Returns how many
+        queued tasks were dropped. What is dropped is safe to lose: a step's events that
+        were not recorded are taken again from the log when the run is resumed."""
+        self._abandoned.set()
+        dropped = 0
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            dropped += item is not None
+            self._queue.task_done()
+        self.close()
+        return dropped
+
     def _loop(self) -> None:
         while True:
             item = self._queue.get()
             try:
                 if item is None:
                     return
+                if self._abandoned.is_set():
+                    continue  # dropped unrun (`abandon`)
                 task, args = item
                 assert self._runner is not None
                 try:

@@ -61,10 +61,11 @@ def reap(
     return len(stalled)
 
 
-def unfinished_runs(store: EventStore) -> list[str]:
-    """Every run stream that has started and not finished."""
+def unfinished_runs(store: EventStore, campaign: str | None = None) -> list[str]:
+    """Every run stream (of `campaign`, if given) that has started and not finished."""
     started: set[str] = set()
     finished: set[str] = set()
-    for record in store.iter_records(types=["run.started", "run.finished"]):
+    kinds = ["run.started", "run.finished"]
+    for record in store.iter_records(types=kinds, correlation=campaign):
         (started if record.type == "run.started" else finished).add(record.stream)
     return sorted(started - finished)

@@ -7,11 +7,11 @@ from typing import Annotated, Any
 from pydantic import Field, ValidationError
 
 from events.payloads import Claim, Experiment, PapersRetrieved, PaperSubmitted
-from workers.tools.base import ToolError, ToolResult, tool
+from workers.tools.base import ToolError, ToolResult, unwatched_tool
 from workers.tools.env import ToolEnv
 
 
-@tool
+@unwatched_tool
 def search_archive(
     env: ToolEnv,
     query: Annotated[str, Field(description="What to look for.")],
@@ -32,7 +32,7 @@ def search_archive(
     return ToolResult("\n".join(lines) or "no papers yet", events=[retrieved])
 
 
-@tool
+@unwatched_tool
 def read_paper(
     env: ToolEnv, paper_id: Annotated[str, Field(description="The paper's archive id.")]
 ) -> ToolResult:
@@ -48,7 +48,7 @@ def read_paper(
     )
 
 
-@tool
+@unwatched_tool
 def submit_paper(
     env: ToolEnv,
     title: Annotated[str, Field(min_length=1, max_length=300)],

@@ -29,6 +29,8 @@ class ToolResult:
     events: list[Payload] = field(default_factory=list)
     """Further events the tool caused (a score, a paper, a retrieval), in order."""
     files_written: list[FileDigest] = field(default_factory=list)
+    """Files the tool itself wrote; the watch of the workspace lists them (and more) anyway,
+    these only fill in what no look could see (`changes.diff`)."""
     finish: bool = False
     """The lab declared its run done."""
     limit: LimitHit | None = None
@@ -43,6 +45,8 @@ class ToolSpec:
     description: str
     args: type[BaseModel]
     fn: Callable[..., ToolResult]
+    changes_workspace: bool = True
+    """Whether the tool may change the workspace: its calls are then watched (`watch.py`)."""
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI function-calling declaration of the tool."""
@@ -62,6 +66,15 @@ TOOLS: dict[str, ToolSpec] = {}
 
 def tool(fn: Callable[..., ToolResult]) -> Callable[..., ToolResult]:
     """Declare `fn(env, **args)` as a tool; its parameters after `env` are the arguments."""
+    return _declare(fn, changes_workspace=True)
+
+
+def unwatched_tool(fn: Callable[..., ToolResult]) -> Callable[..., ToolResult]:
+    """Declare a tool that cannot change the workspace: its calls are not watched."""
+    return _declare(fn, changes_workspace=False)
+
+
+def _declare(fn: Callable[..., ToolResult], changes_workspace: bool) -> Callable[..., ToolResult]:
     params = list(inspect.signature(fn).parameters.values())[1:]
     fields: dict[str, Any] = {
         p.name: (p.annotation, ... if p.default is inspect.Parameter.empty else p.default)
@@ -71,5 +84,5 @@ def tool(fn: Callable[..., ToolResult]) -> Callable[..., ToolResult]:
         f"{fn.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields
     )
     description = inspect.cleandoc(fn.__doc__ or fn.__name__)
-    TOOLS[fn.__name__] = ToolSpec(fn.__name__, description, args, fn)
+    TOOLS[fn.__name__] = ToolSpec(fn.__name__, description, args, fn, changes_workspace)
     return fn

@@ -9,7 +9,8 @@ from typing import Annotated
 from pydantic import Field
 
 from events.payloads import FileDigest
-from workers.tools.base import ToolError, ToolResult, tool
+from workers.sandbox.paths import confine
+from workers.tools.base import ToolError, ToolResult, tool, unwatched_tool
 from workers.tools.env import ToolEnv
 
 MAX_READ = 64 * 1024
@@ -17,7 +18,7 @@ SEARCH_MAX = 1024 * 1024
 """Files larger than this are not searched."""
 
 
-@tool
+@unwatched_tool
 def read_file(
     env: ToolEnv,
     path: Annotated[str, Field(description="Path relative to the workspace.")],
@@ -43,8 +44,9 @@ def write_file(
         env.sandbox.write(path, data)
     except OSError as exc:  # a folder or a FIFO in the way: the lab's to fix, not a crash
         raise ToolError(f"{path}: {exc.strerror}") from None
-    digest = FileDigest(path=path, sha256=hashlib.sha256(data).hexdigest())
-    return ToolResult(f"wrote {len(data)} bytes to {path}", files_written=[digest])
+    return ToolResult(
+        f"wrote {len(data)} bytes to {path}", files_written=[_written(env, path, data)]
+    )
 
 
 @tool
@@ -71,11 +73,10 @@ def apply_patch(
         env.sandbox.write(path, data)
     except OSError as exc:
         raise ToolError(f"{path}: {exc.strerror}") from None
-    digest = FileDigest(path=path, sha256=hashlib.sha256(data).hexdigest())
-    return ToolResult(f"patched {path}", files_written=[digest])
+    return ToolResult(f"patched {path}", files_written=[_written(env, path, data)])
 
 
-@tool
+@unwatched_tool
 def search_files(
     env: ToolEnv,
     pattern: Annotated[str, Field(description="A regular expression to look for.")],
@@ -106,3 +107,11 @@ def search_files(
                     if len(hits) >= 100:
                         return ToolResult("\n".join(hits + ["[… first 100 hits]"]))
     return ToolResult("\n".join(hits) or "no match")
+
+
+def _written(env: ToolEnv, path: str, data: bytes) -> FileDigest:
+    """The file just written, named as the workspace's looks name it: `./a` and `a` are one
+    file, and a write through a link inside the workspace wrote the link's target."""
+    real = confine(env.sandbox.root, path, env.sandbox.hidden)
+    relative = os.path.relpath(real, env.sandbox.root)
+    return FileDigest(path=relative, sha256=hashlib.sha256(data).hexdigest(), size=len(data))

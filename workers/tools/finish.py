@@ -4,11 +4,11 @@ from typing import Annotated
 
 from pydantic import Field
 
-from workers.tools.base import ToolResult, tool
+from workers.tools.base import ToolResult, unwatched_tool
 from workers.tools.env import ToolEnv
 
 
-@tool
+@unwatched_tool
 def finish(
     env: ToolEnv,
     summary: Annotated[str, Field(description="What the run found, in a few sentences.")],

@@ -2,8 +2,9 @@
 
 Implementations never emit events themselves: this wrapper records the call before
 it runs (`tool.invoked`), the outcome after (`tool.returned`, with the full output in
-a blob when it is longer than the preview), a refusal as `integrity.violation`, and
-whatever the tool caused (a score, a paper, a retrieval) after that.
+a blob when it is longer than the preview, and what the call changed in the workspace,
+`watch.py`), a refusal as `integrity.violation`, and whatever the tool caused (a score,
+a paper, a retrieval) after that.
 """
 
 import time
@@ -17,7 +18,9 @@ from events.payloads import IntegrityViolation, Payload, ToolInvoked, ToolReturn
 from workers.sandbox.base import SandboxViolation
 from workers.tools import archive, evaluate, files, finish, shell  # noqa: F401 - declare tools
 from workers.tools.base import TOOLS, ToolError, ToolResult
+from workers.tools.changes import Changes
 from workers.tools.env import ToolEnv
+from workers.tools.watch import WorkspaceWatch
 
 PREVIEW = 4000
 
@@ -35,6 +38,14 @@ class Invocation:
 def invoke(env: ToolEnv, name: str, args: dict[str, Any], call_id: str) -> Invocation:
     """Run tool `name` with `args` for the run in `env`; never raises for the lab's mistakes."""
     invoked = ToolInvoked(call_id=call_id, tool=name, args=args)
+    spec = TOOLS.get(name)
+    # Before the tool runs; it ends after a refusal or a `ToolError` too, since a call that
+    # failed may still have changed files (the solution ran, then its grading failed).
+    watch = (
+        WorkspaceWatch(env.sandbox, call_id, name, args)
+        if spec and spec.changes_workspace
+        else None
+    )
     started = time.monotonic()
     extra: list[Payload] = []
     try:
@@ -56,14 +67,18 @@ def invoke(env: ToolEnv, name: str, args: dict[str, Any], call_id: str) -> Invoc
     output = result.output.replace("\x00", "\\x00")
     data = output.encode()
     blobs = {} if len(output) <= PREVIEW else {blob_ref(data).sha256: data}
+    duration_s = round(time.monotonic() - started, 3)  # the tool's own time, not the looks'
+    changes = watch.finish(result.files_written) if watch else Changes(tuple(result.files_written))
     returned = ToolReturned(
         call_id=call_id,
         tool=name,
         exit_code=result.exit_code,
-        duration_s=round(time.monotonic() - started, 3),
+        duration_s=duration_s,
         preview=output[:PREVIEW],
         output=blob_ref(data) if blobs else None,
-        files_written=result.files_written,
+        files_written=list(changes.written),
+        files_deleted=list(changes.deleted),
+        files_unlisted=changes.unlisted,
         limit=result.limit,
     )
     return Invocation([invoked, returned, *extra], blobs, result.finish, output)

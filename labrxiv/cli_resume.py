@@ -1,0 +1,179 @@
+"""`labrxiv resume`: go on with runs that a stop left unfinished (Ctrl-C of an embedded
+campaign or demo, a killed process), and watch them to the end."""
+
+import typer
+
+from events import EventStore
+from labrxiv.campaigns import CampaignOutcome, watch_campaign
+from labrxiv.cli_campaign import console, report_outcome, require_sandbox
+from labrxiv.cli_common import settings_or_exit
+from labrxiv.cli_errors import err
+from labrxiv.errors import NotFound
+from labrxiv.interrupt import (
+    EXIT_INTERRUPTED,
+    resume_runs,
+    say_stopped,
+    stop_embedded,
+    unfinished_by_campaign,
+)
+from labrxiv.lookup import pick
+from labrxiv.reading import find_log, open_log
+from labrxiv.settings import Settings
+from workers.bus.base import Bus
+from workers.lab.campaign import CampaignPlan
+from workers.lab.lease import Leases
+from workers.lab.reactions import LAB_REACTIONS
+from workers.reactor import Reactor
+
+
+def resume(
+    runs: list[str] | None = typer.Argument(
+        None, help="Runs to go on with (ids or prefixes); default: every unfinished run."
+    ),
+    campaign: str | None = typer.Option(
+        None, "--campaign", help="Only this campaign's unfinished runs (an id prefix)."
+    ),
+    timeout: float = typer.Option(3600, "--timeout", help="Stop watching after this long."),
+) -> None:
+    """Send the next step of unfinished runs again and watch them until they finish.
+
+    In embedded mode the work is done in this process (Ctrl-C stops it again, and
+    `resume` goes on again); with Redis, the workers do it. Exit codes as `campaign`'s."""
+    found = find_log(settings_or_exit())
+    if found.note:
+        err.print(f"[dim]{found.note}[/]")
+    settings = found.settings
+    store = open_log(settings)
+    left = _chosen(store, campaign, runs or [])
+    if settings.embedded:
+        require_sandbox()
+    codes = [_resume(settings, store, name, streams, timeout) for name, streams in left.items()]
+    raise typer.Exit(max(codes))
+
+
+def _chosen(store: EventStore, campaign: str | None, names: list[str]) -> dict[str, list[str]]:
+    """The unfinished runs to resume, by campaign; `NotFound` when there is none."""
+    left = unfinished_by_campaign(store)
+    if campaign is not None:
+        chosen = pick("campaign with unfinished runs", campaign, left)
+        left = {chosen: left[chosen]}
+    if names:
+        streams = {s for runs in left.values() for s in runs}
+        wanted = {pick("unfinished run", _stream(name), streams) for name in names}
+        left = {c: [s for s in runs if s in wanted] for c, runs in left.items()}
+        left = {c: runs for c, runs in left.items() if runs}
+    if not left:
+        where = f" in campaign {campaign}" if campaign else ""
+        raise NotFound(f"no unfinished run{where}: every run has finished")
+    return left
+
+
+def _stream(name: str) -> str:
+    return name if name.startswith("run-") else f"run-{name}"
+
+
+def _resume(
+    settings: Settings, store: EventStore, campaign: str, runs: list[str], timeout: float
+) -> int:
+    from labrxiv.wiring import open_bus, open_embedded, open_runner
+
+    plan = plan_of(store, campaign)
+    every = [r.stream for r in store.iter_records(types=["run.started"], correlation=campaign)]
+    until = frozenset(runs) if len(runs) < len(every) else frozenset()
+    title = f"resumed: campaign {campaign} ({plan.mode}), {len(runs)} runs"
+    if settings.embedded:
+        system = open_embedded(settings, threads=max(2, len(runs)))
+        try:
+            resume_runs(system.bus, system.store, runs)
+            outcome = _watch(
+                system.bus,
+                system.store,
+                campaign,
+                every,
+                plan,
+                settings,
+                timeout,
+                title,
+                until,
+                system.ctx.reactor,
+                system.ctx.leases,
+            )
+            system.settle()
+        except KeyboardInterrupt:
+            say_stopped(console, stop_embedded(system, "Ctrl-C in labrxiv resume"))
+            return EXIT_INTERRUPTED
+        finally:
+            system.close()
+        return report_outcome(outcome)
+    bus = open_bus(settings)
+    try:
+        resume_runs(bus, store, runs)
+        outcome = _watch(
+            bus,
+            store,
+            campaign,
+            every,
+            plan,
+            settings,
+            timeout,
+            title,
+            until,
+            Reactor(store, bus, LAB_REACTIONS),
+            Leases(store, ttl=settings.stall_seconds),
+        )
+        open_runner(settings, store).catch_up()
+    except KeyboardInterrupt:
+        console.print("stopped watching: the workers go on with the runs (`labrxiv runs`)")
+        return EXIT_INTERRUPTED
+    finally:
+        bus.close()
+    return report_outcome(outcome)
+
+
+def _watch(
+    bus: Bus,
+    store: EventStore,
+    campaign: str,
+    every: list[str],
+    plan: CampaignPlan,
+    settings: Settings,
+    timeout: float,
+    title: str,
+    until: frozenset[str],
+    reactor: Reactor | None,
+    leases: Leases | None,
+) -> CampaignOutcome:
+    return watch_campaign(
+        bus,
+        store,
+        campaign,
+        every,
+        plan,
+        console,
+        timeout,
+        title,
+        settings.stall_seconds,
+        reactor,
+        leases,
+        until,
+    )
+
+
+def plan_of(store: EventStore, campaign: str) -> CampaignPlan:
+    """The plan a campaign was started with, as far as its events say (what the live
+    table shows: labs, attempts and papers per lab)."""
+    started = store.read_records(types=["campaign.started"], correlation=campaign, limit=1)
+    first = store.read_records(types=["run.started"], correlation=campaign, limit=1)
+    if not first:
+        raise NotFound(f"campaign {campaign} has no run")
+    run = first[0].payload
+    head = started[0].payload if started else {}
+    return CampaignPlan(
+        task=run["task"],
+        labs=head.get("labs", 1),
+        papers=run.get("papers", 1),
+        mode=head.get("mode", "archive" if run.get("reads_archive") else "isolated"),
+        seed=head.get("seed", 0),
+        attempts=(run.get("budget") or {}).get("attempts") or 0,
+        policy=run.get("policy", "search"),
+    )

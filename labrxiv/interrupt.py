@@ -1,0 +1,106 @@
+"""Ctrl-C in embedded mode: stop the work, say which runs were left, keep the read models
+current, and resume them later (`labrxiv resume`).
+
+Issue 13: after Ctrl-C of a demo the runs read model was empty until `projector --once`,
+and then its runs stayed `running` for ever; nothing marked them or let them go on.
+Now the bus drops what is queued and lets the steps being taken end, each campaign with
+runs left unfinished gets a `campaign.interrupted` naming them, and the read models are
+caught up before the process exits. Nothing is lost by stopping there: a step's events
+that were not recorded are taken again from the log when the run is resumed.
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from rich.console import Console
+
+from events import Event, EventStore
+from events.ids import new_id, utcnow
+from events.payloads import CampaignInterrupted
+from labrxiv.wiring import Embedded
+from workers.bus.base import Bus
+from workers.lab.reaper import unfinished_runs
+from workers.lab.step import LAB_STEP_TASK
+
+EXIT_INTERRUPTED = 130
+"""What a shell expects of a command stopped by Ctrl-C (128 + SIGINT)."""
+
+
+@dataclass(frozen=True)
+class Left:
+    """A campaign's runs that a stop left unfinished."""
+
+    campaign: str
+    runs: list[str]
+
+
+class Stopped(Exception):
+    """The work was stopped by Ctrl-C; `left` says what it left unfinished."""
+
+    def __init__(self, left: list[Left]) -> None:
+        super().__init__(f"stopped with {sum(len(item.runs) for item in left)} runs unfinished")
+        self.left = left
+
+
+def stop_embedded(system: Embedded, detail: str) -> list[Left]:
+    """Stop the embedded system's work and record what it left, per campaign: in embedded
+    mode this process is the only worker, so no unfinished run of its log goes on."""
+    system.bus.abandon()
+    left = []
+    for campaign, runs in sorted(unfinished_by_campaign(system.store).items()):
+        _record(system.store, campaign, runs, detail)
+        left.append(Left(campaign, runs))
+    system.runner.catch_up()
+    return left
+
+
+def unfinished_by_campaign(store: EventStore, campaign: str | None = None) -> dict[str, list[str]]:
+    """The runs started and not finished (of `campaign`, if given), by campaign."""
+    runs = set(unfinished_runs(store, campaign))
+    found: dict[str, list[str]] = {}
+    for record in store.iter_records(types=["run.started"], correlation=campaign):
+        if record.stream in runs:
+            found.setdefault(record.correlation_id or "", []).append(record.stream)
+    return found
+
+
+def _record(store: EventStore, campaign: str, runs: list[str], detail: str) -> None:
+    """`campaign.interrupted` on the campaign's stream (the bus is stopped: appended here)."""
+    stream = f"campaign-{campaign}"
+    event = Event(
+        id=new_id(),
+        stream=stream,
+        version=store.stream_version(stream) + 1,
+        occurred_at=utcnow(),
+        correlation_id=campaign,
+        actor="labrxiv",
+        payload=CampaignInterrupted(runs=runs, detail=detail),
+    )
+    store.append([event])
+
+
+def say_stopped(console: Console, left: list[Left]) -> None:
+    """What was left, and the command that goes on with it."""
+    if not left:
+        console.print("stopped: every run had finished")
+    for item in left:
+        console.print(
+            f"stopped: {len(item.runs)} runs of campaign {item.campaign} had not finished; "
+            f"`labrxiv resume --campaign {item.campaign}` goes on with them",
+            soft_wrap=True,
+        )
+
+
+def resume_runs(bus: Bus, store: EventStore, runs: Iterable[str]) -> list[str]:
+    """Send the next step of each unfinished run of `runs`; returns those it sent.
+
+    The step follows the run's last recorded event: if another process is taking it
+    (a distributed worker), the second delivery does nothing (steps are addressed by
+    version)."""
+    sent = []
+    for stream in runs:
+        last = store.last_record(stream)
+        if last is not None and last.type != "run.finished":
+            bus.send(LAB_STEP_TASK, stream, last.version)
+            sent.append(stream)
+    return sent

@@ -1,0 +1,165 @@
+"""Ctrl-C of an embedded campaign or demo, and `labrxiv resume` (issue 13, defect 7):
+the runs left are named in `campaign.interrupted` and shown `interrupted` by the runs
+read model at once (not `running` for ever, nor missing until `projector --once`); the
+command says how to go on and exits 130; `labrxiv resume` finishes them, every run
+`done` with no attempt twice."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from cli_support import Cli
+
+from events import EventStore
+from projections.catalogue import all_projectors
+from projections.runner import ProjectionRunner
+from projections.runs import runs_of
+
+pytestmark = pytest.mark.slow
+LABRXIV = Path(sys.executable).with_name("labrxiv")
+
+
+def _env(data: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LABRXIV_")}
+    return env | {"LABRXIV_DATA_DIR": str(data), "COLUMNS": "200"}
+
+
+def _interrupted(command: list[str], data: Path, log: Path, tmp: Path) -> tuple[int, str]:
+    """Run `labrxiv COMMAND`, Ctrl-C it once an attempt of it is scored, wait for it."""
+    out = tmp / "out.txt"
+    with out.open("wb") as sink:
+        proc = subprocess.Popen(
+            [str(LABRXIV), *command], env=_env(data), stdout=sink, stderr=subprocess.STDOUT
+        )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if log.is_file() and _scored(log) >= 1:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, out.read_text()
+    proc.send_signal(signal.SIGINT)  # what Ctrl-C sends
+    code = proc.wait(timeout=120)
+    return code, " ".join(out.read_text().split())
+
+
+def _scored(log: Path) -> int:
+    try:
+        store = EventStore.from_url(f"sqlite:///{log}", create=False)
+        return len(store.read_records(types=["experiment.scored"]))
+    except Exception:  # not created yet
+        return 0
+
+
+def test_ctrl_c_of_a_campaign_leaves_runs_interrupted_and_resume_finishes_them(
+    tmp_path: Path, cli: Cli
+) -> None:
+    data = tmp_path / "data"
+    log = data / "labrxiv.db"
+    code, said = _interrupted(
+        [
+            "campaign",
+            "--task",
+            "continual-digits",
+            "--labs",
+            "2",
+            "--papers",
+            "1",
+            "--attempts",
+            "6",
+            "--mode",
+            "archive",
+        ],
+        data,
+        log,
+        tmp_path,
+    )
+    assert code == 130, said
+    assert "labrxiv resume --campaign" in said and "Traceback" not in said
+    store = EventStore.from_url(f"sqlite:///{log}", create=False)
+    (marker,) = store.read_records(types=["campaign.interrupted"])
+    left = marker.payload["runs"]
+    assert left and marker.payload["detail"] == "Ctrl-C in labrxiv campaign"
+    with store.engine.connect() as conn:  # caught up before the process exited
+        views = {v.stream: v for v in runs_of(conn)}
+    assert {views[s].status for s in left} == {"interrupted"}
+    assert sum(v.event_count for v in views.values()) == sum(
+        1 for r in store.iter_records() if r.stream.startswith("run-")
+    )
+    listed = cli("runs", LABRXIV_DATA_DIR=str(data))
+    assert "interrupted" in listed.out
+
+    resumed = cli("resume", "--campaign", marker.correlation_id[:6], LABRXIV_DATA_DIR=str(data))
+    assert resumed.code == 0, resumed.out
+    for stream in views:
+        events = store.read_stream(stream)
+        assert events[-1].type == "run.finished" and events[-1].payload.reason == "done"
+        attempts = Counter(e.payload.attempt for e in events if e.type == "experiment.scored")
+        assert sorted(attempts) == list(range(1, 7)) and set(attempts.values()) == {1}
+    finished = store.read_records(types=["campaign.finished"])
+    assert len(finished) == 1
+    with store.engine.connect() as conn:
+        assert {v.status for v in runs_of(conn)} == {"finished"}
+    again = cli("resume", LABRXIV_DATA_DIR=str(data))
+    assert again.code == 1 and "no unfinished run" in again.text
+
+
+def test_ctrl_c_of_the_demo_says_where_its_data_is(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    code, said = _interrupted(
+        [
+            "demo",
+            "--labs",
+            "2",
+            "--papers",
+            "1",
+            "--attempts",
+            "4",
+            "--report",
+            str(tmp_path / "report"),
+        ],
+        data,
+        data / "demo" / "labrxiv.db",
+        tmp_path,
+    )
+    assert code == 130, said
+    assert "labrxiv resume --campaign" in said and str(data / "demo") in said
+    assert "Traceback" not in said and not (tmp_path / "report").exists()
+
+
+def test_interrupted_runs_fold_the_same_in_pages_of_any_size(tmp_path: Path, cli: Cli) -> None:
+    """The runs read model with `campaign.interrupted`: rebuilt in pages of 1, 7 and all
+    equals the live one (a later event of a run makes it running again)."""
+    data = tmp_path / "data"
+    log = data / "labrxiv.db"
+    _interrupted(
+        [
+            "campaign",
+            "--task",
+            "continual-digits",
+            "--labs",
+            "2",
+            "--papers",
+            "1",
+            "--attempts",
+            "4",
+            "--mode",
+            "isolated",
+        ],
+        data,
+        log,
+        tmp_path,
+    )
+    store = EventStore.from_url(f"sqlite:///{log}", create=False)
+    with store.engine.connect() as conn:
+        live = sorted(runs_of(conn), key=lambda v: v.stream)
+    assert any(v.status == "interrupted" for v in live)
+    for page in (1, 7, 100_000):
+        runner = ProjectionRunner(store, all_projectors(), page=page)
+        runner.rebuild()
+        with store.engine.connect() as conn:
+            assert sorted(runs_of(conn), key=lambda v: v.stream) == live, page
