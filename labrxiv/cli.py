@@ -14,6 +14,7 @@ from labrxiv.cli_campaign import campaign, reap_command
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner, settings_or_exit
 from labrxiv.cli_errors import ShellGroup
 from labrxiv.cli_events import events_app
+from labrxiv.cli_fork import fork
 from labrxiv.cli_nav import campaigns, runs_app
 from labrxiv.cli_read import curves, ledger, papers_app
 from labrxiv.cli_replay import replay
@@ -38,6 +39,7 @@ app.add_typer(papers_app, name="papers")
 app.command()(ledger)
 app.command()(curves)
 app.command()(replay)
+app.command()(fork)
 app.command()(resume)
 console = Console()
 DEFAULT_REPORT = Path("report")

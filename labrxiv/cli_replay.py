@@ -10,6 +10,7 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
+from events import Event
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
 from labrxiv.errors import NotFound
 from labrxiv.lookup import resolve_run
@@ -37,8 +38,12 @@ def replay(
     events = runner.store.read_stream(stream)
     if not events:
         raise NotFound(f"run {stream} has no event in the log")
+
+    def load(parent: str, version: int) -> list[Event]:  # a fork's parent, to the fork point
+        return runner.store.read_stream(parent, limit=version + 1)
+
     try:
-        taken, state = state_at(events, step=step, position=position)
+        taken, state = state_at(events, step=step, position=position, load=load)
     except ValueError:
         raise NotFound(f"run {stream} has no event at or before position {position}") from None
     if step is not None and taken[-1].number < step:
@@ -72,7 +77,11 @@ def summary(state: RunState) -> dict[str, Any]:
 
 
 def trajectory_table(stream: str, taken: list[Step]) -> Table:
-    table = Table(title=f"{stream}: {len(taken)} steps", title_justify="left", expand=True)
+    inherited = [s for s in taken if s.stream != stream]
+    title = f"{stream}: {len(taken)} steps"
+    if inherited:  # a fork: its parent's steps first, dimmed
+        title += f" (0–{inherited[-1].number} inherited from {inherited[-1].stream})"
+    table = Table(title=title, title_justify="left", expand=True)
     for name, justify in [
         ("step", "right"),
         ("t (s)", "right"),
@@ -84,16 +93,20 @@ def trajectory_table(stream: str, taken: list[Step]) -> Table:
     ]:
         table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for item in taken:
-        table.add_row(
-            str(item.number),
-            f"{item.elapsed_s:.1f}",
-            item.phase or "",
-            _actions(item),
-            str(item.spend.tokens) if item.spend.tokens else "",
-            f"{item.spend.dollars:.4f}" if item.spend.dollars else "",
-            "" if item.best is None else f"{item.best:.3f}",
-        )
+        table.add_row(*_cells(item), style="dim" if item.stream != stream else None)
     return table
+
+
+def _cells(item: Step) -> list[str | Text]:
+    return [
+        str(item.number),
+        f"{item.elapsed_s:.1f}",
+        item.phase or "",
+        _actions(item),
+        str(item.spend.tokens) if item.spend.tokens else "",
+        f"{item.spend.dollars:.4f}" if item.spend.dollars else "",
+        "" if item.best is None else f"{item.best:.3f}",
+    ]
 
 
 def _actions(item: Step) -> Text:

@@ -1,6 +1,9 @@
 """`labrxiv resume`: go on with runs that a stop left unfinished (Ctrl-C of an embedded
 campaign or demo, a killed process), and watch them to the end."""
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import typer
 
 from events import EventStore
@@ -75,22 +78,37 @@ def _stream(name: str) -> str:
 def _resume(
     settings: Settings, store: EventStore, campaign: str, runs: list[str], timeout: float
 ) -> int:
-    from labrxiv.wiring import open_bus, open_embedded, open_runner
-
-    plan = plan_of(store, campaign)
     every = [r.stream for r in store.iter_records(types=["run.started"], correlation=campaign)]
     until = frozenset(runs) if len(runs) < len(every) else frozenset()
-    title = f"resumed: campaign {campaign} ({plan.mode}), {len(runs)} runs"
+
+    def act(bus: Bus) -> Watched:
+        resume_runs(bus, store, runs)
+        return Watched(campaign, every, plan_of(store, campaign))
+
+    title = f"resumed: campaign {campaign}, {len(runs)} runs"
+    return follow(settings, store, act, timeout, title, until)
+
+
+def follow(
+    settings: Settings,
+    store: EventStore,
+    act: Callable[[Bus], "Watched"],
+    timeout: float,
+    title: str,
+    until: frozenset[str] = frozenset(),
+) -> int:
+    """Send work with `act` (it returns the campaign it concerns) and watch that campaign
+    to its end, or `until` those runs end; embedded in this process (Ctrl-C stops it as
+    it stops a campaign), else through the workers. Returns the exit code."""
+    from labrxiv.wiring import open_bus, open_embedded, open_runner
+
     if settings.embedded:
-        system = open_embedded(settings, threads=max(2, len(runs)))
+        system = open_embedded(settings, threads=2)
         try:
-            resume_runs(system.bus, system.store, runs)
             outcome = _watch(
                 system.bus,
                 system.store,
-                campaign,
-                every,
-                plan,
+                act(system.bus),
                 settings,
                 timeout,
                 title,
@@ -100,27 +118,17 @@ def _resume(
             )
             system.settle()
         except KeyboardInterrupt:
-            say_stopped(console, stop_embedded(system, "Ctrl-C in labrxiv resume"))
+            console.print("stopping: the steps being taken end first (Ctrl-C again to quit now)")
+            say_stopped(console, stop_embedded(system, "Ctrl-C in labrxiv"))
             return EXIT_INTERRUPTED
         finally:
             system.close()
         return report_outcome(outcome)
     bus = open_bus(settings)
     try:
-        resume_runs(bus, store, runs)
-        outcome = _watch(
-            bus,
-            store,
-            campaign,
-            every,
-            plan,
-            settings,
-            timeout,
-            title,
-            until,
-            Reactor(store, bus, LAB_REACTIONS),
-            Leases(store, ttl=settings.stall_seconds),
-        )
+        reactor = Reactor(store, bus, LAB_REACTIONS)
+        leases = Leases(store, ttl=settings.stall_seconds)
+        outcome = _watch(bus, store, act(bus), settings, timeout, title, until, reactor, leases)
         open_runner(settings, store).catch_up()
     except KeyboardInterrupt:
         console.print("stopped watching: the workers go on with the runs (`labrxiv runs`)")
@@ -130,12 +138,19 @@ def _resume(
     return report_outcome(outcome)
 
 
+@dataclass(frozen=True)
+class Watched:
+    """What `follow` watches: a campaign, its runs and its plan (for the live table)."""
+
+    campaign: str
+    runs: list[str]
+    plan: CampaignPlan
+
+
 def _watch(
     bus: Bus,
     store: EventStore,
-    campaign: str,
-    every: list[str],
-    plan: CampaignPlan,
+    watched: Watched,
     settings: Settings,
     timeout: float,
     title: str,
@@ -143,15 +158,16 @@ def _watch(
     reactor: Reactor | None,
     leases: Leases | None,
 ) -> CampaignOutcome:
+    plan = watched.plan
     return watch_campaign(
         bus,
         store,
-        campaign,
-        every,
+        watched.campaign,
+        watched.runs,
         plan,
         console,
         timeout,
-        title,
+        f"{title} ({plan.mode})",
         settings.stall_seconds,
         reactor,
         leases,

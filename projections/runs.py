@@ -48,6 +48,11 @@ class RunRow(SQLModel, table=True):
     """When the run started (its first event occurred)."""
     last_event_at: datetime | None = None
     last_position: int = 0
+    forked_from: str | None = Field(default=None, max_length=200)
+    """For a fork (`labrxiv fork`): the parent run; the counts here are the fork's own
+    events, after the parent's it inherits."""
+    fork_step: int | None = None
+    """The parent's last step the fork inherits."""
 
 
 RUNS = RunRow.__table__
@@ -73,6 +78,8 @@ class RunView:
     first_event_at: datetime | None
     last_event_at: datetime | None
     last_position: int
+    forked_from: str | None = None
+    fork_step: int | None = None
 
     @property
     def finished(self) -> bool:
@@ -218,6 +225,9 @@ def _fold(row: dict[str, Any], events: list[Recorded]) -> None:
                 payload["lab"],
                 payload["policy"],
             )
+            point = payload.get("forked_from")
+            if point:
+                row["forked_from"], row["fork_step"] = point["run"], point["step"]
         elif kind == "run.finished":
             row["status"], row["finish_reason"] = "finished", event.payload["reason"]
         elif kind == "paper.submitted":

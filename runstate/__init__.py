@@ -7,6 +7,18 @@ project (both `workers` and `projections` may import it).
 """
 
 from runstate.fold import ahead, apply, fold, fold_from, start
+from runstate.fork import begin, rebase
 from runstate.state import Attempt, Exchange, RunState
 
-__all__ = ["Attempt", "Exchange", "RunState", "ahead", "apply", "fold", "fold_from", "start"]
+__all__ = [
+    "Attempt",
+    "Exchange",
+    "RunState",
+    "ahead",
+    "apply",
+    "begin",
+    "fold",
+    "fold_from",
+    "rebase",
+    "start",
+]

@@ -13,10 +13,11 @@ from typing import Any
 from uuid import UUID
 
 from events import Event
-from events.payloads import ExperimentScored, ModelCalled, ToolInvoked, ToolReturned
+from events.payloads import ExperimentScored, ModelCalled, RunStarted, ToolInvoked, ToolReturned
 from events.payloads.model import Phase
 from events.spend import NOTHING, Spend, spend_of_payload
 from runstate.fold import apply, start
+from runstate.fork import Load, rebase
 from runstate.state import RunState
 
 PREVIEW_CHARS = 120
@@ -42,6 +43,8 @@ class Step:
     """One lab step of a run."""
 
     number: int
+    stream: str
+    """The stream the step's events are in (a fork's parent's, for an inherited step)."""
     first_version: int
     last_version: int
     first_position: int | None
@@ -65,23 +68,36 @@ class Step:
     """The run's best normalized score after the step."""
 
 
-def steps(events: Iterable[Event]) -> Iterator[tuple[Step, RunState]]:
+def steps(events: Iterable[Event], load: Load | None = None) -> Iterator[tuple[Step, RunState]]:
     """Each step of the run whose stream is `events` (version order), with the state
-    after it."""
-    state: RunState | None = None
+    after it. For a fork, given `load` (a stream's events up to a version), the
+    parent's steps up to the fork point come first (their `stream` is the parent's),
+    then the fork's start and its own steps, numbered on."""
+    iterator = iter(events)
+    first = next(iterator, None)
+    if first is None:
+        return
+    point = first.payload.forked_from if isinstance(first.payload, RunStarted) else None
+    if point is not None and load is not None:
+        parent: RunState | None = None
+        number = 0
+        for item, parent in steps(load(point.run, point.version), load):
+            number = item.number + 1
+            yield item, parent
+        if parent is None:
+            raise ValueError(f"{first.stream} forks {point.run}, which has no event")
+        state = rebase(parent, first)
+    else:
+        state, number = start(first), 0
+    yield _step(number, [first], state), state
+    number += 1
     group: list[Event] = []
-    number = 0
-    for event in events:
+    for event in iterator:
         if group and event.causation_id != group[-1].causation_id:
             state = _fold(state, group)
             yield _step(number, group, state), state
             number += 1
             group = []
-        if state is None and not group:
-            state = start(event)
-            yield _step(0, [event], state), state
-            number = 1
-            continue
         group.append(event)
     if group:
         state = _fold(state, group)
@@ -89,13 +105,16 @@ def steps(events: Iterable[Event]) -> Iterator[tuple[Step, RunState]]:
 
 
 def state_at(
-    events: Iterable[Event], step: int | None = None, position: int | None = None
+    events: Iterable[Event],
+    step: int | None = None,
+    position: int | None = None,
+    load: Load | None = None,
 ) -> tuple[list[Step], RunState]:
     """The steps up to `step` (or up to the last event at or before log `position`) and
-    the state after them; the whole run when neither is given."""
+    the state after them; the whole run when neither is given (`load`: as `steps`)."""
     taken: list[Step] = []
     state: RunState | None = None
-    for item, after in steps(events):
+    for item, after in steps(events, load):
         if step is not None and item.number > step:
             break
         if position is not None and (item.last_position or 0) > position:
@@ -107,9 +126,7 @@ def state_at(
     return taken, state
 
 
-def _fold(state: RunState | None, group: list[Event]) -> RunState:
-    if state is None:
-        raise ValueError(f"{group[0].stream} does not begin with run.started")
+def _fold(state: RunState, group: list[Event]) -> RunState:
     for event in group:
         state = apply(state, event)
     return state
@@ -144,6 +161,7 @@ def _step(number: int, group: list[Event], state: RunState) -> Step:
     normalized = [a.normalized for a in state.attempts if a.normalized is not None]
     return Step(
         number=number,
+        stream=group[0].stream,
         first_version=group[0].version,
         last_version=group[-1].version,
         first_position=group[0].position,

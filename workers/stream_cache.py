@@ -12,7 +12,7 @@ from collections import OrderedDict
 from typing import TypeVar
 
 from events import Event, EventStore
-from runstate import RunState, fold_from, start
+from runstate import RunState, begin, fold_from
 
 _T = TypeVar("_T")
 
@@ -36,7 +36,7 @@ class StreamCache:
             events = self.store.read_stream(stream)
             if not events:
                 return None
-            state = fold_from(start(events[0]), events[1:])
+            state = fold_from(begin(events[0], self._upto), events[1:])
         else:
             state = fold_from(cached, self.store.read_stream(stream, after_version=cached.version))
         with self._lock:
@@ -45,6 +45,11 @@ class StreamCache:
                 self._states[stream] = state
             self._remember(self._states, stream)
         return state
+
+    def _upto(self, stream: str, version: int) -> list[Event]:
+        """A parent's events up to a fork point (read once per fork: the fork's state is
+        cached and folded incrementally from then on)."""
+        return self.store.read_stream(stream, limit=version + 1)
 
     def first(self, stream: str) -> Event | None:
         """The stream's first event (a campaign's or run's start), read once."""

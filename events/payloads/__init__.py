@@ -22,7 +22,7 @@ from events.payloads.model import (
     Usage,
 )
 from events.payloads.paper import Claim, Experiment, PapersRetrieved, PaperSubmitted
-from events.payloads.run import Budget, LlmConfig, RunFinished, RunStarted
+from events.payloads.run import Budget, ForkPoint, LlmConfig, RunFinished, RunStarted
 from events.payloads.tool import FileDigest, ToolInvoked, ToolReturned
 
 PAYLOAD_TYPES: tuple[type[Payload], ...] = (
@@ -75,6 +75,7 @@ __all__ = [
     "CampaignStarted",
     "ExperimentScored",
     "FileDigest",
+    "ForkPoint",
     "PAYLOAD_TYPES",
     "Payload",
     "RunFinished",

@@ -49,6 +49,20 @@ class LlmConfig(BaseModel):
     """Model calls a phase may take before the lab is moved to the next one."""
 
 
+class ForkPoint(BaseModel):
+    """Where a fork branches off its parent run: it inherits the parent's events up to
+    and including `version` (the last event of step `step`), and continues with its own."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run: str
+    """The parent run's stream."""
+    step: int = Field(ge=0)
+    """The parent's last step the fork inherits (steps as `labrxiv replay` numbers them)."""
+    version: int = Field(ge=0)
+    """The parent's last event the fork inherits."""
+
+
 class RunStarted(Payload):
     """A lab started a run on a task."""
 
@@ -69,6 +83,10 @@ class RunStarted(Payload):
     """How many papers the lab is asked to write before it finishes."""
     llm: LlmConfig | None = None
     """The model settings of an `llm` lab; None for other policies."""
+    forked_from: ForkPoint | None = None
+    """Set for a fork (`labrxiv fork`): the run and step it branches off. The fork's
+    state begins as its parent's at that point (no model or tool call is made again),
+    with this event's settings (policy, model, budget) from then on."""
 
 
 class RunFinished(Payload):

@@ -5,12 +5,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from events import EventStore
 from events.payloads import LlmConfig
 from runstate import RunState
 from workers.errors import WorkerError
 from workers.gym.bundle import Bundle
 from workers.gym.grading import protected_digests
 from workers.gym.registry import find_bundle
+from workers.lab.fork import restore
 from workers.lab.policies import Policy, new_policies
 from workers.llm import Gateway
 from workers.llm.prices import PriceTable
@@ -64,8 +66,9 @@ class LabServices:
             raise WorkerError(f"no policy {name!r}; known: {', '.join(sorted(self.policies))}")
         return self.policies[name]
 
-    def env_for(self, state: RunState) -> ToolEnv:
-        """The run's tool environment; its workspace is created from the starter on first use."""
+    def env_for(self, state: RunState, store: EventStore | None = None) -> ToolEnv:
+        """The run's tool environment; its workspace is created from the starter on first
+        use (for a fork, with what its parent's inherited tool calls changed: `store`)."""
         bundle = self.bundle(state.task)
         root = self.workspaces / state.stream
         hidden = [*self.gym_dirs, self.workspaces, *self.hidden]
@@ -73,6 +76,11 @@ class LabServices:
         if not (root / ".labrxiv-ready").exists():
             shutil.rmtree(root, ignore_errors=True)
             shutil.copytree(bundle.workspace_dir, root)
+            point = state.started.forked_from
+            if point is not None:
+                if store is None:
+                    raise WorkerError(f"{state.stream} is a fork: its workspace needs the log")
+                restore(store, root, point)
             (root / ".labrxiv-ready").write_text(state.stream)
             sandbox.prepare()
         if bundle.id not in self._protected:

@@ -121,7 +121,7 @@ def _act(
             state=state,
             version=after_version,
             bundle=bundle,
-            env=labs.env_for(state),
+            env=labs.env_for(state, ctx.store),
             archive=labs.archive,
             store=ctx.store,
             streams=ctx.streams,

@@ -19,6 +19,7 @@ from workers.sandbox.base import SandboxViolation
 from workers.tools import archive, evaluate, files, finish, shell  # noqa: F401 - declare tools
 from workers.tools.base import TOOLS, ToolError, ToolResult
 from workers.tools.changes import Changes
+from workers.tools.contents import kept_contents
 from workers.tools.env import ToolEnv
 from workers.tools.watch import WorkspaceWatch
 
@@ -69,6 +70,8 @@ def invoke(env: ToolEnv, name: str, args: dict[str, Any], call_id: str) -> Invoc
     blobs = {} if len(output) <= PREVIEW else {blob_ref(data).sha256: data}
     duration_s = round(time.monotonic() - started, 3)  # the tool's own time, not the looks'
     changes = watch.finish(result.files_written) if watch else Changes(tuple(result.files_written))
+    if watch:  # what a fork needs to rebuild the workspace without running the tool again
+        blobs |= kept_contents(env.sandbox.root, changes.written)
     returned = ToolReturned(
         call_id=call_id,
         tool=name,

@@ -1,0 +1,109 @@
+"""`labrxiv fork RUN --at K`: a new run that starts from a recorded run's first K steps
+(no model or tool call made again) and goes on live with other settings: "would a
+stronger model have recovered from here?"."""
+
+import typer
+
+from events import EventStore
+from events.payloads import Budget, LlmConfig
+from labrxiv.cli_campaign import check_task, console, require_sandbox
+from labrxiv.cli_common import settings_or_exit
+from labrxiv.cli_errors import err
+from labrxiv.cli_resume import Watched, follow
+from labrxiv.errors import ShellError
+from labrxiv.lookup import pick
+from labrxiv.reading import find_log, open_log
+from workers.bus.base import Bus
+from workers.lab.campaign import CampaignPlan
+from workers.lab.fork import ForkError, fork_point, start_fork
+
+
+def fork(
+    run: str = typer.Argument(..., help="The run to fork: run-<campaign>-<lab> or a prefix."),
+    at: int = typer.Option(..., "--at", min=0, help="The last step the fork keeps (replay's)."),
+    policy: str | None = typer.Option(None, "--policy", help="The fork's policy (the run's)."),
+    model: str | None = typer.Option(None, "--model", help="llm: the fork's model."),
+    base_url: str | None = typer.Option(None, "--base-url", help="llm: the fork's endpoint."),
+    temperature: float | None = typer.Option(None, "--temperature", help="llm."),
+    seed: int | None = typer.Option(None, "--seed", help="The fork's seed (the run's)."),
+    attempts: int | None = typer.Option(None, "--attempts", min=1, help="Attempts budget."),
+    tokens: int | None = typer.Option(None, "--tokens", min=1, help="Model tokens budget."),
+    dollars: float | None = typer.Option(None, "--dollars", help="Model dollars budget."),
+    steps: int | None = typer.Option(None, "--steps", min=1, help="Steps budget."),
+    wall_seconds: float | None = typer.Option(None, "--wall-seconds", help="Time budget."),
+    timeout: float = typer.Option(3600, "--timeout", help="Stop watching after this long."),
+) -> None:
+    """Fork a run after its step K and run the fork with the given settings.
+
+    The fork inherits the run's events up to the end of step K (its attempts, papers,
+    conversation, spend) and its workspace as it was then, rebuilt from the log; budgets
+    count the inherited part too (unset ones are the run's). Exit codes as `campaign`'s."""
+    found = find_log(settings_or_exit())
+    if found.note:
+        err.print(f"[dim]{found.note}[/]")
+    settings = found.settings
+    store = open_log(settings)
+    runs = {r.stream for r in store.iter_records(types=["run.started"])}
+    stream = pick("run", run if run.startswith("run-") else f"run-{run}", runs)
+    try:
+        point, parent, _ = fork_point(store, stream, at)
+    except ForkError as exc:
+        raise ShellError(str(exc)) from None
+    chosen = policy or parent.policy
+    check_task(settings, parent.task, chosen)
+    llm = _llm(parent.llm, chosen, model, base_url, temperature)
+    old = parent.budget
+    budget = Budget(
+        attempts=attempts or old.attempts,
+        tokens=tokens or old.tokens,
+        dollars=dollars or old.dollars,
+        steps=steps or old.steps,
+        wall_seconds=wall_seconds or old.wall_seconds,
+    )
+    started = store.read_records(types=["campaign.started"], correlation=_campaign(store, stream))
+    mode = started[0].payload["mode"] if started else "isolated"
+    if settings.embedded:
+        require_sandbox()
+
+    def act(bus: Bus) -> Watched:
+        campaign, fork_stream = start_fork(bus, point, parent, mode, chosen, llm, budget, seed)
+        console.print(f"{fork_stream}: a fork of {stream} after step {at}")
+        plan = CampaignPlan(
+            task=parent.task,
+            labs=1,
+            papers=parent.papers,
+            mode="archive" if mode == "archive" else "isolated",
+            seed=parent.seed if seed is None else seed,
+            attempts=budget.attempts or 0,
+            policy=chosen,
+        )
+        return Watched(campaign, [fork_stream], plan)
+
+    raise typer.Exit(follow(settings, store, act, timeout, f"fork of {stream} after step {at}"))
+
+
+def _campaign(store: EventStore, stream: str) -> str | None:
+    """The campaign of the run (its first event's correlation id)."""
+    first = store.read_records(stream=stream, limit=1)
+    return first[0].correlation_id if first else None
+
+
+def _llm(
+    parent: LlmConfig | None,
+    policy: str,
+    model: str | None,
+    base_url: str | None,
+    temperature: float | None,
+) -> LlmConfig | None:
+    """The fork's model settings: the run's, with what was given instead."""
+    if policy != "llm":
+        return None
+    if parent is None and model is None:
+        raise ShellError("an llm fork of a run that had no model needs --model")
+    base = parent or LlmConfig(model=model or "")
+    changes = {
+        key: value
+        for key, value in (("model", model), ("base_url", base_url), ("temperature", temperature))
+        if value is not None
+    }
+    return base.model_copy(update=changes)

@@ -1,0 +1,59 @@
+"""A fork's state: its parent's state at the fork point, with the fork's own start.
+
+A fork (`labrxiv fork`) is a run whose `run.started` names a parent run and the last of
+its events the fork inherits (`ForkPoint`). Its stream holds only its own events; its
+state begins as the parent's after that event (attempts, papers, the conversation, the
+model calls and spend, the phase), so no model or tool call is made again, and then
+takes the fork's settings (policy, model, budget) from its `run.started`.
+"""
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from events import Event
+from events.payloads import RunStarted
+from runstate.fold import fold_from, start
+from runstate.state import RunState
+
+Load = Callable[[str, int], list[Event]]
+"""A stream's events from version 0 up to and including a version."""
+
+
+def begin(first: Event, load: Load) -> RunState:
+    """The state of a run whose first event is `first`: `start` for a run, its parent's
+    state at the fork point rebased onto `first` for a fork (a fork of a fork too)."""
+    payload = first.payload
+    point = payload.forked_from if isinstance(payload, RunStarted) else None
+    if point is None:
+        return start(first)
+    inherited = load(point.run, point.version)
+    if len(inherited) != point.version + 1:
+        raise ValueError(
+            f"{first.stream} forks {point.run} at version {point.version}, "
+            f"but the log holds {len(inherited)} events of it"
+        )
+    parent = fold_from(begin(inherited[0], load), inherited[1:])
+    return rebase(parent, first)
+
+
+def rebase(parent: RunState, started: Event) -> RunState:
+    """The fork whose `run.started` is `started`, from its parent's state at the fork
+    point. The elapsed time goes on from the parent's (a wall-time budget counts the
+    whole trajectory, as the other budgets do); the last payload is the fork's start,
+    so a policy begins a new decision with the fork's settings instead of finishing
+    the parent's pending one (an `llm` parent's next call, written ahead for its model)."""
+    if not isinstance(started.payload, RunStarted):
+        raise ValueError(f"{started.stream} does not begin with run.started")
+    elapsed = parent.last_at - parent.started_at
+    return replace(
+        parent,
+        stream=started.stream,
+        version=started.version,
+        started=started.payload,
+        started_at=started.occurred_at - elapsed,
+        last_at=started.occurred_at,
+        campaign=started.correlation_id,
+        last=started.payload,
+        last_id=started.id,
+        finished=None,
+    )

@@ -1,0 +1,120 @@
+"""`labrxiv fork RUN --at K` on an offline run: the fork goes on from the parent's step K
+with its own settings, in a workspace rebuilt from the log as it was at K (no tool run
+again); the runs read model and replay show where it branched; what cannot be forked
+is one line."""
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_support import Cli
+
+from events import Event, EventStore
+from events.ids import new_id, utcnow
+from events.payloads import ForkPoint, ToolReturned
+from labrxiv.settings import load_settings
+from labrxiv.wiring import open_embedded
+from projections.runs import runs_of
+from runstate.trajectory import steps
+from workers.lab.campaign import CampaignPlan, start_campaign
+from workers.lab.fork import ForkError, restore
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def parent(workdir: Path) -> tuple[str, Path]:
+    data = workdir / "data"
+    system = open_embedded(load_settings(data_dir=data), threads=1)
+    try:
+        plan = CampaignPlan(
+            task="continual-digits", labs=1, papers=1, mode="isolated", seed=2, attempts=4
+        )
+        _, (run,) = start_campaign(system.bus, plan)
+        system.settle()
+    finally:
+        system.close()
+    return run, data
+
+
+def _store(data: Path) -> EventStore:
+    return EventStore.from_url(load_settings(data_dir=data).store_url, create=False)
+
+
+def test_a_fork_goes_on_from_step_k_with_its_own_settings(
+    parent: tuple[str, Path], cli: Cli
+) -> None:
+    run, data = parent
+    said = cli(
+        "fork", run[4:12], "--at", "4", "--seed", "9", "--attempts", "6", LABRXIV_DATA_DIR=str(data)
+    )
+    assert said.code == 0, said.out
+    store = _store(data)
+    (fork,) = [r.stream for r in store.read_records(types=["run.started"]) if r.stream != run]
+    own = store.read_stream(fork)
+    point = own[0].payload.forked_from
+    assert point is not None and point.run == run and point.step == 4
+    assert own[0].payload.seed == 9 and own[0].payload.budget.attempts == 6
+    assert own[-1].type == "run.finished" and own[-1].payload.reason == "done"
+    attempts = [e.payload.attempt for e in own if e.type == "experiment.scored"]
+    assert attempts == [3, 4, 5, 6], "two inherited attempts, four of its own"
+    parent_events = store.read_stream(run)
+    theirs = [s for s, _ in steps(parent_events)][:5]
+    load = lambda s, v: store.read_stream(s, limit=v + 1)  # noqa: E731
+    mine = [s for s, _ in steps(own, load)]
+    assert mine[:5] == theirs and mine[5].stream == fork
+    with store.engine.connect() as conn:
+        (view,) = runs_of(conn, streams=[fork])
+    assert view.forked_from == run and view.fork_step == 4
+    replayed = cli("replay", fork, "--json", LABRXIV_DATA_DIR=str(data))
+    shown = json.loads(replayed.stdout)
+    assert [s["stream"] for s in shown["steps"][:5]] == [run] * 5
+    assert len(shown["state"]["attempts"]) == 6
+
+
+def test_the_workspace_is_rebuilt_as_it_was_at_the_fork_point(
+    parent: tuple[str, Path], tmp_path: Path
+) -> None:
+    run, data = parent
+    store = _store(data)
+    events = store.read_stream(run)
+    written = [e for e in events if e.type == "tool.invoked" and e.payload.tool == "write_file"]
+    for k, expected in ((1, written[0]), (3, written[1])):
+        step = [s for s, _ in steps(events)][k]
+        root = tmp_path / f"at-{k}"
+        root.mkdir()
+        restore(store, root, ForkPoint(run=run, step=k, version=step.last_version))
+        assert (root / "config.json").read_text() == expected.payload.args["content"]
+
+
+def test_what_cannot_be_forked_is_one_line(parent: tuple[str, Path], cli: Cli) -> None:
+    run, data = parent
+    for args, words in [
+        (("fork", "run-nope", "--at", "1"), "no run"),
+        (("fork", run, "--at", "999"), "has no step 999"),
+        (("fork", run, "--at", "2", "--policy", "nope"), "not nope"),
+    ]:
+        said = cli(*args, LABRXIV_DATA_DIR=str(data))
+        assert said.code != 0 and words in said.text, said.out
+        assert "Traceback" not in said.out
+    finished_at = len([s for s in steps(_store(data).read_stream(run))]) - 1
+    said = cli("fork", run, "--at", str(finished_at), LABRXIV_DATA_DIR=str(data))
+    assert said.code == 1 and "had finished" in said.text
+
+
+def test_a_log_entry_leaving_the_workspace_is_refused(tmp_path: Path) -> None:
+    store = EventStore.from_url(f"sqlite:///{tmp_path / 'log.db'}")
+    bad = ToolReturned(
+        call_id="c1",
+        tool="bash",
+        exit_code=0,
+        duration_s=0.1,
+        files_deleted=["../outside.txt"],
+    )
+    store.append([Event(id=new_id(), stream="run-x", version=0, occurred_at=utcnow(), payload=bad)])
+    (tmp_path / "outside.txt").write_text("kept")
+    root = tmp_path / "ws"
+    root.mkdir()
+    with pytest.raises(ForkError, match="not a path inside"):
+        restore(store, root, ForkPoint(run="run-x", step=0, version=0))
+    assert (tmp_path / "outside.txt").read_text() == "kept"
