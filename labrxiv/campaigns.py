@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.live import Live
 from rich.table import Table
 
@@ -126,7 +126,7 @@ def watch_campaign(
     last_reap = started
     title = title or f"campaign {campaign} ({plan.mode})"
     views: list[RunView] = []
-    with Live(console=console, refresh_per_second=4, transient=False) as live:
+    with live_display(console) as live:
         while True:
             try:
                 # The end is looked for before the catch-up, and then the catch-up goes to
@@ -185,7 +185,7 @@ def progress_table(runs: list[RunView], plan: CampaignPlan, title: str) -> Table
     """Labs of a campaign: steps, scored attempts, papers, best score, time, status."""
     table = Table(title=title)
     for name in ("lab", "steps", "attempts", "papers", "best score", "time", "status"):
-        table.add_column(name)
+        table.add_column(name, overflow="fold")  # a narrow terminal folds cells, never "…"
     for run in runs:
         status = "running" if not run.finished else f"finished ({run.finish_reason})"
         table.add_row(
@@ -198,3 +198,32 @@ def progress_table(runs: list[RunView], plan: CampaignPlan, title: str) -> Table
             status,
         )
     return table
+
+
+class FinalTable:
+    """Where the console is not a terminal (a pipe, a file), what stands for rich's `Live`:
+    it keeps the last table and prints it once, at the end, as any print (issue 13: `Live`
+    printed it at its stop without ending the line, and the bottom border ran into the
+    next line)."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.renderable: RenderableType | None = None
+
+    def __enter__(self) -> "FinalTable":
+        return self
+
+    def update(self, renderable: RenderableType) -> None:
+        """Keep `renderable`, the table to print at the end."""
+        self.renderable = renderable
+
+    def __exit__(self, *exc: object) -> None:
+        if self.renderable is not None:
+            self.console.print(self.renderable)
+
+
+def live_display(console: Console) -> Live | FinalTable:
+    """A table redrawn in place in a terminal; elsewhere the last table, printed once."""
+    if console.is_terminal and not console.is_dumb_terminal:
+        return Live(console=console, refresh_per_second=4, transient=False)
+    return FinalTable(console)

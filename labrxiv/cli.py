@@ -7,7 +7,6 @@ from dataclasses import asdict
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from labrxiv.cli_campaign import campaign, reap_command
@@ -20,6 +19,7 @@ from labrxiv.cli_read import curves, ledger, papers_app
 from labrxiv.cli_replay import replay
 from labrxiv.cli_resume import resume
 from labrxiv.cli_tasks import tasks_app
+from labrxiv.console import make_console
 from labrxiv.settings import Settings
 
 # ShellGroup: an error a person can fix (no log, an unknown id, a server away) is one
@@ -41,7 +41,7 @@ app.command()(curves)
 app.command()(replay)
 app.command()(fork)
 app.command()(resume)
-console = Console()
+console = make_console()
 DEFAULT_REPORT = Path("report")
 
 

@@ -11,11 +11,11 @@ from typing import Literal
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 from rich.markup import escape
 
 from events.payloads import Budget, LlmConfig
 from labrxiv.campaigns import CampaignOutcome, run_campaign
+from labrxiv.console import make_console
 from labrxiv.interrupt import EXIT_INTERRUPTED, say_stopped, stop_embedded
 from labrxiv.report import count_endings, every_run_errored, print_endings
 from labrxiv.settings import Settings
@@ -29,7 +29,7 @@ from workers.reactor import Reactor
 from workers.sandbox.base import SandboxUnavailable
 from workers.sandbox.jail import check_available
 
-console = Console()
+console = make_console()
 
 
 def campaign(

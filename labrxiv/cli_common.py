@@ -1,6 +1,5 @@
 """What the read commands share: settings, the log they read (never a new one), JSON."""
 
-import logging
 from typing import Any
 
 import orjson
@@ -8,6 +7,7 @@ import typer
 
 from events import EventStore
 from labrxiv.cli_errors import err, say_error
+from labrxiv.console import configure_logging
 from labrxiv.reading import find_log, open_log
 from labrxiv.settings import Settings, SettingsError, load_settings
 from projections.catalogue import all_projectors
@@ -23,9 +23,9 @@ def settings_or_exit() -> Settings:
     except SettingsError as exc:
         say_error(str(exc))
         raise typer.Exit(2) from None
-    logging.basicConfig(
-        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    # Library INFO lines (httpx's per request) stay off the console unless DEBUG, and log
+    # lines go through the stderr console, above a live table (issue 13).
+    configure_logging(settings.log_level)
     return settings
 
 

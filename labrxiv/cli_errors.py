@@ -10,15 +10,15 @@ bug and keeps its traceback.
 import errno
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from typer.core import TyperGroup
 
+from labrxiv.console import make_console
 from labrxiv.errors import ShellError
 
-err = Console(stderr=True, soft_wrap=True)
-"""Where errors and notes go: stdout stays a table or JSON, whole."""
+err = make_console(stderr=True, soft_wrap=True)
+"""Where errors, notes and log lines go: stdout stays a table or JSON, whole."""
 
 CANNOT_WRITE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOTDIR, errno.EEXIST, errno.ENOSPC}
 

@@ -9,7 +9,6 @@ from collections import deque
 from dataclasses import asdict
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from events import EventStore
@@ -17,12 +16,13 @@ from events.payloads import BY_TYPE
 from events.recorded import Recorded
 from labrxiv.cli_common import JSON_HELP, emit_json, read_store
 from labrxiv.cli_errors import say_error
+from labrxiv.console import make_console
 from labrxiv.errors import NotFound
 from labrxiv.lookup import find_event, is_event_ref, resolve_campaign
 from labrxiv.views import events_table
 
 events_app = typer.Typer(help="Read the event log.", no_args_is_help=True)
-console = Console()
+console = make_console()
 
 
 @events_app.command("tail")

@@ -4,17 +4,17 @@ runs to one run, with the ids each table prints accepted by the next command."""
 from dataclasses import asdict
 
 import typer
-from rich.console import Console
 
 from labrxiv.campaign_index import campaign_index, campaign_modes
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
+from labrxiv.console import make_console
 from labrxiv.errors import NotFound
 from labrxiv.lookup import resolve_campaign, resolve_run
 from labrxiv.run_detail import run_detail
 from labrxiv.views import campaigns_table, run_view, runs_table
 from projections.runs import runs_of
 
-console = Console()
+console = make_console()
 runs_app = typer.Typer(
     help="The runs read model: every run (`--campaign` narrows), or one (`show RUN`).",
     invoke_without_command=True,

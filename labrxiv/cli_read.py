@@ -9,12 +9,12 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from labrxiv.campaign_index import campaign_modes
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner, settings_or_exit
 from labrxiv.cli_errors import err
+from labrxiv.console import make_console
 from labrxiv.errors import NotFound
 from labrxiv.ledger_view import ledger_by_lab
 from labrxiv.lookup import resolve_campaign, resolve_paper
@@ -30,7 +30,7 @@ from workers.lab.archive_log import LogArchive
 papers_app = typer.Typer(
     help="The paper archive (AgentRxiv): list, show, search, top.", no_args_is_help=True
 )
-console = Console()
+console = make_console()
 
 
 class RollUpBy(enum.StrEnum):

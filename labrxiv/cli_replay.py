@@ -6,18 +6,19 @@ from dataclasses import asdict
 from typing import Any
 
 import typer
-from rich.console import Console, Group
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
 from events import Event
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
+from labrxiv.console import make_console
 from labrxiv.errors import NotFound
 from labrxiv.lookup import resolve_run
 from runstate import RunState
 from runstate.trajectory import Step, state_at
 
-console = Console()
+console = make_console()
 
 
 def replay(

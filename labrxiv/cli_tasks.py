@@ -4,18 +4,18 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
 
+from labrxiv.console import make_console
 from workers.errors import BundleError
 from workers.gym.bundle import Bundle, load_bundle, validate_bundle
 from workers.gym.registry import bundle_dirs, find_bundle
 from workers.lab.policies import policy_names
 
 tasks_app = typer.Typer(help="Research task bundles: list, show, validate.", no_args_is_help=True)
-console = Console()
+console = make_console()
 
 GymPath = Annotated[
     list[Path] | None,

@@ -31,7 +31,8 @@ class Settings(BaseSettings):
     gym_path: list[Path] = Field(default_factory=list)
     """Extra folders of task bundles, as a JSON list (e.g. '["/data/tasks"]')."""
     log_level: str = "INFO"
-    """Python logging level name."""
+    """Level of labrxiv's own log lines (a logging level name); other libraries log
+    warnings only, unless DEBUG (`labrxiv.console.configure_logging`)."""
     openai_api_key: SecretStr | None = Field(
         default=None, validation_alias=AliasChoices("OPENAI_API_KEY")
     )

@@ -37,7 +37,8 @@ def runs_table(
         "first",
         "last",
     ):
-        table.add_column(name, no_wrap=name in ("run", "campaign", "status"))
+        # Fold, never "…": in a narrow terminal an id is still whole, over two lines.
+        table.add_column(name, overflow="fold")
     for run in runs:
         table.add_row(
             run.stream,
@@ -62,7 +63,7 @@ def campaigns_table(campaigns: Sequence[CampaignInfo]) -> Table:
     """Campaigns, the first started first: what ran, how, and how well."""
     table = Table(title=f"campaigns ({len(campaigns)})")
     for name in ("campaign", "task", "mode", "policy", "labs", "status", "best", "started"):
-        table.add_column(name, no_wrap=True)
+        table.add_column(name, overflow="fold")
     for c in campaigns:
         status = c.status + (f" ({c.finish_reason})" if c.finish_reason else "")
         table.add_row(

@@ -134,7 +134,8 @@ class CurvesProjector(Projector):
             return
         born = born_streams(events)
         runs = _take_stored_runs(conn, sorted({e.stream for e in relevant} - born))
-        indexes = _paper_counts(conn, {e.correlation_id for e in relevant if _is_paper(e)})
+        campaigns = {e.correlation_id for e in relevant if e.type == "paper.submitted"}
+        indexes = _paper_counts(conn, campaigns)
         points: list[dict[str, Any]] = []
         papers: list[dict[str, Any]] = []
         for event in relevant:
@@ -165,11 +166,12 @@ def _take_stored_runs(conn: Connection, streams: list[str]) -> dict[str, dict[st
     if not streams:
         return {}
     query = delete(CURVE_RUNS).where(CURVE_RUNS.c.run.in_(streams)).returning(*CURVE_RUNS.c)
-    return {row["run"]: dict(row) for row in conn.execute(query).mappings()}
-
-
-def _is_paper(event: Recorded) -> bool:
-    return event.type == "paper.submitted"
+    runs = {}
+    for row in conn.execute(query).mappings():
+        run = runs[row["run"]] = dict(row)
+        # Aware once a run, not once a point (SQLite reads it back naive).
+        run["started_at"] = run["started_at"] and as_utc(run["started_at"])
+    return runs
 
 
 def _paper_counts(conn: Connection, campaigns: set[str | None]) -> dict[str | None, int]:
@@ -217,7 +219,7 @@ def _spend(run: dict[str, Any], event: Recorded) -> None:
 
 
 def _elapsed(run: dict[str, Any], event: Recorded) -> float:
-    return (event.occurred_at - as_utc(run["started_at"])).total_seconds()
+    return (event.occurred_at - run["started_at"]).total_seconds()
 
 
 def _score(run: dict[str, Any], event: Recorded) -> dict[str, Any]:

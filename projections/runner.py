@@ -1,10 +1,8 @@
 """Runs projectors over the log: catch up, follow, rebuild from position 0."""
 
 import logging
-import queue
-import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import dataclass
 
@@ -23,14 +21,17 @@ from projections.checkpoints import (
     read_checkpoint,
     read_checkpoints,
 )
+from projections.pages import PAGES_AHEAD, batches, prefetched_pages
 from projections.projector import Projector
 
 log = logging.getLogger(__name__)
 
-PAGES_AHEAD = 3
-"""Pages the reader thread may have read before they are applied. With one, the reader
-sat idle while the projectors waited on the database for their writes, and those
-waits were lost time (bench/rebuild.py)."""
+BATCH_PAGES = PAGES_AHEAD
+"""Pages of the log applied in one transaction. A transaction is ~15 round trips to the
+database whatever its size (claim, each projector's stored rows and writes, checkpoint,
+commit), and on a busy 2-core machine each waits for a core: in A/B runs of the
+every-projector rebuild, one page a transaction made 0.36-0.48 of the raw read and
+four made 0.50-0.72, with ~5% less CPU per event (docs/benchmarks.md)."""
 
 
 @dataclass(frozen=True)
@@ -50,10 +51,19 @@ class Lag:
 class ProjectionRunner:
     """Applies the log to a set of projectors, each at its own checkpoint."""
 
-    def __init__(self, store: EventStore, projectors: Sequence[Projector], page: int = 5000):
+    def __init__(
+        self,
+        store: EventStore,
+        projectors: Sequence[Projector],
+        page: int = 5000,
+        batch_pages: int = BATCH_PAGES,
+    ):
         self.store = store
         self.projectors = list(projectors)
         self.page = page
+        """Events read from the log at a time."""
+        self.batch_pages = batch_pages
+        """Pages applied in one transaction (fewer when fewer are left to apply)."""
         self._schema_checked = False
 
     def create_schema(self) -> None:
@@ -120,9 +130,9 @@ class ProjectionRunner:
         # paused from the first page to the last, not page by page: between pages it
         # walked the pages the reader had read ahead (~10% of a rebuild's CPU), and the
         # fold makes no cyclic garbage (a rebuild's collections found none).
-        pages = _prefetched_pages(self.store, seen, self.page, limit)
+        pages = prefetched_pages(self.store, seen, self.page, limit)
         with gc_paused(), writer as conn, closing(pages):
-            for page in pages:
+            for page in batches(pages, self.page * self.batch_pages):
                 if limit is not None and applied >= limit:
                     break
                 page = page if limit is None else page[: limit - applied]
@@ -200,53 +210,3 @@ def _changed_tables(store: EventStore, projector: Projector) -> list[str]:
             if stored != set(table.c.keys()):
                 changed.append(table.name)
     return changed
-
-
-def _prefetched_pages(
-    store: EventStore, after: int, page: int, limit: int | None = None, ahead: int = PAGES_AHEAD
-) -> Iterator[list[Recorded]]:
-    """Pages of the log after `after` (about `limit` events, if given), read by a thread up
-    to `ahead` pages in advance."""
-    pages: queue.Queue[list[Recorded] | BaseException] = queue.Queue(maxsize=ahead)
-    stop = threading.Event()
-
-    def read() -> None:
-        position, left = after, limit
-        try:
-            while not stop.is_set():
-                batch = store.read_records(position, page) if left is None or left > 0 else []
-                if not _offer(pages, batch, stop) or not batch:
-                    return
-                position = batch[-1].position
-                left = None if left is None else left - len(batch)
-        except BaseException as error:  # raised where the pages are applied
-            _offer(pages, error, stop)
-
-    reader = threading.Thread(target=read, name="labrxiv-prefetch", daemon=True)
-    reader.start()
-    try:
-        while True:
-            batch = pages.get()
-            if isinstance(batch, BaseException):
-                raise batch
-            if not batch:
-                return
-            yield batch
-    finally:
-        stop.set()
-        reader.join()
-
-
-def _offer(
-    pages: "queue.Queue[list[Recorded] | BaseException]",
-    item: list[Recorded] | BaseException,
-    stop: threading.Event,
-) -> bool:
-    """Put `item` on `pages` once there is room; False if the reader was stopped first."""
-    while not stop.is_set():
-        try:
-            pages.put(item, timeout=0.05)
-            return True
-        except queue.Full:
-            continue
-    return False

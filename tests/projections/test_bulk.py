@@ -77,12 +77,14 @@ def test_rows_read_back_as_an_insert_writes_them(ledger_store: EventStore) -> No
     assert stored["bulk-2"]["exit_code"] == -9
 
 
-def test_a_number_too_large_for_its_column_is_refused_not_wrapped(pg_url: str) -> None:
+@pytest.mark.parametrize("tokens", [2**40, 2**31, -(2**31) - 1])
+def test_a_number_too_large_for_its_column_is_refused_not_wrapped(pg_url: str, tokens: int) -> None:
     """psycopg's binary COPY wrote 2**40 into an INTEGER column as 0; an INSERT refuses it."""
     store = EventStore.from_url(pg_url)
     ProjectionRunner(store, [LedgerProjector()]).create_schema()
     with pytest.raises(struct.error), store.engine.begin() as conn:
-        insert_rows(conn, LEDGER, [ledger_row("big", input_tokens=2**40)])
+        rows = [ledger_row("small", input_tokens=2**31 - 1), ledger_row("nulls")]
+        insert_rows(conn, LEDGER, [*rows, ledger_row("big", input_tokens=tokens)])
     with store.engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(LEDGER)).scalar() == 0
     store.engine.dispose()

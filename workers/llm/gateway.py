@@ -176,7 +176,9 @@ class Gateway:
             preview=scrub(reply.preview(), self._secrets)[:4000],
             response=ref,
         )
-        log.info(
+        # DEBUG: a line per call over a live campaign table was noise (issue 13); the call
+        # is in the log anyway, as model.called and model.responded.
+        log.debug(
             "model call %s (%s): answered in %.3fs, usage %s, cost %s",
             called.call_id,
             model,
