@@ -20,6 +20,10 @@ class ExperimentScored(Payload):
     """The task's primary score for this attempt."""
     normalized_score: float | None = None
     """`score / SOTA`, clipped as ResearchGym does; `None` when the task has no SOTA."""
+    baseline_normalized: float | None = None
+    """The task's baseline score for the primary subtask, normalized as `normalized_score`
+    is: what "below the baseline" means for this attempt. None in events written before
+    it was recorded."""
     grader: str = "grader"
     """Which trusted grader produced the scores."""
     grader_usage: dict[str, int] | None = None

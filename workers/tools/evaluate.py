@@ -34,6 +34,7 @@ def evaluate(env: ToolEnv) -> ToolResult:
         subtask_scores=result.scores,
         score=score,
         normalized_score=round(normalized(primary, score), 6),
+        baseline_normalized=round(normalized(primary, primary.baseline), 6),
         grader=f"{env.card.id}/{' '.join(env.card.grader.command)}",
         grader_usage=result.usage,
         grader_model=result.model if result.usage else None,

@@ -1,0 +1,148 @@
+"""Overconfidence: concluding while the evidence says otherwise (docs/analysis.md,
+"Overconfidence"; MAST FM-1.5, unaware of termination conditions, and FM-3.3, incorrect
+verification).
+
+- `weak_conclusion`: a paper, or a finish, while the best score is below the baseline
+  (or nothing was scored) and budget remains to do better;
+- `unmeasured_claim`: a number a paper reports without the attempt that measured it;
+- `misreported_claim`: a number a paper reports that the grader did not measure: its
+  attempt was never scored, or scored something else.
+"""
+
+from collections.abc import Iterator
+from uuid import UUID
+
+from analysis.detectors.base import Seen, detector
+from analysis.detectors.view import RunView, best, used
+from events.payloads import ExperimentScored, PaperSubmitted
+from runstate import RunState
+
+NEARLY_SPENT = 0.9
+"""A limit used this far leaves no budget worth the name."""
+
+ABSOLUTE_TOLERANCE = 0.005
+RELATIVE_TOLERANCE = 0.01
+"""A reported number matches a measured one within the larger of these (rounding to two
+or three decimals); a percentage of the measured fraction matches too."""
+
+
+@detector("weak_conclusion", "overconfidence")
+def weak_conclusion(run: RunView) -> Iterator[Seen]:
+    """Each paper or finish made below the baseline with budget left."""
+    baseline = run.baseline()
+    for call in run.calls:
+        if call.tool == "submit_paper":
+            papers = [e for e in call.caused if isinstance(e.payload, PaperSubmitted)]
+            if not papers:
+                continue  # refused as malformed: nothing was concluded
+            proof: UUID = papers[0].id
+        elif call.tool == "finish" and call.ok:
+            proof = call.invoked
+        else:
+            continue
+        top = best(call.state)
+        if top is not None and (baseline is None or top >= baseline):
+            continue
+        left = budget_left(call.state)
+        if left is None:
+            continue
+        if top is None:
+            measured = "no attempt was scored"
+            evidence: list[UUID | None] = [proof, run.started.id]
+        else:
+            measured = f"the best normalized score was {top:.3f}, below the baseline's {baseline}"
+            evidence = [proof, _best_attempt(run, call.state), run.started.id]
+        yield "medium", f"{_what(call.tool)} while {measured}, with {left} left", evidence
+
+
+@detector("unmeasured_claim", "overconfidence")
+def unmeasured_claim(run: RunView) -> Iterator[Seen]:
+    """Each paper number given without the attempt that measured it."""
+    for event in run.events:
+        if not isinstance(event.payload, PaperSubmitted):
+            continue
+        loose = [c for c in event.payload.claims if c.attempt is None]
+        if loose:
+            shown = ", ".join(f"{c.subtask}={c.value:g}" for c in loose[:5])
+            yield (
+                "medium",
+                f"paper {event.payload.paper_id} reports {shown} with no attempt",
+                [event.id],
+            )
+
+
+@detector("misreported_claim", "overconfidence")
+def misreported_claim(run: RunView) -> Iterator[Seen]:
+    """Each paper number whose attempt was not scored before the paper, or scored
+    something else (claims and the experiments table alike)."""
+    order = {event.id: index for index, event in enumerate(run.events)}
+    for index, event in enumerate(run.events):
+        paper = event.payload
+        if not isinstance(paper, PaperSubmitted):
+            continue
+        reported = [(c.attempt, c.subtask, c.value) for c in paper.claims if c.attempt]
+        for experiment in paper.experiments:
+            reported += [(experiment.attempt, k, v) for k, v in experiment.scores.items()]
+        for attempt, subtask, value in reported:
+            scored = run.scored_attempt(attempt)
+            if scored is None or order[scored.id] > index:
+                yield (
+                    "high",
+                    (
+                        f"paper {paper.paper_id} reports {subtask}={value:g} from attempt "
+                        f"{attempt}, which the grader never scored"
+                    ),
+                    [event.id],
+                )
+                continue
+            assert isinstance(scored.payload, ExperimentScored)
+            measured = scored.payload.subtask_scores.get(subtask)
+            if measured is None or not matches(value, measured):
+                said = "no such score" if measured is None else f"{measured:.4g}"
+                yield (
+                    "high",
+                    (
+                        f"paper {paper.paper_id} reports {subtask}={value:g} from attempt "
+                        f"{attempt}; the grader measured {said}"
+                    ),
+                    [event.id, scored.id],
+                )
+
+
+def matches(reported: float, measured: float) -> bool:
+    """Whether a reported number is the measured one, rounded, or as a percentage."""
+    for scale in (1.0, 100.0):
+        target = measured * scale
+        tolerance = max(ABSOLUTE_TOLERANCE * scale, RELATIVE_TOLERANCE * abs(target))
+        if abs(reported - target) <= tolerance:
+            return True
+    return False
+
+
+def budget_left(state: RunState) -> str | None:
+    """What budget the run still had, in words; None when a limit was (nearly) spent.
+
+    Attempts remain while fewer were made than allowed; any other limit must be less than
+    `NEARLY_SPENT` used."""
+    fractions = used(state)
+    limit = state.started.budget.attempts
+    if limit is not None and len(state.attempts) >= limit:
+        return None
+    if any(f >= NEARLY_SPENT for name, f in fractions.items() if name != "attempts"):
+        return None
+    if limit is None:
+        return "no attempts limit"
+    return f"{limit - len(state.attempts)} of {limit} attempts"
+
+
+def _best_attempt(run: RunView, state: RunState) -> UUID | None:
+    scored = [a for a in state.attempts if a.normalized is not None]
+    if not scored:
+        return None
+    top = max(scored, key=lambda a: a.normalized or 0.0)
+    event = run.scored_attempt(top.number)
+    return event.id if event else None
+
+
+def _what(tool: str) -> str:
+    return "submitted a paper" if tool == "submit_paper" else "finished the run"

@@ -1,0 +1,188 @@
+"""A run as the detectors read it: its tool calls paired and in order, what each caused,
+its scored attempts, and the run's state after each step (`runstate.trajectory.steps`,
+the fold the lab steps use), so "the best score at that moment" or "the attempts left
+then" mean what the lab itself saw."""
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from events import Event
+from events.payloads import (
+    ExperimentScored,
+    IntegrityViolation,
+    PaperSubmitted,
+    RunFinished,
+    RunStarted,
+    ToolInvoked,
+    ToolReturned,
+)
+from runstate import RunState
+from runstate.trajectory import steps
+
+CAUSED = (ExperimentScored, IntegrityViolation, PaperSubmitted)
+"""Payloads a tool call causes, recorded right after its `tool.returned`."""
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool call: what was asked, what came back, and what it caused."""
+
+    index: int
+    """Its place among the run's tool calls (0, 1, 2…)."""
+    step: int
+    tool: str
+    args: dict[str, Any]
+    invoked: UUID
+    """The id of its `tool.invoked`."""
+    returned: UUID | None
+    result: ToolReturned | None
+    """None when the run has no result for it (it ended mid-call)."""
+    caused: tuple[Event, ...]
+    state: RunState
+    """The run's state after the call's step."""
+
+    @property
+    def text(self) -> str:
+        """What the call runs or names, as text: a command, code, a path, else its args."""
+        for key in ("command", "code", "path"):
+            value = self.args.get(key)
+            if isinstance(value, str):
+                return value
+        return json.dumps(self.args, sort_keys=True)
+
+    @property
+    def ids(self) -> tuple[UUID, ...]:
+        """Its `tool.invoked` and, when there is one, its `tool.returned`."""
+        return (self.invoked,) if self.returned is None else (self.invoked, self.returned)
+
+    @property
+    def ok(self) -> bool:
+        return self.result is not None and self.result.exit_code == 0
+
+    @property
+    def written(self) -> dict[str, str | None]:
+        """Files the call wrote, path → sha256 (None: not hashed)."""
+        if self.result is None:
+            return {}
+        return {f.path: f.sha256 for f in self.result.files_written}
+
+    def scored(self) -> tuple[Event, ExperimentScored] | None:
+        """The `experiment.scored` the call caused (an evaluate that was graded)."""
+        for event in self.caused:
+            if isinstance(event.payload, ExperimentScored):
+                return event, event.payload
+        return None
+
+
+@dataclass(frozen=True)
+class RunView:
+    """A run's events, read once for every detector."""
+
+    events: Sequence[Event]
+    started: Event
+    calls: tuple[Call, ...]
+    scored: tuple[Event, ...]
+    """Its `experiment.scored` events, in order."""
+    finished: Event | None
+    final: RunState
+
+    @property
+    def start(self) -> RunStarted:
+        assert isinstance(self.started.payload, RunStarted)
+        return self.started.payload
+
+    @property
+    def end(self) -> RunFinished | None:
+        return self.finished.payload if self.finished else None  # type: ignore[return-value]
+
+    def baseline(self) -> float | None:
+        """The normalized baseline the grader recorded (the latest attempt's); None when
+        no attempt recorded one."""
+        for event in reversed(self.scored):
+            assert isinstance(event.payload, ExperimentScored)
+            if event.payload.baseline_normalized is not None:
+                return event.payload.baseline_normalized
+        return None
+
+    def scored_attempt(self, attempt: int) -> Event | None:
+        """The `experiment.scored` event of `attempt`, if it was graded."""
+        for event in self.scored:
+            assert isinstance(event.payload, ExperimentScored)
+            if event.payload.attempt == attempt:
+                return event
+        return None
+
+
+def best(state: RunState) -> float | None:
+    """The best normalized score of the attempts `state` holds; None before any."""
+    scores = [a.normalized for a in state.attempts if a.normalized is not None]
+    return max(scores) if scores else None
+
+
+def used(state: RunState) -> dict[str, float]:
+    """The fraction of each of the run's limits `state` has used, by limit name (only the
+    limits the run has)."""
+    budget = state.started.budget
+    elapsed = (state.last_at - state.started_at).total_seconds()
+    counts = {
+        "attempts": (len(state.attempts), budget.attempts),
+        "steps": (state.steps, budget.steps),
+        "tokens": (state.spend.tokens, budget.tokens),
+        "dollars": (state.spend.dollars, budget.dollars),
+        "wall_seconds": (elapsed, budget.wall_seconds),
+    }
+    return {name: n / limit for name, (n, limit) in counts.items() if limit}
+
+
+def read_run(events: Sequence[Event]) -> RunView:
+    """The run whose whole stream (so far) is `events`, in version order."""
+    if not events or not isinstance(events[0].payload, RunStarted):
+        raise ValueError("a run's stream begins with run.started")
+    by_id = {event.id: event for event in events}
+    parts: list[dict[str, Any]] = []
+    by_call: dict[str, dict[str, Any]] = {}
+    final: RunState | None = None
+    for step, state in steps(events):
+        final = state
+        last: dict[str, Any] | None = None
+        for event_id in step.events:
+            event = by_id.get(event_id)
+            if event is None:
+                continue  # an inherited step of a fork: its parent's events
+            payload = event.payload
+            if isinstance(payload, ToolInvoked):
+                last = {"invoked": event, "returned": None, "caused": [], "step": step.number}
+                last["state"] = state
+                parts.append(last)
+                by_call[payload.call_id] = last
+            elif isinstance(payload, ToolReturned) and payload.call_id in by_call:
+                last = by_call[payload.call_id]
+                last["returned"] = event
+            elif isinstance(payload, CAUSED) and last is not None:
+                last["caused"].append(event)
+            else:
+                last = None
+    assert final is not None
+    calls = tuple(_call(index, part) for index, part in enumerate(parts))
+    scored = tuple(e for e in events if isinstance(e.payload, ExperimentScored))
+    finished = next((e for e in events if isinstance(e.payload, RunFinished)), None)
+    return RunView(events, events[0], calls, scored, finished, final)
+
+
+def _call(index: int, parts: dict[str, Any]) -> Call:
+    invoked: ToolInvoked = parts["invoked"].payload
+    returned: Event | None = parts["returned"]
+    return Call(
+        index=index,
+        step=parts["step"],
+        tool=invoked.tool,
+        args=dict(invoked.args),
+        invoked=parts["invoked"].id,
+        returned=returned.id if returned else None,
+        result=returned.payload if returned else None,  # type: ignore[arg-type]
+        caused=tuple(parts["caused"]),
+        state=parts["state"],
+    )
