@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from labrxiv.cli_analyze import analyze
 from labrxiv.cli_campaign import campaign, reap_command
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner, settings_or_exit
 from labrxiv.cli_errors import ShellGroup
@@ -36,6 +37,7 @@ app.command("reap")(reap_command)
 app.command()(campaigns)
 app.add_typer(runs_app, name="runs")
 app.add_typer(papers_app, name="papers")
+app.command()(analyze)
 app.command()(ledger)
 app.command()(curves)
 app.command()(replay)

@@ -1,0 +1,101 @@
+"""The analysis of a run or a campaign from the log: every run's behaviour and findings,
+and for a campaign its summed behaviour and the comparison across its runs.
+
+What `labrxiv analyze` prints and writes (`dataclasses.asdict(analysis)` is the JSON,
+docs/analysis.md "labrxiv analyze" describes it). A campaign is read in one pass over its
+events in log order (`EventStore.iter_records(correlation=…)`), so memory is bounded by
+its open runs and its per-run figures, never by its events.
+"""
+
+from dataclasses import dataclass
+from typing import Literal
+
+from analysis.across import Across, across, row
+from analysis.behaviour import behaviour
+from analysis.campaign import CampaignBehaviour, CampaignTally
+from analysis.figures import Behaviour
+from analysis.findings_hook import MISSING, RunFindings, available, run_findings
+from analysis.streaming import behaviours
+from events import EventStore
+
+SCHEMA = 1
+NOT_ASKED = "findings were not asked for (--no-findings)"
+"""The version of the analysis' JSON shape; raised when a field changes meaning."""
+
+
+@dataclass(frozen=True)
+class RunAnalysis:
+    """One run: its behaviour figures and what the failure-mode detectors found."""
+
+    behaviour: Behaviour
+    findings: RunFindings | None
+    """None while the detectors are not installed (`Analysis.findings_note`)."""
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """The analysis of a run or of a campaign."""
+
+    schema: int
+    kind: Literal["run", "campaign"]
+    target: str
+    """The run stream, or the campaign id."""
+    runs: tuple[RunAnalysis, ...]
+    campaign: CampaignBehaviour | None
+    """The runs' behaviour summed (campaigns only)."""
+    across: Across | None
+    """The comparison table and correlations (campaigns only)."""
+    findings_note: str | None
+    """Why no run has findings, when none has."""
+
+
+def analyze_run(store: EventStore, stream: str, findings: bool = True) -> Analysis:
+    """The analysis of one run (`stream` must have events); `findings=False` leaves the
+    detectors out."""
+    figures = behaviour(store.iter_records(stream=stream))
+    return Analysis(
+        schema=SCHEMA,
+        kind="run",
+        target=stream,
+        runs=(_with_findings(store, figures, findings),),
+        campaign=None,
+        across=None,
+        findings_note=_note(findings),
+    )
+
+
+def analyze_campaign(
+    store: EventStore, campaign: str, resamples: int = 2000, seed: int = 0, findings: bool = True
+) -> Analysis:
+    """The analysis of a campaign's runs, from one pass over the campaign's events (and,
+    for the detectors, one read of each run as typed events)."""
+    runs: list[RunAnalysis] = []
+    summed = CampaignTally()
+    for figures in behaviours(store.iter_records(correlation=campaign)):
+        summed.add(figures)
+        runs.append(_with_findings(store, figures, findings))
+    runs.sort(key=lambda r: r.behaviour.run)
+    compared = across([row(r.behaviour) for r in runs], resamples=resamples, seed=seed)
+    return Analysis(
+        schema=SCHEMA,
+        kind="campaign",
+        target=campaign,
+        runs=tuple(runs),
+        campaign=summed.result(),
+        across=compared,
+        findings_note=_note(findings),
+    )
+
+
+def _with_findings(store: EventStore, figures: Behaviour, findings: bool) -> RunAnalysis:
+    # Detectors read typed events (analysis.finding.Detector): the run is read again and
+    # validated, which costs more than all the behaviour figures (docs/benchmarks.md).
+    wanted = findings and available()
+    found = run_findings(store.read_stream(figures.run)) if wanted else None
+    return RunAnalysis(behaviour=figures, findings=found)
+
+
+def _note(findings: bool) -> str | None:
+    if not findings:
+        return NOT_ASKED
+    return None if available() else MISSING
