@@ -131,12 +131,19 @@ def _invoked(state: RunState, payload: ToolInvoked) -> dict[str, Any]:
 
 
 def _returned(state: RunState, payload: ToolReturned) -> dict[str, Any]:
-    """A tool's result joins the latest answer's group (the tools that answer called)."""
+    """A tool's result joins the latest answer's group (the tools that answer called).
+
+    An `evaluate` that was refused before it ran is no attempt: the one its invocation
+    opened is dropped (it used to count against the budget and shift the numbering)."""
+    changes: dict[str, Any] = {}
+    if payload.tool == "evaluate" and not payload.ran and state.attempts:
+        if state.attempts[-1].scores is None:
+            changes["attempts"] = state.attempts.delete(len(state.attempts) - 1)
     if not state.exchanges or state.exchanges[-1].answer is None:
-        return {}
+        return changes
     group = state.exchanges[-1]
     grown = replace(group, results=(*group.results, payload))
-    return {"exchanges": state.exchanges.set(len(state.exchanges) - 1, grown)}
+    return changes | {"exchanges": state.exchanges.set(len(state.exchanges) - 1, grown)}
 
 
 def _scored(state: RunState, payload: ExperimentScored) -> dict[str, Any]:

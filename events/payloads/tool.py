@@ -69,5 +69,9 @@ class ToolReturned(Payload):
     """Workspace paths that were there before the call and are gone after it, sorted."""
     files_unlisted: int = Field(default=0, ge=0)
     """Changed paths beyond the cap of listed ones (200 a call), counted, not listed."""
+    ran: bool = True
+    """False when no tool ran: the call was refused before it started (a tool the phase
+    does not offer, an unknown tool, arguments that are not JSON). Such an `evaluate`
+    is no attempt."""
     limit: Literal["time", "cpu", "memory", "output", "file_size", "disk"] | None = None
     """The sandbox limit that stopped the tool's process, if one did."""

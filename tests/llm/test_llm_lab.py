@@ -119,6 +119,7 @@ def test_an_llm_lab_goes_through_its_phases_and_publishes_a_paper(
     assert last_request["tools"] and {t["function"]["name"] for t in last_request["tools"]} == {
         "read_file",
         "submit_paper",
+        "finish",
     }
 
 
@@ -259,3 +260,32 @@ def test_a_model_without_function_calling_works_through_the_text_protocol(
         m["role"] == "user" and m["content"].startswith("Result of evaluate")
         for m in requests[-1]["messages"]
     )
+
+
+def test_a_lab_may_finish_early_and_a_refused_evaluate_is_no_attempt(
+    system: Embedded, server: FakeServer
+) -> None:
+    """`finish` ends an llm run before its papers (the impatience detector's case; the
+    model could not call it before); an `evaluate` the phase does not offer is refused
+    and costs no attempt: the next real one is attempt 1 and the budget of 1 allows it."""
+    u = usage(100, 20)
+    server.queue(
+        completion(tool_calls=[("evaluate", "{}")], usage=u),  # in the plan phase
+        completion(tool_calls=[("next_phase", "{}")], usage=u),
+        completion(
+            tool_calls=[
+                ("write_file", json.dumps({"path": "config.json", "content": GOOD_CONFIG}))
+            ],
+            usage=u,
+        ),
+        completion(tool_calls=[("evaluate", "{}")], usage=u),
+        completion(tool_calls=[("finish", '{"summary": "good enough"}')], usage=u),
+    )
+    (events,) = _run(system, _plan(attempts=1))
+    refused = [e for e in events if e.type == "tool.returned" and e.payload.tool == "evaluate"]
+    assert [r.payload.ran for r in refused] == [False, True]
+    scored = [e.payload.attempt for e in events if e.type == "experiment.scored"]
+    assert scored == [1]
+    assert events[-1].type == "run.finished" and events[-1].payload.reason == "done"
+    assert "good enough" in events[-1].payload.detail
+    assert not any(e.type == "paper.submitted" for e in events)

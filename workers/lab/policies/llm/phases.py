@@ -26,8 +26,9 @@ TOOLS_BY_PHASE: dict[Phase, tuple[str, ...]] = {
         "search_files",
         "evaluate",
         NEXT_PHASE,
+        "finish",
     ),
-    "writeup": ("read_file", "submit_paper"),
+    "writeup": ("read_file", "submit_paper", "finish"),
 }
 
 INSTRUCTIONS: dict[Phase, str] = {
@@ -43,14 +44,16 @@ INSTRUCTIONS: dict[Phase, str] = {
     "experiment": (
         "Phase: experiments. Change the workspace (config.json, the solution) and call "
         "evaluate to score an attempt with the task's grader; each evaluate is one "
-        "attempt of your budget. Call next_phase when you have a result worth reporting."
+        "attempt of your budget. Call next_phase when you have a result worth reporting, or "
+        "finish to end the run for good (the budget left is then given up)."
     ),
     "writeup": (
         "Phase: write-up. Submit a paper with submit_paper: a title, an abstract, a "
         "markdown body (method, a results table, discussion), the configuration you "
         "used as `method`, and `claims` listing every number you report as "
         "{subtask, metric, value, attempt} where attempt is the evaluate attempt that "
-        "measured it. Cite the archive ids you built on."
+        "measured it. Cite the archive ids you built on. The run ends once its papers are "
+        "in; finish ends it before that."
     ),
 }
 

@@ -228,6 +228,7 @@ def _told(call_id: str, tool: str, args: dict[str, object], message: str) -> lis
             exit_code=2,
             duration_s=0,
             preview=message[:4000],
+            ran=False,
         ),
     ]
 
