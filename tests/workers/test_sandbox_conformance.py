@@ -147,3 +147,11 @@ def test_environment_carries_no_secrets(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-should-never-leak")
     result = sandbox.exec(["sh", "-c", "env"])
     assert "sk-should-never-leak" not in result.stdout
+
+
+def test_python_in_a_shell_is_the_projects_interpreter(sandbox: LocalSandbox) -> None:
+    """`bash -c "python …"` runs the interpreter the python tool runs, with numpy: labs
+    run their solution from a shell (it found no python before)."""
+    result = sandbox.exec(["bash", "-c", "python -c 'import numpy, sys; print(sys.executable)'"])
+    assert result.exit_code == 0, result.stderr
+    assert Path(result.stdout.strip()).parent == Path(sandbox.python).parent

@@ -91,7 +91,15 @@ class LocalSandbox:
             proc = subprocess.Popen(
                 jail_argv(command, self.root, self.hidden, self.runtime, status_write, self.python),
                 cwd=self.root,
-                env=dict(_ENV, HOME=WORKSPACE_MOUNT, TMPDIR=f"{WORKSPACE_MOUNT}/.tmp"),
+                env=dict(
+                    _ENV,
+                    # `python` in a shell is the project's interpreter, as for the python
+                    # tool: a lab running `python solution.py` from bash found no python
+                    # (or the system's, without numpy).
+                    PATH=f"{Path(self.python).parent}:{_ENV['PATH']}",
+                    HOME=WORKSPACE_MOUNT,
+                    TMPDIR=f"{WORKSPACE_MOUNT}/.tmp",
+                ),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
