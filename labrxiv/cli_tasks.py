@@ -46,10 +46,10 @@ def _folders(gym_path: list[Path] | None) -> dict[str, Path]:
 def tasks_list(gym_path: GymPath = None) -> None:
     """Every task found: id, title, subtasks (primary first) and the policies it supports."""
     table = Table(title="tasks")
-    table.add_column("id", no_wrap=True)
+    table.add_column("id", overflow="fold")
     table.add_column("title", overflow="fold")
-    table.add_column("subtasks", no_wrap=True)
-    table.add_column("policies", no_wrap=True)
+    table.add_column("subtasks", overflow="fold")
+    table.add_column("policies", overflow="fold")
     for task_id, folder in _folders(gym_path).items():
         try:
             card = load_bundle(folder).card

@@ -106,7 +106,7 @@ def run_view(run: RunView, mode: str | None, detail: RunDetail) -> RenderableTyp
         attempts.add_row(str(a.attempt), f"{a.score:.4f}", _score(a.normalized_score))
     papers = Table(title="papers")
     for name in ("paper", "submitted"):
-        papers.add_column(name, no_wrap=True)
+        papers.add_column(name, overflow="fold")
     papers.add_column("title", overflow="fold")
     for p in detail.papers:
         papers.add_row(p.paper_id, f"{p.submitted_at:%Y-%m-%d %H:%M:%S}", escape(p.title))

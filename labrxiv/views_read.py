@@ -31,7 +31,7 @@ def papers_table(papers: Sequence[PaperSummary], title: str = "papers") -> Table
     """The archive listing: one line per paper, in submission order."""
     table = Table(title=title)
     for name in ("paper", "task", "campaign", "lab", "v", "submitted", "headline claim"):
-        table.add_column(name, no_wrap=True)
+        table.add_column(name, overflow="fold")
     table.add_column("title", overflow="fold")
     for p in papers:
         table.add_row(
@@ -51,7 +51,7 @@ def search_table(hits: Sequence[SearchHit], query: str) -> Table:
     """Search hits, best first, with their BM25 scores."""
     table = Table(title=f"papers matching {escape(query)!r}")
     for name in ("#", "score", "paper", "lab", "campaign", "headline claim"):
-        table.add_column(name, no_wrap=True)
+        table.add_column(name, overflow="fold")
     table.add_column("title", overflow="fold")
     for rank, hit in enumerate(hits, start=1):
         p = hit.paper
@@ -71,7 +71,7 @@ def top_table(ranked: Sequence[ClaimedPaper], task: str, verified: Sequence[bool
     """Papers ranked by a claimed value; `verified[i]`: whether the log verifies claim i."""
     table = Table(title=f"top papers on {escape(task)}")
     for name in ("#", "paper", "lab", "campaign", "subtask", "value", "verified"):
-        table.add_column(name, no_wrap=True)
+        table.add_column(name, overflow="fold")
     table.add_column("title", overflow="fold")
     for rank, (item, checked) in enumerate(zip(ranked, verified, strict=True), start=1):
         p = item.paper
@@ -152,9 +152,9 @@ def ledger_table(
     campaign of row i, shown first (a lab's name is only unique within its campaign)."""
     table = Table(title=f"ledger by {by}")
     if campaigns is not None:
-        table.add_column("campaign", no_wrap=True)
+        table.add_column("campaign", overflow="fold")
     for name in (by, "calls", "tool", "model", "grader model", "compute s"):
-        table.add_column(name, no_wrap=name == by)
+        table.add_column(name, overflow="fold")
     for name in ("input tok", "cached", "output", "reasoning", "tokens", "dollars", "unknown $"):
         table.add_column(name, justify="right")
     for index, t in enumerate(totals):
