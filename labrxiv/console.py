@@ -101,3 +101,13 @@ def configure_logging(level: str) -> None:
         logging.getLogger(name).setLevel(numeric)
     for name in CHATTY:
         logging.getLogger(name).setLevel(libraries)
+
+
+def hand_logging_to_celery() -> None:
+    """Undo `configure_logging` before a Celery worker starts: the worker sets up its own
+    logging at its `-l` level, and its task lines ("Task … succeeded in …") are what its
+    log is for; only the per-request libraries stay at WARNING (`CHATTY`)."""
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if isinstance(h, StderrHandler)]:
+        root.removeHandler(handler)
+    root.setLevel(logging.NOTSET)
