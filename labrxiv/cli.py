@@ -124,6 +124,9 @@ def worker(
     if settings.redis_url is None:
         console.print("[red]LABRXIV_REDIS_URL is not set: a worker needs Redis[/]")
         raise typer.Exit(2)
+    from labrxiv.console import hand_logging_to_celery
+
+    hand_logging_to_celery()
     # Celery names every worker celery@<host>: several on one host (or in containers
     # sharing a host name) then answer broadcasts under one name (issue 12).
     name = name or f"labrxiv-{os.getpid()}-{uuid.uuid4().hex[:6]}@%h"
