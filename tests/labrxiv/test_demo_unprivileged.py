@@ -27,14 +27,24 @@ SANDBOX_GROUP = "nogroup"
 
 
 def needed_folders() -> list[Path]:
-    """What the demo's interpreter reads: the venv, its base installation, the project."""
+    """What the demo's interpreter reads: the venv, its base installation, the project.
+
+    A folder others may not enter itself (a clone in a `mktemp -d` folder of mode 700,
+    as CI makes) is given as its entries: binding it back would bring its mode back."""
     folders = {Path(sys.prefix), Path(sys.base_prefix), Path(labrxiv.__file__).parent.parent}
     folders.add(Path(sysconfig.get_paths()["stdlib"]))
-    return sorted({folder.resolve() for folder in folders})
+    needed: set[Path] = set()
+    for folder in {folder.resolve() for folder in folders}:
+        if folder.stat().st_mode & stat.S_IXOTH:
+            needed.add(folder)
+        else:
+            needed.update(folder.iterdir())
+    # a folder inside another needed one is bound back with it
+    return sorted(p for p in needed if not any(q in p.parents for q in needed))
 
 
 def closed_ancestors(folder: Path) -> list[Path]:
-    """Ancestors of `folder` that others may not enter (no o+x)."""
+    """Ancestors of `folder` that others may not enter (no o+x), outermost first."""
     return [
         parent
         for parent in reversed(folder.parents)
@@ -54,12 +64,19 @@ def opening_script(scratch: Path) -> str:
     for index, (cover, inside) in enumerate(sorted(closed.items())):
         for number, folder in enumerate(inside):
             keep = scratch / f"keep-{index}-{number}"
-            lines += [f"mkdir -p {keep}", f"mount --bind {folder} {keep}"]
+            lines += [_make(keep, folder.is_dir()), f"mount --bind {folder} {keep}"]
         lines.append(f"mount -t tmpfs -o mode=755 tmpfs {cover}")
         for number, folder in enumerate(inside):
             keep = scratch / f"keep-{index}-{number}"
-            lines += [f"mkdir -p {folder}", f"mount --bind {keep} {folder}"]
+            lines += [_make(folder, folder.is_dir()), f"mount --bind {keep} {folder}"]
     return "\n".join(lines)
+
+
+def _make(path: Path, folder: bool) -> str:
+    """A shell line making a mount point for a folder or a file."""
+    if folder:
+        return f"mkdir -p {shlex.quote(str(path))}"
+    return f"mkdir -p {shlex.quote(str(path.parent))} && touch {shlex.quote(str(path))}"
 
 
 @pytest.fixture
