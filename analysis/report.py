@@ -7,6 +7,7 @@ events in log order (`EventStore.iter_records(correlation=…)`), so memory is b
 its open runs and its per-run figures, never by its events.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -53,11 +54,17 @@ def analyze_run(store: EventStore, stream: str, findings: bool = True) -> Analys
     """The analysis of one run (`stream` must have events); `findings=False` leaves the
     detectors out."""
     figures = behaviour(store.iter_records(stream=stream))
+    return run_analysis(_with_findings(store, figures, findings), findings)
+
+
+def run_analysis(run: RunAnalysis, findings: bool = True) -> Analysis:
+    """The analysis of one run from its figures and findings, however they were had (from
+    the log, or from the read models: `projections.analysis_models`)."""
     return Analysis(
         schema=SCHEMA,
         kind="run",
-        target=stream,
-        runs=(_with_findings(store, figures, findings),),
+        target=run.behaviour.run,
+        runs=(run,),
         campaign=None,
         across=None,
         findings_note=_note(findings),
@@ -69,11 +76,27 @@ def analyze_campaign(
 ) -> Analysis:
     """The analysis of a campaign's runs, from one pass over the campaign's events (and,
     for the detectors, one read of each run as typed events)."""
+    runs = (
+        _with_findings(store, figures, findings)
+        for figures in behaviours(store.iter_records(correlation=campaign))
+    )
+    return campaign_analysis(campaign, runs, resamples, seed, findings)
+
+
+def campaign_analysis(
+    campaign: str,
+    analysed: Iterable[RunAnalysis],
+    resamples: int = 2000,
+    seed: int = 0,
+    findings: bool = True,
+) -> Analysis:
+    """The analysis of a campaign from its runs' figures and findings, given in the order
+    `analysis.streaming.behaviours` gives them (the campaign's sums add in that order)."""
     runs: list[RunAnalysis] = []
     summed = CampaignTally()
-    for figures in behaviours(store.iter_records(correlation=campaign)):
-        summed.add(figures)
-        runs.append(_with_findings(store, figures, findings))
+    for run in analysed:
+        summed.add(run.behaviour)
+        runs.append(run)
     runs.sort(key=lambda r: r.behaviour.run)
     compared = across([row(r.behaviour) for r in runs], resamples=resamples, seed=seed)
     return Analysis(

@@ -1,5 +1,6 @@
 """`labrxiv analyze RUN|CAMPAIGN`: behaviour figures, findings and, for a campaign, the
-comparison of its runs, computed from the log (`analysis.report`), as tables or JSON."""
+comparison of its runs, computed from the log (`analysis.report`), as tables, JSON or a
+self-contained HTML page (`labrxiv.html_report`)."""
 
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
@@ -16,14 +17,17 @@ from analysis.campaign import CampaignBehaviour
 from analysis.correlation import Correlation, Estimate
 from analysis.figures import THIRDS, Behaviour, Cost
 from analysis.report import Analysis, RunAnalysis, analyze_campaign, analyze_run
-from events import EventStore
+from events import Event, EventStore
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
 from labrxiv.console import make_console
 from labrxiv.errors import CannotWrite, NotFound
+from labrxiv.html_report import page
 from labrxiv.lookup import campaign_ids, pick, resolve_run
+from projections.analysis_models import analysis_from_models
 
 console = make_console()
 OUT_FILE = "analysis.json"
+PAGE_FILE = "analysis.html"
 
 
 def analyze(
@@ -31,7 +35,12 @@ def analyze(
         ..., help="A run (run-<campaign>-<lab>) or a campaign id, or a prefix of either."
     ),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
-    out: Path | None = typer.Option(None, "--out", help=f"Also write {OUT_FILE} in this folder."),
+    out: Path | None = typer.Option(
+        None, "--out", help=f"Also write {OUT_FILE} and {PAGE_FILE} in this folder."
+    ),
+    html: Path | None = typer.Option(
+        None, "--html", help="Also write the analysis as one HTML page (opens offline)."
+    ),
     seed: int = typer.Option(0, help="Seed of the bootstrap intervals."),
     findings: bool = typer.Option(
         True, "--findings/--no-findings", help="Run the failure-mode detectors (the slow part)."
@@ -45,7 +54,12 @@ def analyze(
     store = runner.store
     with store.engine.connect() as conn:
         kind, name = _resolve(store, conn, target)
-    if kind == "run":
+        # The read models when they have applied the whole log (the same figures and
+        # findings, without validating the events again); else from the log.
+        kept = analysis_from_models(store, conn, kind, name, seed=seed, findings=findings)
+    if kept is not None:
+        result = kept
+    elif kind == "run":
         if store.last_record(name) is None:
             raise NotFound(f"run {name} has no event in the log")
         result = analyze_run(store, name, findings=findings)
@@ -54,14 +68,22 @@ def analyze(
         if not result.runs:
             raise NotFound(f"campaign {name} has no run in the log")
     document = asdict(result)
+    written: list[Path] = []
     if out is not None:
-        _write(out, document)
+        _write(out / OUT_FILE, orjson.dumps(document, option=JSON_OPTIONS, default=str))
+        written.append(out / OUT_FILE)
+    pages = [p for p in (html, out / PAGE_FILE if out is not None else None) if p is not None]
+    if pages:
+        shown = page(result, lambda stream, version: _events(store, stream, version)).encode()
+        for path in pages:
+            _write(path, shown)
+            written.append(path)
     if as_json:
         emit_json(document)
         return
     console.print(_shown(result))
-    if out is not None:
-        console.print(f"wrote {out / OUT_FILE}")
+    for path in written:
+        console.print(f"wrote {path}")
 
 
 def _resolve(store: EventStore, conn: Connection, text: str) -> tuple[str, str]:
@@ -81,13 +103,20 @@ def _resolve(store: EventStore, conn: Connection, text: str) -> tuple[str, str]:
         ) from None
 
 
-def _write(folder: Path, document: dict[str, object]) -> None:
-    option = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+JSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+
+
+def _write(path: Path, content: bytes) -> None:
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / OUT_FILE).write_bytes(orjson.dumps(document, option=option, default=str))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content)
     except OSError as exc:
-        raise CannotWrite(f"cannot write {folder / OUT_FILE}: {exc.strerror}") from None
+        raise CannotWrite(f"cannot write {path}: {exc.strerror}") from None
+
+
+def _events(store: EventStore, stream: str, version: int | None) -> list[Event]:
+    """A stream's events, or those up to `version` (a fork's parent, to the fork point)."""
+    return store.read_stream(stream, limit=None if version is None else version + 1)
 
 
 # -- tables ------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """The read models labrxiv ships, in the order they are applied."""
 
 from projections.archive import ArchiveProjector
+from projections.behaviour import BehaviourProjector
 from projections.curves import CurvesProjector
+from projections.findings import FindingsProjector
 from projections.ledger import LedgerProjector
 from projections.projector import Projector
 from projections.runs import RunsProjector
@@ -9,4 +11,11 @@ from projections.runs import RunsProjector
 
 def all_projectors() -> list[Projector]:
     """A fresh instance of every projector."""
-    return [RunsProjector(), ArchiveProjector(), LedgerProjector(), CurvesProjector()]
+    return [
+        RunsProjector(),
+        ArchiveProjector(),
+        LedgerProjector(),
+        CurvesProjector(),
+        BehaviourProjector(),
+        FindingsProjector(),
+    ]

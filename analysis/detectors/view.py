@@ -6,6 +6,7 @@ then" mean what the lab itself saw."""
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 from uuid import UUID
 
@@ -44,7 +45,7 @@ class Call:
     state: RunState
     """The run's state after the call's step."""
 
-    @property
+    @cached_property
     def text(self) -> str:
         """What the call runs or names, as text: a command, code, a path, else its args."""
         for key in ("command", "code", "path"):

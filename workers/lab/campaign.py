@@ -3,6 +3,7 @@
 import hashlib
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
 from events import Event
@@ -55,14 +56,9 @@ def start_campaign(
     `campaign`: the id to use (`deterministic_id`); a fresh random one by default."""
     campaign = campaign or uuid.uuid4().hex[:12]
     now = utcnow()
-    started = Event(
-        id=new_id(),
-        stream=f"campaign-{campaign}",
-        version=0,
-        occurred_at=now,
-        correlation_id=campaign,
-        actor="labrxiv",
-        payload=CampaignStarted(
+    started = campaign_started(
+        campaign,
+        CampaignStarted(
             task=plan.task,
             labs=plan.labs,
             mode=plan.mode,
@@ -70,38 +66,54 @@ def start_campaign(
             budget=plan.campaign_budget,
             deterministic=plan.deterministic,
         ),
+        now,
     )
-    runs = []
+    runs = [f"run-{campaign}-{index}" for index in range(plan.labs)]
     events = [started]
-    for index in range(plan.labs):
-        stream = f"run-{campaign}-{index}"
-        runs.append(stream)
-        events.append(
-            Event(
-                id=new_id(),
-                stream=stream,
-                version=0,
-                occurred_at=now,
-                causation_id=started.id,
-                correlation_id=campaign,
-                actor=f"lab-{index}",
-                payload=RunStarted(
-                    task=plan.task,
-                    lab=f"lab-{index}",
-                    policy=plan.policy,
-                    seed=plan.seed * 1000 + index,
-                    budget=Budget(
-                        attempts=plan.attempts,
-                        wall_seconds=plan.wall_seconds,
-                        tokens=plan.tokens,
-                        dollars=plan.dollars,
-                        steps=plan.steps,
-                    ),
-                    reads_archive=plan.mode == "archive",
-                    papers=plan.papers,
-                    llm=plan.llm if plan.policy == "llm" else None,
-                ),
-            )
+    for index, stream in enumerate(runs):
+        run = RunStarted(
+            task=plan.task,
+            lab=f"lab-{index}",
+            policy=plan.policy,
+            seed=plan.seed * 1000 + index,
+            budget=Budget(
+                attempts=plan.attempts,
+                wall_seconds=plan.wall_seconds,
+                tokens=plan.tokens,
+                dollars=plan.dollars,
+                steps=plan.steps,
+            ),
+            reads_archive=plan.mode == "archive",
+            papers=plan.papers,
+            llm=plan.llm if plan.policy == "llm" else None,
         )
+        events.append(run_started(stream, run, started, now))
     publish(bus, events)
     return campaign, runs
+
+
+def campaign_started(campaign: str, payload: CampaignStarted, at: datetime) -> Event:
+    """The first event of campaign `campaign`'s stream."""
+    return Event(
+        id=new_id(),
+        stream=f"campaign-{campaign}",
+        version=0,
+        occurred_at=at,
+        correlation_id=campaign,
+        actor="labrxiv",
+        payload=payload,
+    )
+
+
+def run_started(stream: str, payload: RunStarted, campaign: Event, at: datetime) -> Event:
+    """The first event of a run of the campaign whose start is `campaign`."""
+    return Event(
+        id=new_id(),
+        stream=stream,
+        version=0,
+        occurred_at=at,
+        causation_id=campaign.id,
+        correlation_id=campaign.correlation_id,
+        actor=payload.lab,
+        payload=payload,
+    )

@@ -12,12 +12,13 @@ import os
 import uuid
 from pathlib import Path, PurePosixPath
 
-from events import Event, EventStore
-from events.ids import new_id, utcnow
+from events import EventStore
+from events.ids import utcnow
 from events.payloads import Budget, CampaignStarted, ForkPoint, LlmConfig, RunStarted
 from runstate.trajectory import Step, steps
 from workers.bus.base import Bus, publish
 from workers.errors import WorkerError
+from workers.lab.campaign import campaign_started, run_started
 
 
 class ForkError(WorkerError):
@@ -62,16 +63,12 @@ def start_fork(
     campaign = uuid.uuid4().hex[:12]
     now = utcnow()
     chosen = policy or parent.policy
-    started = Event(
-        id=new_id(),
-        stream=f"campaign-{campaign}",
-        version=0,
-        occurred_at=now,
-        correlation_id=campaign,
-        actor="labrxiv",
-        payload=CampaignStarted(
+    started = campaign_started(
+        campaign,
+        CampaignStarted(
             task=parent.task, labs=1, mode="archive" if mode == "archive" else "isolated"
         ),
+        now,
     )
     stream = f"run-{campaign}-0"
     run = RunStarted(
@@ -85,16 +82,7 @@ def start_fork(
         llm=(llm or parent.llm) if chosen == "llm" else None,
         forked_from=point,
     )
-    first = Event(
-        id=new_id(),
-        stream=stream,
-        version=0,
-        occurred_at=now,
-        causation_id=started.id,
-        correlation_id=campaign,
-        actor=parent.lab,
-        payload=run,
-    )
+    first = run_started(stream, run, started, now)
     publish(bus, [started, first])
     return campaign, stream
 
