@@ -22,6 +22,8 @@ demo: $(BIN)/.installed
 	@echo "  $(BIN)/labrxiv papers top continual-digits"
 	@echo "  $(BIN)/labrxiv papers search herding ncm"
 	@echo "  $(BIN)/labrxiv events tail --type paper.submitted"
+	@echo "  $(BIN)/labrxiv replay RUN                     # a run step by step, from the log"
+	@echo "  $(BIN)/labrxiv analyze CAMPAIGN --html a.html # behaviour, findings, a page to open"
 
 test: $(BIN)/.installed
 	$(BIN)/ruff check .
