@@ -14,6 +14,7 @@ from labrxiv.cli_campaign import campaign, reap_command
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner, settings_or_exit
 from labrxiv.cli_errors import ShellGroup
 from labrxiv.cli_events import events_app
+from labrxiv.cli_exporter import exporter
 from labrxiv.cli_fork import fork
 from labrxiv.cli_nav import campaigns, runs_app
 from labrxiv.cli_read import curves, ledger, papers_app
@@ -43,6 +44,7 @@ app.command()(curves)
 app.command()(replay)
 app.command()(fork)
 app.command()(resume)
+app.command()(exporter)
 console = make_console()
 DEFAULT_REPORT = Path("report")
 
@@ -116,15 +118,28 @@ def worker(
         "-n",
         help="Node name, e.g. steps-1@%h (%h: the host). Default: labrxiv-<pid>-<random>@%h.",
     ),
+    metrics_port: int | None = typer.Option(
+        None, "--metrics-port", min=0, max=65535, help="Serve this worker's metrics on this port."
+    ),
+    metrics_addr: str = typer.Option("0.0.0.0", "--metrics-addr", help="Address for metrics."),
+    metrics_dir: Path | None = typer.Option(
+        None,
+        "--metrics-dir",
+        help="Folder the pool's processes count in (its *.db files removed at start). "
+        "Default: one of the worker's own under LABRXIV_DATA_DIR/metrics, removed at exit.",
+    ),
 ) -> None:
     """Run a Celery worker on Redis (needs LABRXIV_REDIS_URL)."""
-    from labrxiv.wiring import celery_worker_app
-
     settings = _settings()
     if settings.redis_url is None:
         console.print("[red]LABRXIV_REDIS_URL is not set: a worker needs Redis[/]")
         raise typer.Exit(2)
+    if metrics_port is not None:  # before the worker's modules import prometheus_client
+        from labrxiv.cli_exporter import serve_worker_metrics
+
+        serve_worker_metrics(metrics_port, metrics_addr, metrics_dir)
     from labrxiv.console import hand_logging_to_celery
+    from labrxiv.wiring import celery_worker_app
 
     hand_logging_to_celery()
     # Celery names every worker celery@<host>: several on one host (or in containers
@@ -166,12 +181,19 @@ def reactor(
         help="A run with no event for this long and no step being taken has lost its step "
         "(LABRXIV_STALL_SECONDS, 30).",
     ),
+    metrics_port: int | None = typer.Option(
+        None, "--metrics-port", min=0, max=65535, help="Serve the reaper's metrics on this port."
+    ),
 ) -> None:
     """Send what follows recorded events (runs' next steps, campaigns' ends) from the log,
     and send again the steps of runs that stalled (lost with Redis, or a killed worker)."""
     from labrxiv.reacting import open_reacting
 
     settings = _settings()
+    if metrics_port is not None:
+        from labrxiv.cli_exporter import serve_process_metrics
+
+        serve_process_metrics(metrics_port)
     if settings.embedded:
         console.print("[red]the reactor sends steps to workers: set LABRXIV_REDIS_URL[/]")
         raise typer.Exit(2)

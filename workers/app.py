@@ -29,6 +29,7 @@ Why these settings (see ../shared/REFERENCE.md, "Celery on Redis"):
 
 import inspect
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +39,7 @@ from workers.bus.redis_transport import Transport
 from workers.context import WorkerContext
 from workers.errors import RetryLater
 from workers.handlers import HANDLERS, argument_problem, dead_letter_task
+from workers.metrics import count_redelivery, count_retry, observe_task
 from workers.retry import DEFAULT, RETRY_LATER_LIMIT, is_transient
 
 log = logging.getLogger(__name__)
@@ -108,18 +110,25 @@ def _register(
         (`RetryLater`); counted apart from transient faults' retries, which say nothing
         of the message. Arguments that do not fit the handler are dead-lettered."""
         later = kwargs.get("later", 0)
+        started = time.perf_counter()
+        if (self.request.delivery_info or {}).get("redelivered"):
+            count_redelivery(name)
         try:
             ctx = context()
             problem = argument_problem(handler, args) or _keywords_problem(kwargs)
             if problem is not None:
                 where = f"{queue} queue: {name}"
                 dead_letter_task(ctx, where, f"wrong arguments: {problem}", list(args), kwargs)
+                observe_task(name, "dead_lettered", started)
                 return
             extra = {"final": later >= RETRY_LATER_LIMIT} if takes_final else {}
             handler(ctx, *args, **extra)
+            observe_task(name, "done", started)
         except RetryLater as exc:
             delay = DEFAULT.wait(later) if exc.delay_s is None else exc.delay_s
             log.info("%s: not yet (%s), retrying in %.1fs", name, exc, delay)
+            count_retry(name, "later")
+            observe_task(name, "retried", started)
             raise self.retry(exc=exc, countdown=delay, kwargs={"later": later + 1}) from exc
         except Exception as exc:
             if not is_transient(exc):
@@ -129,9 +138,12 @@ def _register(
                 problem = f"the handler raised {type(exc).__name__}: {exc}"
                 where = f"{queue} queue: {name}"
                 dead_letter_task(context(), where, problem, list(args), kwargs)
+                observe_task(name, "dead_lettered", started)
                 return
             delay = DEFAULT.wait(self.request.retries)
             log.warning("%s: database or broker away, retrying in %.1fs: %s", name, delay, exc)
+            count_retry(name, "transient")
+            observe_task(name, "retried", started)
             raise self.retry(exc=exc, countdown=delay, kwargs={"later": later}) from exc
 
 

@@ -19,6 +19,7 @@ from workers.bus.base import RECORD_TASK
 from workers.bus.dead_letters import DEAD_LETTER_TASK, RAW_LIMIT
 from workers.context import WorkerContext
 from workers.lab.step import LAB_STEP_TASK, lab_step
+from workers.metrics import count_dead_letter
 from workers.recorder import record_dead_letter, record_message
 
 log = logging.getLogger(__name__)
@@ -86,3 +87,4 @@ def dead_letter_task(
     log.warning("dead letter: %s: %s", where, problem)
     raw = json.dumps({"args": args, "kwargs": dict(kwargs)}, ensure_ascii=False, default=repr)
     ctx.store.dead_letter(f"{where}: {problem}", raw[:RAW_LIMIT])
+    count_dead_letter(problem)

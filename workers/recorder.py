@@ -35,6 +35,13 @@ from events.upgrade import upgrade
 from workers.bus.dead_letters import RAW_LIMIT, from_transit, visible
 from workers.context import WorkerContext
 from workers.errors import StreamBehind
+from workers.metrics import (
+    count_dead_letter,
+    count_recorded,
+    count_undeliverable,
+    observe_batch,
+    timed_append,
+)
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +94,7 @@ def _record(ctx: WorkerContext, message: str, final: bool) -> RecordOutcome:
         body = json.loads(message)
     if not isinstance(body, dict) or not isinstance(body.get("events"), list):
         return _reject(ctx, "message is not an object with an 'events' list", message)
+    observe_batch(len(body["events"]))
     try:
         blobs = _decode_blobs(body.get("blobs") or {})
     except ValueError as exc:
@@ -117,6 +125,7 @@ def _surrogate(exc: UnicodeEncodeError) -> str:
 def _reject(ctx: WorkerContext, reason: str, message: str) -> RecordOutcome:
     log.warning("dead letter: %s", reason)
     ctx.store.dead_letter(reason, message[:RAW_LIMIT])
+    count_dead_letter(reason)
     return RecordOutcome(appended=0, skipped=0, dead=1)
 
 
@@ -307,6 +316,7 @@ def _dead_event(ctx: WorkerContext, reason: str, item: Any) -> None:
         event_id=str(event_id)[:64] if event_id else None,
         stream=str(stream)[:200] if stream else None,
     )
+    count_dead_letter(reason)
 
 
 def _append(
@@ -317,9 +327,11 @@ def _append(
     if not events and not blobs:
         return 0, 0, []
     try:
-        result = ctx.store.append(events, blobs)
+        with timed_append():
+            result = ctx.store.append(events, blobs)
     except ConflictError:
         return _append_by_stream(ctx, events, blobs, final)
+    count_recorded(result.appended, result.skipped)
     _react(ctx, result.appended)
     return len(result.appended), result.skipped, []
 
@@ -336,7 +348,8 @@ def _append_by_stream(
     ctx.store.append([], blobs)
     for stream, stream_events in by_stream.items():
         try:
-            result = ctx.store.append(stream_events)
+            with timed_append():
+                result = ctx.store.append(stream_events)
         except ConflictError as exc:
             last = ctx.store.stream_version(stream)
             # `last + 1` too: the earlier part may have been recorded (by another
@@ -352,6 +365,7 @@ def _append_by_stream(
             continue
         appended += len(result.appended)
         skipped += result.skipped
+        count_recorded(result.appended, result.skipped)
         _react(ctx, result.appended)
     if behind:
         raise StreamBehind("; ".join(behind))
@@ -377,3 +391,4 @@ def record_dead_letter(ctx: WorkerContext, queue: str, reason: str, raw: str) ->
     if data is None:  # not sent by our consumer: keep the text as it came
         reason, data = f"{reason} (raw not base64, kept as sent)", raw.encode(errors="replace")
     ctx.store.dead_letter(f"{queue} queue: {reason}"[:RAW_LIMIT], visible(data[:RAW_LIMIT]))
+    count_undeliverable()

@@ -9,8 +9,11 @@ lost silently; there is no redelivery (the process is the failure domain).
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
+
+from workers.metrics import observe_task
 
 log = logging.getLogger(__name__)
 
@@ -81,10 +84,14 @@ class LocalBus:
                     continue  # dropped unrun (`abandon`)
                 task, args = item
                 assert self._runner is not None
+                started = time.perf_counter()
                 try:
                     self._runner(task, args)
                 except Exception as exc:  # a handler bug must not kill the bus thread
                     log.exception("task %s failed", task)
                     self.failures.append((task, exc))
+                    observe_task(task, "failed", started)
+                else:
+                    observe_task(task, "done", started)
             finally:
                 self._queue.task_done()

@@ -17,6 +17,7 @@ from events.ids import utcnow
 from workers.bus.base import Bus
 from workers.lab.lease import Leases
 from workers.lab.step import LAB_STEP_TASK
+from workers.metrics import count_reaped
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +59,7 @@ def reap(
             "%s: no event for %s; sending its step after v%d again", stream, quiet_for, version
         )
         bus.send(LAB_STEP_TASK, stream, version)
+        count_reaped(1)
     return len(stalled)
 
 

@@ -16,6 +16,7 @@ and published papers with no numbers, ending `done` (issue 13).
 """
 
 import logging
+import time
 from datetime import datetime, timedelta
 
 from events import Event
@@ -35,6 +36,7 @@ from workers.errors import RetryLater
 from workers.gym.grading import GraderBroken
 from workers.lab.budget import over_budget
 from workers.lab.policies import StepInput
+from workers.metrics import observe_step
 from workers.retry import is_transient
 
 log = logging.getLogger(__name__)
@@ -50,11 +52,28 @@ def lab_step(ctx: WorkerContext, stream: str, after_version: int, final: bool = 
     `final`: False when the bus runs the step again later if it raises `RetryLater`
     (a wait, e.g. before a model's next attempt); True (a bus that does not, or the
     last try) when the step must wait in place instead."""
+    started = time.perf_counter()
+    seen: list[RunState] = []  # the state read, for the policy label (none if it raised first)
+    outcome = "raised"
+    try:
+        outcome = _step(ctx, stream, after_version, final, seen)
+    except RetryLater:
+        outcome = "later"
+        raise
+    finally:
+        observe_step(seen[0].started.policy if seen else None, outcome, started)
+
+
+def _step(
+    ctx: WorkerContext, stream: str, after_version: int, final: bool, seen: list[RunState]
+) -> str:
+    """Take the step; returns its outcome (`workers.metrics.STEP_OUTCOMES`)."""
     state = ctx.streams.run_state(stream)
     if state is None or state.version != after_version:
-        return  # already taken (a redelivery) or not yet recorded (a stale trigger)
+        return "skipped"  # already taken (a redelivery) or not yet recorded (a stale trigger)
+    seen.append(state)
     if state.finished is not None:
-        return
+        return "skipped"
     if ctx.labs is None:
         raise RuntimeError("this worker has no lab services configured")
     now = utcnow()
@@ -85,6 +104,8 @@ def lab_step(ctx: WorkerContext, stream: str, after_version: int, final: bool = 
         for i, (payload, at) in enumerate(zip(payloads, stamps, strict=True))
     ]
     publish(ctx.bus, out, blobs)
+    ended = [p.reason for p in payloads if isinstance(p, RunFinished)]
+    return ended[-1] if ended else "acted"
 
 
 def _stamps(payloads: list[Payload], began: datetime, ended: datetime) -> list[datetime]:

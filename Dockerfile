@@ -1,0 +1,45 @@
+# labrxiv: one image for every process of the stack (compose/docker-compose.yml).
+#
+# It runs as the unprivileged user `labrxiv`, except the steps workers: they run lab
+# code in the sandbox (workers/sandbox/jail.py: unshare, mount, pivot_root, setpriv to
+# `nobody`), which needs root and a container allowed to make namespaces (compose runs
+# them `user: root`, `privileged: true`; docs/deploy.md says what else would do).
+FROM python:3.11-slim
+
+ENV PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    LABRXIV_DATA_DIR=/data
+
+# util-linux: unshare, setpriv and pivot_root, the sandbox's tools (the slim image has
+# them today; named here so that stays true).
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends util-linux \
+    && rm -rf /var/lib/apt/lists/*
+
+RUN groupadd --system --gid 10001 labrxiv \
+    && useradd --system --uid 10001 --gid labrxiv --home-dir /app --no-create-home \
+       --shell /usr/sbin/nologin labrxiv
+
+WORKDIR /app
+
+# The pinned dependencies first, from pyproject.toml alone, so a change of labrxiv's
+# code does not reinstall them.
+COPY pyproject.toml ./
+RUN pip install pip==25.3 \
+    && python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
+    && pip install -r /tmp/requirements.txt \
+    && rm /tmp/requirements.txt
+
+COPY . .
+# Editable, as `make demo` installs it: the built-in task bundles are found in gym/
+# beside the `workers` package (workers/gym/registry.py), which a plain install into
+# site-packages would leave behind.
+RUN pip install --no-deps -e . \
+    && python -m compileall -q events runstate analysis workers projections labrxiv \
+    && mkdir -p /data \
+    && chown labrxiv:labrxiv /data
+
+USER labrxiv
+CMD ["labrxiv", "--help"]

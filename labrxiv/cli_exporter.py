@@ -1,0 +1,118 @@
+"""`labrxiv exporter` (research and system metrics over HTTP) and `labrxiv worker
+--metrics-port` (a worker's own metrics): wiring and serving only; the metrics are
+`projections.metrics`, `projections.lag_metrics`, `workers.queue_metrics`,
+`workers.metrics` and `workers.metrics_serve` (docs/metrics.md)."""
+
+import atexit
+import os
+import shutil
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from labrxiv.cli_common import settings_or_exit
+from labrxiv.console import make_console
+from labrxiv.settings import Settings
+
+if TYPE_CHECKING:  # imported lazily below, so `labrxiv --help` stays fast
+    from prometheus_client import CollectorRegistry
+
+    from projections.metrics import Bounds
+
+console = make_console()
+EXPORTER_PORT = 9810
+"""`labrxiv exporter`'s default port (docs/metrics.md lists every port)."""
+
+
+def exporter(
+    port: int = typer.Option(EXPORTER_PORT, min=0, max=65535, help="Port to serve /metrics on."),
+    addr: str = typer.Option("0.0.0.0", help="Address to listen on."),
+    runs: int = typer.Option(50, min=0, help='Runs shown one by one (the rest: run="other").'),
+    campaigns: int = typer.Option(10, min=0, help="Campaigns shown one by one."),
+    labs: int = typer.Option(20, min=0, help='Labs shown one by one (the rest: lab="other").'),
+    models: int = typer.Option(20, min=0, help="Models shown one by one (the rest: other)."),
+    once: bool = typer.Option(False, "--once", help="Print one scrape on stdout and exit."),
+) -> None:
+    """Serve research metrics (read from the read models at each scrape), projection lag,
+    queue depth and this process's own metrics in the Prometheus format."""
+    from prometheus_client import generate_latest, start_http_server
+
+    from projections.metrics import Bounds
+
+    settings = settings_or_exit()
+    registry = exporter_registry(settings, Bounds(runs, campaigns, labs, models))
+    if once:
+        typer.echo(generate_latest(registry).decode(), nl=False)
+        return
+    try:
+        server, _ = start_http_server(port, addr=addr, registry=registry)
+    except OSError as exc:
+        console.print(f"[red]cannot listen on {addr}:{port}: {exc.strerror}[/]")
+        raise typer.Exit(2) from None
+    console.print(f"serving metrics on http://{addr}:{server.server_port}/metrics")
+    threading.Event().wait()  # the server is a daemon thread: wait until Ctrl-C or a signal
+
+
+def exporter_registry(settings: Settings, bounds: "Bounds") -> "CollectorRegistry":
+    """A registry of every collector the exporter serves."""
+    from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
+
+    from labrxiv.wiring import open_runner
+    from projections.lag_metrics import LagCollector
+    from projections.metrics import ResearchCollector
+
+    runner = open_runner(settings)
+    runner.create_schema()  # a read model not built yet reads as empty, not as an error
+    engine = runner.store.engine
+    registry = CollectorRegistry()
+    registry.register(ResearchCollector(engine, bounds))
+    registry.register(LagCollector(engine, [p.name for p in runner.projectors]))
+    if settings.redis_url is not None:
+        from workers.queue_metrics import QueueCollector
+
+        registry.register(QueueCollector(settings.redis_url))
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    return registry
+
+
+def serve_worker_metrics(port: int, addr: str, folder: Path | None) -> None:
+    """Count this worker's processes in `folder` (by default a folder of its own under
+    the data directory; metric files left there removed first) and serve their sum on
+    `addr:port`. Called before anything imports prometheus_client
+    (`workers.metrics_serve.use_folder`)."""
+    from workers.metrics_serve import TooLate, serve, use_folder
+
+    settings = settings_or_exit()
+    if folder is None:  # ours alone: removed when the worker exits (not after a SIGKILL)
+        folder = settings.data_dir / "metrics" / f"worker-{os.getpid()}"
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    try:
+        use_folder(folder.resolve())
+        serve(port, addr)
+        from workers.metrics import metrics
+
+        metrics()  # made now: unlabelled counters are exported at 0 before their first count
+    except TooLate as exc:
+        raise RuntimeError(f"worker metrics: {exc}") from None
+    except OSError as exc:
+        console.print(f"[red]cannot serve worker metrics on {addr}:{port}: {exc}[/]")
+        raise typer.Exit(2) from None
+    console.print(f"worker metrics on http://{addr}:{port}/metrics (counted in {folder})")
+
+
+def serve_process_metrics(port: int, addr: str = "0.0.0.0") -> None:
+    """Serve this (single) process's metrics on `addr:port`: `labrxiv reactor`'s reaper."""
+    from prometheus_client import disable_created_metrics, start_http_server
+
+    from workers.metrics import metrics
+
+    disable_created_metrics()  # a `_created` series per counter: nothing reads them
+    metrics()  # made now: unlabelled counters are exported at 0 before their first count
+    try:
+        start_http_server(port, addr=addr)
+    except OSError as exc:
+        console.print(f"[red]cannot serve metrics on {addr}:{port}: {exc.strerror}[/]")
+        raise typer.Exit(2) from None

@@ -1,0 +1,121 @@
+"""Research metrics (projections/metrics.py): read from the read models, so they are the
+log's figures whoever serves them, after a projector restart and after a rebuild, and
+their label sets stay within the bounds."""
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+from handmade_log import RunLog, interleave
+from sqlalchemy import func, select
+from test_ledger import model_log
+
+from events import Event, EventStore
+from events.payloads import Budget, RunStarted
+from projections.catalogue import all_projectors
+from projections.ledger import LEDGER
+from projections.metrics import OTHER, Bounds, ResearchCollector
+from projections.runner import ProjectionRunner
+from workers.simulated import simulated_run
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def samples(store: EventStore, bounds: Bounds | None = None) -> Samples:
+    """Every research sample, keyed by name and labels."""
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for metric in ResearchCollector(store.engine, bounds or Bounds()).collect()
+        for s in metric.samples
+    }
+
+
+def of(found: Samples, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    return {labels: value for (n, labels), value in found.items() if n == name}
+
+
+def mixed_log() -> list[Event]:
+    """Six simulated runs (one unfinished, one with a steps budget) and the ledger tests'
+    model calls: every research metric has samples."""
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    events: list[Event] = []
+    for index in range(5):
+        events += simulated_run(f"s{index}", start, attempts=3, seed=index, campaign="c1")
+    running = list(simulated_run("s5", start, attempts=3, seed=5, campaign="c1"))[:-1]
+    budgeted = RunLog("b", "lab-b", campaign="c1")
+    budgeted.add(
+        RunStarted(task="digits", lab="lab-b", policy="search", budget=Budget(steps=10)), 0
+    )
+    budgeted.tool("t1", "bash", 1, 0.5)
+    budgeted.tool("t2", "python", 2, 0.5)
+    return events + model_log() + interleave(budgeted) + running  # s5 moved last
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[EventStore]:
+    store = EventStore.from_url(store_url)
+    store.append(mixed_log())
+    yield store
+    store.engine.dispose()
+
+
+def test_equal_after_a_projector_restart_and_after_a_rebuild(store: EventStore) -> None:
+    bounds = Bounds(runs=3, campaigns=1, labs=2, models=1)
+    stopped = ProjectionRunner(store, all_projectors(), page=7)
+    stopped.catch_up(limit=40)  # a projector stopped part of the way
+    partial = samples(store, bounds)
+    restarted = ProjectionRunner(EventStore.from_url(str(store.engine.url)), all_projectors())
+    restarted.catch_up()  # a new process goes on from the checkpoints
+    after_restart = samples(store, bounds)
+    assert partial != after_restart, "the first projector must have stopped part of the way"
+    ProjectionRunner(store, all_projectors()).rebuild()
+    assert samples(store, bounds) == after_restart
+    restarted.store.engine.dispose()
+
+
+def test_figures_are_the_read_models(store: EventStore) -> None:
+    ProjectionRunner(store, all_projectors()).catch_up()
+    found = samples(store)
+    runs = of(found, "labrxiv_runs")
+    assert runs[(("finish_reason", "done"), ("status", "finished"))] == 5
+    assert runs[(("finish_reason", "none"), ("status", "running"))] == 4  # s5, b, m, n
+    assert runs[(("finish_reason", "error"), ("status", "finished"))] == 0  # known: exported
+    calls = of(found, "labrxiv_model_calls_total")
+    assert calls[(("model", "gpt-x"), ("outcome", "unknown"))] == 1  # r4, never answered
+    assert calls[(("model", "local"), ("outcome", "failed"))] == 1
+    tokens = of(found, "labrxiv_model_tokens_total")
+    assert tokens[(("kind", "cached_input"), ("model", "gpt-x-2026"))] == 400
+    assert tokens[(("kind", "reasoning"), ("model", "gpt-x-2026"))] == 100
+    dollars = of(found, "labrxiv_model_cost_dollars_total")
+    assert dollars[(("lab", "lab-m"), ("model", "gpt-x-2026"))] == pytest.approx(0.0038)
+    unknown = of(found, "labrxiv_model_unknown_cost_calls_total")
+    with store.engine.connect() as conn:
+        query = select(func.count()).where(LEDGER.c.cost_known.is_(False))
+        assert sum(unknown.values()) == conn.execute(query).scalar_one() > 0
+    actions = of(found, "labrxiv_actions_total")
+    assert actions[(("lab", "lab-b"), ("tool", "bash"))] == 1
+    assert actions[(("lab", "lab-s0"), ("tool", "python"))] == 3
+    used = of(found, "labrxiv_run_budget_used")
+    left = of(found, "labrxiv_run_budget_left")
+    assert used[(("budget", "steps"), ("run", "run-b"))] == 2
+    assert left[(("budget", "steps"), ("run", "run-b"))] == 8
+
+
+def test_runs_labs_and_models_past_their_bounds_are_aggregated(store: EventStore) -> None:
+    ProjectionRunner(store, all_projectors()).catch_up()
+    everything = samples(store)
+    bounded = samples(store, Bounds(runs=2, campaigns=1, labs=1, models=1))
+    best = of(bounded, "labrxiv_run_best_normalized_score")
+    shown = {dict(labels)["run"] for labels in best} - {OTHER}
+    assert shown == {"run-s5"}, "the 2 most recent running runs: s5 and b (no score yet)"
+    all_best = of(everything, "labrxiv_run_best_normalized_score")
+    others = [v for labels, v in all_best.items() if dict(labels)["run"] not in shown]
+    assert best[(("run", OTHER), ("task", "simulated-task"))] == max(others)
+    assert of(bounded, "labrxiv_exporter_other_runs")[()] == 9 - 2
+    for name in ("labrxiv_actions_total", "labrxiv_model_cost_dollars_total"):
+        labs = {dict(labels)["lab"] for labels in of(bounded, name)}
+        assert len(labs - {OTHER}) <= 1, (name, labs)
+        # Aggregated, not dropped: the sums are those of every lab.
+        assert sum(of(bounded, name).values()) == pytest.approx(sum(of(everything, name).values()))
+    models = {dict(labels)["model"] for labels in of(bounded, "labrxiv_model_tokens_total")}
+    assert len(models - {OTHER}) == 1 and OTHER in models
