@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench dashboards clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,10 @@ lint: $(BIN)/.installed
 bench: $(BIN)/.installed
 	$(BIN)/python bench/ingest.py
 	$(BIN)/python bench/rebuild.py
+
+# Regenerate grafana/dashboards/*.json from grafana/dashboards_src/ (commit both).
+dashboards: $(BIN)/.installed
+	$(BIN)/python -m grafana.build
 
 clean:
 	rm -rf $(VENV) .labrxiv report

@@ -39,7 +39,7 @@ from workers.bus.redis_transport import Transport
 from workers.context import WorkerContext
 from workers.errors import RetryLater
 from workers.handlers import HANDLERS, argument_problem, dead_letter_task
-from workers.metrics import count_redelivery, count_retry, observe_task
+from workers.metrics import count_redelivery, count_retry, known_task, observe_task
 from workers.retry import DEFAULT, RETRY_LATER_LIMIT, is_transient
 
 log = logging.getLogger(__name__)
@@ -101,6 +101,7 @@ def _register(
     app: Celery, context: ContextProvider, name: str, handler: Callable[..., Any], queue: str
 ) -> None:
     takes_final = "final" in inspect.signature(handler).parameters
+    known_task(name)
 
     # shared=False: Celery otherwise lends a task to every app made later in the process,
     # and a second app (tests make several) could run the first one's handler context.

@@ -196,6 +196,20 @@ def observe_task(task: str, outcome: str, started: float) -> None:
     metrics().task_seconds.labels(task, outcome).observe(time.perf_counter() - started)
 
 
+RETRY_REASONS = ("later", "transient")
+"""Why a task is retried (`count_retry`)."""
+
+
+def known_task(task: str) -> None:
+    """Export 0 for a task's retry and redelivery series from the start, as Prometheus
+    advises for label sets known in advance: a series that appears only at its first
+    count leaves `rate()` and `increase()` with nothing to say until then, and dashboards
+    and rules that read it show no data in a healthy run."""
+    for reason in RETRY_REASONS:
+        metrics().task_retries.labels(task, reason)
+    metrics().task_redeliveries.labels(task)
+
+
 def count_retry(task: str, reason: str) -> None:
     """Count a task put back on its queue (`later` or `transient`)."""
     metrics().task_retries.labels(task, reason).inc()

@@ -1,0 +1,1 @@
+"""Grafana's dashboards as code: `python -m grafana.build` writes grafana/dashboards/*.json."""
