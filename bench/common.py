@@ -5,9 +5,15 @@ created again for every measurement) and SQLite files in a temporary directory.
 """
 
 import os
+import shutil
+import signal
+import socket
 import sqlite3
+import subprocess
+import sys
 import time
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +21,7 @@ from typing import Any
 
 import orjson
 import psycopg
+import redis
 
 from events import Event, EventStore
 from workers.simulated import simulated_run
@@ -258,3 +265,83 @@ def print_table(title: str, rows: Sequence[Measurement], note: str) -> None:
             + (f" {_per_event(r.publisher_cpu, r.events):>9}" if publisher else "")
         )
     print(note)
+
+
+def machine_cpu() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine so far, all cores (/proc/stat)."""
+    fields = [int(f) for f in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields) - idle) / _TICK, sum(fields) / _TICK
+
+
+@contextmanager
+def private_redis(folder: Path) -> Iterator[str]:
+    """A `redis-server` of the bench's own on a free port, nothing on disk; yields its URL."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise SystemExit("redis-server is not installed (Debian: apt-get install redis-server)")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    server = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        + ["--dir", str(folder), "--logfile", str(folder / "redis.log")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    client = redis.Redis(port=port, socket_connect_timeout=1)
+    try:
+        for _ in range(100):
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if server.poll() is not None:
+                    raise SystemExit(
+                        f"redis-server exited at start: {folder / 'redis.log'}"
+                    ) from None
+                time.sleep(0.05)
+        else:
+            raise SystemExit(f"redis-server did not answer on port {port} within 5 s")
+        yield f"redis://127.0.0.1:{port}"
+    finally:
+        client.close()
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def labrxiv_worker(env: dict[str, str], args: Sequence[str], log: Path) -> subprocess.Popen[bytes]:
+    """`labrxiv worker ARGS` in a session of its own (a kill of its group takes its pool)."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [str(Path(sys.executable).with_name("labrxiv")), "worker", *args],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def wait_ready(workers: Sequence[tuple[subprocess.Popen[bytes], Path]], limit: float = 120) -> None:
+    """Wait until every worker has logged Celery's `ready.` (needs LABRXIV_LOG_LEVEL=INFO)."""
+    deadline = time.monotonic() + limit
+    waiting = list(workers)
+    while waiting:
+        for proc, log in list(waiting):
+            text = log.read_text(errors="replace")
+            if " ready." in text:
+                waiting.remove((proc, log))
+            elif proc.poll() is not None:
+                raise SystemExit(f"a worker exited at start:\n{text[-3000:]}")
+        if waiting and time.monotonic() > deadline:
+            raise SystemExit(f"{len(waiting)} worker(s) not ready after {limit:.0f} s")
+        time.sleep(0.1)
+
+
+def stop_worker(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL a worker started by `labrxiv_worker` and its pool (its process group)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait(timeout=10)
