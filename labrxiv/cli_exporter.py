@@ -59,11 +59,16 @@ def exporter_registry(settings: Settings, bounds: "Bounds") -> "CollectorRegistr
     """A registry of every collector the exporter serves."""
     from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
 
+    from labrxiv.reading import find_log, open_log
     from labrxiv.wiring import open_runner
     from projections.lag_metrics import LagCollector
     from projections.metrics import ResearchCollector
 
-    runner = open_runner(settings)
+    # A database server of a deployment may hold no log yet (the exporter starting first);
+    # a SQLite log must exist, as for every read command: the exporter made an empty
+    # `.labrxiv/labrxiv.db` wherever it was started.
+    store = None if settings.database_url is not None else open_log(find_log(settings).settings)
+    runner = open_runner(settings, store)
     runner.create_schema()  # a read model not built yet reads as empty, not as an error
     engine = runner.store.engine
     registry = CollectorRegistry()

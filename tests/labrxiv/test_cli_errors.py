@@ -25,6 +25,11 @@ READ_COMMANDS = [
     ["papers", "top", TASK],
     ["ledger"],
     ["curves", "--out", "plots"],
+    ["replay", "run-x-0"],
+    ["analyze", "run-x-0"],
+    ["fork", "run-x-0", "--at", "1"],
+    ["resume"],
+    ["exporter", "--once"],
 ]
 
 
