@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from events.envelope import Event
+from events.payloads import BY_TYPE
 
 
 class Recorded(NamedTuple):
@@ -34,19 +35,68 @@ class Recorded(NamedTuple):
     payload: dict[str, Any]
 
     def typed(self) -> Event:
-        """The same event as a validated `Event` with a typed payload."""
-        return Event.model_validate(
-            {
-                "id": self.id,
-                "stream": self.stream,
-                "version": self.version,
-                "schema_version": self.schema_version,
-                "occurred_at": self.occurred_at,
-                "recorded_at": self.recorded_at,
-                "position": self.position,
-                "causation_id": self.causation_id,
-                "correlation_id": self.correlation_id,
-                "actor": self.actor,
-                "payload": self.payload,
-            }
+        """The same event as an `Event` with a typed payload.
+
+        The payload is validated into its type's model; the envelope is not validated
+        again: its fields come from the store's typed columns (ids as UUIDs, aware
+        datetimes: `rows_to_records`), checked when the event was recorded. Validating
+        the envelope cost ~4 µs an event of the ~7 of `typed()`, most of it pydantic
+        checking UUIDs it was handed as UUIDs, and `model_construct` (pydantic's way to
+        skip it) ~4.5; the findings read model types every event of a rebuild
+        (docs/benchmarks.md, "Rebuild"). tests/events/test_recorded.py checks the
+        result equals a full validation for every payload type.
+        """
+        payload_type = BY_TYPE.get(self.type)
+        if payload_type is None:  # not a type this labrxiv knows: validation says so
+            return self.validated()
+        position, id_, stream, version, _, schema, occurred, recorded, cause, campaign, actor, _ = (
+            self
         )
+        fields = {  # in the envelope's declaration order, as validation sets them
+            "id": id_,
+            "stream": stream,
+            "version": version,
+            "occurred_at": occurred,
+            "recorded_at": recorded,
+            "position": position,
+            "causation_id": cause,
+            "correlation_id": campaign,
+            "actor": actor,
+            "payload": payload_type.model_validate(self.payload),
+            "schema_version": schema,
+        }
+        return _stored_event(fields)
+
+    def validated(self) -> Event:
+        """The same event validated in full, envelope and payload, as the recorder does."""
+        return Event.model_validate(self._envelope())
+
+    def _envelope(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "stream": self.stream,
+            "version": self.version,
+            "occurred_at": self.occurred_at,
+            "recorded_at": self.recorded_at,
+            "position": self.position,
+            "causation_id": self.causation_id,
+            "correlation_id": self.correlation_id,
+            "actor": self.actor,
+            "payload": self.payload,
+            "schema_version": self.schema_version,
+        }
+
+
+_EVENT_FIELDS = frozenset(Event.model_fields)
+
+
+def _stored_event(fields: dict[str, Any]) -> Event:
+    """An `Event` of trusted fields (every one of them), set as
+    pydantic's `model_construct` sets them (pydantic 2.14, pinned) without its per-field
+    loop over defaults."""
+    event = object.__new__(Event)
+    object.__setattr__(event, "__dict__", fields)
+    object.__setattr__(event, "__pydantic_fields_set__", set(_EVENT_FIELDS))
+    object.__setattr__(event, "__pydantic_extra__", None)
+    object.__setattr__(event, "__pydantic_private__", None)
+    return event

@@ -73,6 +73,15 @@ def steps(events: Iterable[Event], load: Load | None = None) -> Iterator[tuple[S
     after it. For a fork, given `load` (a stream's events up to a version), the
     parent's steps up to the fork point come first (their `stream` is the parent's),
     then the fork's start and its own steps, numbered on."""
+    for number, group, state in groups(events, load):
+        yield _step(number, group, state), state
+
+
+def groups(
+    events: Iterable[Event], load: Load | None = None
+) -> Iterator[tuple[int, list[Event], RunState]]:
+    """What `steps` gives, as each step's number and events with the state after it,
+    without describing the step (the failure-mode detectors need only the events)."""
     iterator = iter(events)
     first = next(iterator, None)
     if first is None:
@@ -81,27 +90,27 @@ def steps(events: Iterable[Event], load: Load | None = None) -> Iterator[tuple[S
     if point is not None and load is not None:
         parent: RunState | None = None
         number = 0
-        for item, parent in steps(load(point.run, point.version), load):
-            number = item.number + 1
-            yield item, parent
+        for inherited, group, parent in groups(load(point.run, point.version), load):
+            number = inherited + 1
+            yield inherited, group, parent
         if parent is None:
             raise ValueError(f"{first.stream} forks {point.run}, which has no event")
         state = rebase(parent, first)
     else:
         state, number = start(first), 0
-    yield _step(number, [first], state), state
+    yield number, [first], state
     number += 1
     group: list[Event] = []
     for event in iterator:
         if group and event.causation_id != group[-1].causation_id:
             state = _fold(state, group)
-            yield _step(number, group, state), state
+            yield number, group, state
             number += 1
             group = []
         group.append(event)
     if group:
         state = _fold(state, group)
-        yield _step(number, group, state), state
+        yield number, group, state
 
 
 def state_at(

@@ -3,12 +3,13 @@ its scored attempts, and the run's state after each step (`runstate.trajectory.s
 the fold the lab steps use), so "the best score at that moment" or "the attempts left
 then" mean what the lab itself saw."""
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 from uuid import UUID
+
+import orjson
 
 from events import Event
 from events.payloads import (
@@ -21,7 +22,7 @@ from events.payloads import (
     ToolReturned,
 )
 from runstate import RunState
-from runstate.trajectory import steps
+from runstate.trajectory import groups
 
 CAUSED = (ExperimentScored, IntegrityViolation, PaperSubmitted)
 """Payloads a tool call causes, recorded right after its `tool.returned`."""
@@ -52,7 +53,7 @@ class Call:
             value = self.args.get(key)
             if isinstance(value, str):
                 return value
-        return json.dumps(self.args, sort_keys=True)
+        return orjson.dumps(self.args, option=orjson.OPT_SORT_KEYS).decode()
 
     @property
     def ids(self) -> tuple[UUID, ...]:
@@ -142,20 +143,16 @@ def read_run(events: Sequence[Event]) -> RunView:
     """The run whose whole stream (so far) is `events`, in version order."""
     if not events or not isinstance(events[0].payload, RunStarted):
         raise ValueError("a run's stream begins with run.started")
-    by_id = {event.id: event for event in events}
     parts: list[dict[str, Any]] = []
     by_call: dict[str, dict[str, Any]] = {}
     final: RunState | None = None
-    for step, state in steps(events):
+    for number, group, state in groups(events):
         final = state
         last: dict[str, Any] | None = None
-        for event_id in step.events:
-            event = by_id.get(event_id)
-            if event is None:
-                continue  # an inherited step of a fork: its parent's events
+        for event in group:
             payload = event.payload
             if isinstance(payload, ToolInvoked):
-                last = {"invoked": event, "returned": None, "caused": [], "step": step.number}
+                last = {"invoked": event, "returned": None, "caused": [], "step": number}
                 last["state"] = state
                 parts.append(last)
                 by_call[payload.call_id] = last

@@ -12,6 +12,7 @@ import pytest
 from analysis.detectors import DETECTORS, detect
 from analysis.finding import Finding, Mode
 from analysis.verdict import verdict
+from events import Event
 from events.payloads import ExperimentScored, RunFinished
 from tests.analysis.labelled import LabelledRun, labelled_runs
 from tests.analysis.scenarios import SET
@@ -92,3 +93,17 @@ def test_verdicts_follow_the_findings(runs: list[LabelledRun], found: list[list[
             assert given == "PASS", (run.scenario.name, findings)
         if "cheating" in run.scenario.shows:
             assert given in ("SUSPICIOUS", "FAIL"), (run.scenario.name, findings)
+
+
+def test_events_read_back_equal_a_full_validation(runs: list[LabelledRun]) -> None:
+    """`Recorded.typed()` skips validating the envelope (events.recorded): over every
+    event these real runs recorded (llm calls, tools, gradings, papers, violations), what
+    it gives equals the event validated in full from the same data."""
+    types = set()
+    for run in runs:
+        for event in run.events:
+            whole = Event.model_validate(event.model_dump())
+            assert event == whole and event.model_fields_set == whole.model_fields_set
+            assert event.model_dump_json() == whole.model_dump_json()
+            types.add(event.type)
+    assert {"model.called", "model.responded", "tool.returned", "paper.submitted"} <= types

@@ -1,0 +1,39 @@
+"""`Recorded.typed()`: a stored event as a typed `Event`, its payload validated and its
+envelope trusted (the store's typed columns), equal to a full validation."""
+
+import pytest
+from pydantic import ValidationError
+
+from events import EventStore
+from tests.analysis.runlog import RunLog
+
+
+def test_typed_equals_a_full_validation_of_what_was_stored(tmp_path) -> None:
+    store = EventStore.from_url(f"sqlite:///{tmp_path / 'log.db'}")
+    log = RunLog()
+    log.call("python", {"code": "print(1)"}, written=[("outputs/p.csv", "ab" * 32)])
+    log.evaluate(0.5)
+    log.finish()
+    store.append(log.events)
+    records = store.read_records(after=0, limit=100)
+    assert len(records) == len(log.events)
+    for record, original in zip(records, log.events, strict=True):
+        typed, validated = record.typed(), record.validated()
+        assert typed == validated and typed.model_fields_set == validated.model_fields_set
+        assert typed.model_dump() == validated.model_dump()
+        assert typed.payload == original.payload and typed.id == original.id
+        with pytest.raises(ValidationError):  # still frozen, like any validated event
+            typed.version = 99  # type: ignore[misc]
+
+
+def test_a_stored_payload_of_the_wrong_shape_is_refused_with_its_field(tmp_path) -> None:
+    store = EventStore.from_url(f"sqlite:///{tmp_path / 'log.db'}")
+    log = RunLog()
+    store.append(log.events)
+    record = store.read_records(after=0, limit=1)[0]
+    broken = record._replace(payload={**record.payload, "lab": 7})
+    with pytest.raises(ValidationError, match="lab"):
+        broken.typed()
+    unknown = record._replace(type="no.such", payload={**record.payload, "type": "no.such"})
+    with pytest.raises(ValidationError):
+        unknown.typed()
