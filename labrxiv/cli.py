@@ -108,7 +108,7 @@ def demo(
 @app.command()
 def worker(
     queues: str = typer.Option(
-        "events,steps", "--queues", "-Q", help="Comma-separated queues to consume."
+        "events,steps,reviews", "--queues", "-Q", help="Comma-separated queues to consume."
     ),
     concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Processes or threads."),
     pool: str = typer.Option("prefork", "--pool", "-P", help="prefork, threads or solo."),

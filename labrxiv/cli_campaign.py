@@ -13,7 +13,7 @@ import typer
 from pydantic import ValidationError
 from rich.markup import escape
 
-from events.payloads import Budget, LlmConfig
+from events.payloads import Budget, LlmConfig, ReviewConfig
 from labrxiv.campaigns import CampaignOutcome, run_campaign
 from labrxiv.console import make_console
 from labrxiv.interrupt import EXIT_INTERRUPTED, say_stopped, stop_embedded
@@ -24,7 +24,7 @@ from workers.errors import BundleError
 from workers.gym.registry import find_bundle
 from workers.lab.campaign import CampaignPlan
 from workers.lab.lease import Leases
-from workers.lab.reactions import LAB_REACTIONS
+from workers.reactions import REACTIONS
 from workers.reactor import Reactor
 from workers.sandbox.base import SandboxUnavailable
 from workers.sandbox.jail import check_available
@@ -62,6 +62,16 @@ def campaign(
         help="A run with no event for this long and no step being taken has lost its step, "
         "which is sent again (default: LABRXIV_STALL_SECONDS, 30).",
     ),
+    review: str | None = typer.Option(
+        None,
+        "--review",
+        help="Review every paper and decide on it: grounded (from the log, offline). "
+        "The campaign then ends with its last decision (docs/review.md).",
+    ),
+    reviews: int = typer.Option(1, "--reviews", min=1, max=10, help="Reviews per paper."),
+    accept_rating: float = typer.Option(
+        6.0, "--accept-rating", min=1, max=10, help="Mean rating a paper needs to be accepted."
+    ),
 ) -> None:
     """Run a campaign and watch its labs until every run has finished."""
     from labrxiv.cli import _settings
@@ -89,10 +99,24 @@ def campaign(
         steps=steps,
         campaign_budget=Budget(tokens=campaign_tokens, dollars=campaign_dollars),
         llm=llm,
+        review=_review_config(review, reviews, accept_rating),
     )
     check_task(settings, task, policy)
     outcome = _run(settings, plan, timeout)
     raise typer.Exit(report_outcome(outcome))
+
+
+def _review_config(reviewer: str | None, reviews: int, accept_rating: float) -> ReviewConfig | None:
+    """The campaign's review settings; exit 2 naming a reviewer this labrxiv has not."""
+    if reviewer is None:
+        return None
+    if reviewer != "grounded":
+        console.print(
+            f"[red]--review {escape(reviewer)}: the reviewers available are: grounded[/]",
+            soft_wrap=True,
+        )
+        raise typer.Exit(2)
+    return ReviewConfig(reviewer="grounded", reviews=reviews, accept_rating=accept_rating)
 
 
 EVERY_RUN_ERRORED = 1
@@ -212,7 +236,7 @@ def _run(settings: Settings, plan: CampaignPlan, timeout: float):  # type: ignor
             console,
             timeout,
             stall_seconds=settings.stall_seconds,
-            reactor=Reactor(store, bus, LAB_REACTIONS),
+            reactor=Reactor(store, bus, REACTIONS),
             leases=Leases(store, ttl=settings.stall_seconds),
         )
         open_runner(settings, store).catch_up()

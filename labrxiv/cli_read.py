@@ -18,11 +18,19 @@ from labrxiv.console import make_console
 from labrxiv.errors import NotFound
 from labrxiv.ledger_view import ledger_by_lab
 from labrxiv.lookup import resolve_campaign, resolve_paper
-from labrxiv.views_read import ledger_table, paper_view, papers_table, search_table, top_table
+from labrxiv.views_read import (
+    ledger_table,
+    paper_view,
+    papers_table,
+    reviews_view,
+    search_table,
+    top_table,
+)
 from projections.archive import get_paper, list_papers
 from projections.archive_search import ClaimedPaper, search_papers, top_papers
 from projections.curves import curve_points, paper_points
 from projections.ledger import ledger_totals
+from projections.reviews import PaperDecision, any_reviews, decisions_of, reviews_of
 from workers.errors import BundleError
 from workers.gym.registry import find_bundle
 from workers.lab.archive_log import LogArchive
@@ -70,16 +78,19 @@ def papers_list(
     with runner.store.engine.connect() as conn:
         campaign = resolve_campaign(runner.store, conn, campaign)
         papers = list_papers(conn, task=task, campaign=campaign, lab=lab)
+        decisions = decisions_of(conn, [p.paper_id for p in papers])
+        reviewed = bool(decisions) or any_reviews(conn)
     if not papers and (task or campaign or lab):
         asked = [f"on task {task}" if task else "", f"by lab {lab}" if lab else ""]
         asked.append(f"of campaign {campaign}" if campaign else "")
         raise NotFound(f"no paper {' '.join(a for a in asked if a)} in the archive")
     if as_json:
-        emit_json(papers)
+        emit_json([asdict(p) | {"decision": _decided(decisions.get(p.paper_id))} for p in papers])
     elif not papers:
         console.print("no paper in the archive yet")
     else:
-        console.print(papers_table(papers, f"papers ({len(papers)})"))
+        shown = decisions if reviewed else None  # no review columns in a log without reviews
+        console.print(papers_table(papers, f"papers ({len(papers)})", shown))
 
 
 @papers_app.command("show")
@@ -88,18 +99,27 @@ def papers_show(
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """One paper in full: claims (verified against the grader's scores), method, citations,
-    who cited and who retrieved it, body."""
+    who cited and who retrieved it, its reviews and decision, body."""
     runner = read_runner()
     with runner.store.engine.connect() as conn:
         paper_id = resolve_paper(conn, paper_id)
         detail = get_paper(conn, paper_id)
+        reviews = reviews_of(conn, paper_id)
+        decided = decisions_of(conn, [paper_id]).get(paper_id)
     assert detail is not None
     checked = LogArchive(runner.store).get(paper_id)  # claims checked against the log
     verified = [c["verified"] for c in checked["claims"]] if checked else None
     if as_json:
-        emit_json(asdict(detail) | {"verified": verified})
+        emit_json(
+            asdict(detail)
+            | {"verified": verified, "reviews": reviews, "decision": _decided(decided)}
+        )
         return
-    console.print(paper_view(detail, verified))
+    console.print(paper_view(detail, verified, reviews_view(reviews, decided)))
+
+
+def _decided(decided: PaperDecision | None) -> dict[str, object] | None:
+    return None if decided is None else asdict(decided)
 
 
 @papers_app.command("search")

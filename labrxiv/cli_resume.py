@@ -25,7 +25,7 @@ from labrxiv.settings import Settings
 from workers.bus.base import Bus
 from workers.lab.campaign import CampaignPlan
 from workers.lab.lease import Leases
-from workers.lab.reactions import LAB_REACTIONS
+from workers.reactions import REACTIONS
 from workers.reactor import Reactor
 
 
@@ -126,7 +126,7 @@ def follow(
         return report_outcome(outcome)
     bus = open_bus(settings)
     try:
-        reactor = Reactor(store, bus, LAB_REACTIONS)
+        reactor = Reactor(store, bus, REACTIONS)
         leases = Leases(store, ttl=settings.stall_seconds)
         outcome = _watch(bus, store, act(bus), settings, timeout, title, until, reactor, leases)
         open_runner(settings, store).catch_up()

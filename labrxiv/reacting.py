@@ -16,8 +16,8 @@ from labrxiv.settings import Settings
 from labrxiv.wiring import open_bus, open_store
 from workers.bus.base import Bus
 from workers.lab.lease import Leases
-from workers.lab.reactions import LAB_REACTIONS
 from workers.lab.reaper import reap
+from workers.reactions import REACTIONS
 from workers.reactor import Reactor, run_reactor
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ def open_reacting(settings: Settings) -> Reacting:
     return Reacting(
         store=store,
         bus=bus,
-        reactor=Reactor(store, bus, LAB_REACTIONS),
+        reactor=Reactor(store, bus, REACTIONS),
         leases=Leases(store, ttl=settings.stall_seconds),
         stall_seconds=settings.stall_seconds,
     )

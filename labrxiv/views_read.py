@@ -1,6 +1,6 @@
 """Rich renderings of the archive, ledger and curve read models, for the CLI."""
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -14,6 +14,7 @@ from rich.text import Text
 from projections.archive import PaperDetail, PaperSummary
 from projections.archive_search import ClaimedPaper, SearchHit
 from projections.ledger import LedgerTotals
+from projections.reviews import PaperDecision, Review
 
 
 def _headline(claims: Sequence[dict[str, Any]]) -> str:
@@ -27,24 +28,71 @@ def _when(paper: PaperSummary) -> str:
     return f"{paper.submitted_at:%Y-%m-%d %H:%M:%S}"
 
 
-def papers_table(papers: Sequence[PaperSummary], title: str = "papers") -> Table:
-    """The archive listing: one line per paper, in submission order."""
+def papers_table(
+    papers: Sequence[PaperSummary],
+    title: str = "papers",
+    decisions: Mapping[str, PaperDecision] | None = None,
+) -> Table:
+    """The archive listing: one line per paper, in submission order; with `decisions`,
+    each paper's decision and mean rating (`-`: not reviewed, or not yet)."""
     table = Table(title=title)
-    for name in ("paper", "task", "campaign", "lab", "v", "submitted", "headline claim"):
+    names = ["paper", "task", "campaign", "lab", "v", "submitted", "headline claim"]
+    names += ["decision", "rating"] if decisions is not None else []
+    for name in names:
         table.add_column(name, overflow="fold")
     table.add_column("title", overflow="fold")
     for p in papers:
-        table.add_row(
-            p.paper_id,
-            p.task,
-            p.campaign or "-",
-            p.lab or "-",
-            str(p.version),
-            _when(p),
-            _headline(p.claims),
-            escape(p.title),
-        )
+        cells = [p.paper_id, p.task, p.campaign or "-", p.lab or "-", str(p.version)]
+        cells += [_when(p), _headline(p.claims)]
+        if decisions is not None:
+            decided = decisions.get(p.paper_id)
+            cells += [_decision(decided), f"{decided.mean_rating:.1f}" if decided else "-"]
+        table.add_row(*cells, escape(p.title))
     return table
+
+
+def _decision(decided: PaperDecision | None) -> str:
+    if decided is None:
+        return "-"
+    return "[green]accept[/]" if decided.decision == "accept" else "[red]reject[/]"
+
+
+def reviews_view(reviews: Sequence[Review], decided: PaperDecision | None) -> RenderableType:
+    """A paper's reviews (the ICLR form) and its decision."""
+    if not reviews:
+        return Text("reviews: none")
+    scores = Table(title=f"reviews ({len(reviews)})")
+    for name in ("reviewer", "soundness", "presentation", "contribution", "rating"):
+        scores.add_column(name)
+    scores.add_column("confidence")
+    scores.add_column("ethics")
+    parts: list[RenderableType] = [scores]
+    for r in reviews:
+        who = r.reviewer + (f" ({r.model})" if r.model else "")
+        scores.add_row(
+            escape(who),
+            f"{r.soundness}/4",
+            f"{r.presentation}/4",
+            f"{r.contribution}/4",
+            f"{r.rating}/10",
+            f"{r.confidence}/5",
+            "[red]FLAG[/]" if r.ethics_flag else "-",
+        )
+        lines = [f"[bold]{escape(r.reviewer)}[/]: {escape(r.summary)}"]
+        for heading, items in (
+            ("strengths", r.strengths),
+            ("weaknesses", r.weaknesses),
+            ("questions", r.questions),
+        ):
+            lines += (
+                [f"  {heading}:"] + [f"    - {escape(item)}" for item in items] if items else []
+            )
+        parts.append(Text.from_markup("\n".join(lines)))
+    if decided is not None:
+        parts.append(Text.from_markup(f"decision: {_decision(decided)} ({escape(decided.reason)})"))
+    else:
+        parts.append(Text("decision: not yet"))
+    return Group(*parts)
 
 
 def search_table(hits: Sequence[SearchHit], query: str) -> Table:
@@ -88,8 +136,13 @@ def top_table(ranked: Sequence[ClaimedPaper], task: str, verified: Sequence[bool
     return table
 
 
-def paper_view(detail: PaperDetail, verified: list[bool] | None = None) -> RenderableType:
-    """A paper in full: metadata, claims, method, lineage both ways, then the body.
+def paper_view(
+    detail: PaperDetail,
+    verified: list[bool] | None = None,
+    reviews: RenderableType | None = None,
+) -> RenderableType:
+    """A paper in full: metadata, claims, method, lineage both ways, its reviews and
+    decision (`reviews_view`), then the body.
 
     `verified[i]`: whether claim i is the grader's score of the attempt it names."""
     p = detail.paper
@@ -140,6 +193,7 @@ def paper_view(detail: PaperDetail, verified: list[bool] | None = None) -> Rende
         Text(f"method: {method}"),
         lineage,
         retrieved,
+        *([Rule("reviews"), reviews] if reviews is not None else []),
         Rule("body"),
         Markdown(detail.body),
     )

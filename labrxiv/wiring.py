@@ -25,9 +25,9 @@ from workers.gym.registry import builtin_gym_dir
 from workers.handlers import run_handler
 from workers.lab.archive_log import LogArchive
 from workers.lab.lease import Leases
-from workers.lab.reactions import LAB_REACTIONS
 from workers.lab.services import LabServices
 from workers.llm import Gateway, PriceTable
+from workers.reactions import REACTIONS
 from workers.reactor import Reactor
 
 
@@ -70,7 +70,7 @@ def worker_context(settings: Settings, store: EventStore, bus: Bus) -> WorkerCon
     return WorkerContext(
         store=store,
         bus=bus,
-        reactor=Reactor(store, bus, LAB_REACTIONS),
+        reactor=Reactor(store, bus, REACTIONS),
         leases=Leases(store, ttl=settings.stall_seconds),
         max_message_bytes=settings.max_message_bytes,
         labs=labs,

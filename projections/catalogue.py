@@ -6,6 +6,7 @@ from projections.curves import CurvesProjector
 from projections.findings import FindingsProjector
 from projections.ledger import LedgerProjector
 from projections.projector import Projector
+from projections.reviews import ReviewsProjector
 from projections.runs import RunsProjector
 
 
@@ -14,6 +15,7 @@ def all_projectors() -> list[Projector]:
     return [
         RunsProjector(),
         ArchiveProjector(),
+        ReviewsProjector(),
         LedgerProjector(),
         CurvesProjector(),
         BehaviourProjector(),

@@ -21,6 +21,7 @@ from workers.context import WorkerContext
 from workers.lab.step import LAB_STEP_TASK, lab_step
 from workers.metrics import count_dead_letter
 from workers.recorder import record_dead_letter, record_message
+from workers.review.task import REVIEW_TASK, review_paper
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +32,7 @@ HANDLERS: dict[str, tuple[Handler, str]] = {
     RECORD_TASK: (record_message, "events"),
     DEAD_LETTER_TASK: (record_dead_letter, "events"),
     LAB_STEP_TASK: (lab_step, "steps"),
+    REVIEW_TASK: (review_paper, "reviews"),
 }
 """Every task a worker can run, with the queue it is routed to."""
 

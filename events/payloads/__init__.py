@@ -22,6 +22,12 @@ from events.payloads.model import (
     Usage,
 )
 from events.payloads.paper import Claim, Experiment, PapersRetrieved, PaperSubmitted
+from events.payloads.review import (
+    PaperDecided,
+    ReviewConfig,
+    ReviewForm,
+    ReviewSubmitted,
+)
 from events.payloads.run import Budget, ForkPoint, LlmConfig, RunFinished, RunStarted
 from events.payloads.tool import FileDigest, ToolInvoked, ToolReturned
 
@@ -43,6 +49,8 @@ PAYLOAD_TYPES: tuple[type[Payload], ...] = (
     ModelFailed,
     PhaseEntered,
     ContextTruncated,
+    ReviewSubmitted,
+    PaperDecided,
 )
 
 AnyPayload = Annotated[
@@ -68,7 +76,11 @@ __all__ = [
     "Usage",
     "IntegrityViolation",
     "LlmConfig",
+    "PaperDecided",
     "PaperSubmitted",
+    "ReviewConfig",
+    "ReviewForm",
+    "ReviewSubmitted",
     "PapersRetrieved",
     "CampaignFinished",
     "CampaignInterrupted",

@@ -5,6 +5,7 @@ from typing import Literal
 from pydantic import Field
 
 from events.payloads.base import Payload
+from events.payloads.review import ReviewConfig
 from events.payloads.run import Budget
 
 
@@ -26,6 +27,8 @@ class CampaignStarted(Payload):
     """The labs took turns in a fixed order (one step at a time, `--deterministic`), so
     the same seed gives the same numbers; False: their steps ran in parallel and, in
     archive mode, which lab read which paper when depended on timing."""
+    review: ReviewConfig | None = None
+    """How the campaign's papers are reviewed; None: they are not (`docs/review.md`)."""
 
 
 class CampaignFinished(Payload):

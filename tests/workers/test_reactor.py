@@ -24,8 +24,8 @@ from runstate import fold
 from workers.bus.memory import MemoryBus
 from workers.lab.campaign import CampaignPlan, start_campaign
 from workers.lab.lease import STEP_LEASES, Leases
-from workers.lab.reactions import LAB_REACTIONS
 from workers.lab.reaper import stalled_runs
+from workers.reactions import REACTIONS
 from workers.reactor import Reactor
 
 
@@ -65,7 +65,7 @@ def test_steps_recorded_by_a_recorder_that_died_before_reacting_are_sent(
         assert all(len(system.store.read_stream(run)) == 1 for run in runs), (
             "with reactions on the recorder's success path only, the runs stall here"
         )
-        other_process = Reactor(system.store, system.bus, LAB_REACTIONS)
+        other_process = Reactor(system.store, system.bus, REACTIONS)
         for _ in range(200):
             system.bus.join()
             if not other_process.catch_up():
@@ -82,7 +82,7 @@ def test_reactors_catching_up_together_send_each_reaction_once(store_url: str) -
     store = EventStore.from_url(store_url)
     _runs(store, count=30, steps=20)
     bus = MemoryBus()
-    reactors = [Reactor(store, bus, LAB_REACTIONS, page=7) for _ in range(4)]
+    reactors = [Reactor(store, bus, REACTIONS, page=7) for _ in range(4)]
     threads = [threading.Thread(target=r.catch_up) for r in reactors]
     for thread in threads:
         thread.start()
@@ -102,7 +102,7 @@ def test_a_crash_before_the_checkpoint_moves_sends_again(sqlite_url: str) -> Non
     crashes = [True]
 
     def sends_then_dies(store: EventStore, bus: Any, recorded: Sequence[Recorded]) -> None:
-        LAB_REACTIONS[0](store, bus, recorded)
+        REACTIONS[0](store, bus, recorded)
         if crashes.pop(0) if crashes else False:
             raise RuntimeError("killed after sending")
 

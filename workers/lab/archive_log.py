@@ -145,7 +145,9 @@ def _graded_before(store: EventStore, run: str, version: int) -> dict[int, Attem
 def _measured(claim: dict[str, Any], graded: dict[int, Attempt]) -> bool:
     """Whether the graded attempt the claim names measured the value it claims."""
     attempt = graded.get(claim.get("attempt") or 0)
-    return attempt is not None and _same(claim.get("value"), attempt.scores.get(claim["subtask"]))  # type: ignore[union-attr]
+    return attempt is not None and same_number(
+        claim.get("value"), attempt.scores.get(claim["subtask"])
+    )  # type: ignore[union-attr]
 
 
 def _reproduces(experiment: dict[str, Any], attempt: Attempt | None) -> bool:
@@ -153,10 +155,10 @@ def _reproduces(experiment: dict[str, Any], attempt: Attempt | None) -> bool:
     if attempt is None or experiment.get("config") != attempt.config:
         return False
     scores = experiment.get("scores") or {}
-    return bool(scores) and all(_same(v, attempt.scores.get(k)) for k, v in scores.items())  # type: ignore[union-attr]
+    return bool(scores) and all(same_number(v, attempt.scores.get(k)) for k, v in scores.items())  # type: ignore[union-attr]
 
 
-def _same(reported: object, graded: float | None) -> bool:
+def same_number(reported: object, graded: float | None) -> bool:
     """A reported number equal to the grader's (a null, NaN or infinity never is)."""
     if not isinstance(reported, int | float) or graded is None or not math.isfinite(reported):
         return False

@@ -8,7 +8,7 @@ from typing import Literal
 
 from events import Event
 from events.ids import new_id, utcnow
-from events.payloads import Budget, CampaignStarted, LlmConfig, RunStarted
+from events.payloads import Budget, CampaignStarted, LlmConfig, ReviewConfig, RunStarted
 from workers.bus.base import Bus, publish
 
 
@@ -38,6 +38,8 @@ class CampaignPlan:
     deterministic: bool = False
     """The labs take turns in a fixed order (the caller runs one step at a time), so the
     same seed gives the same numbers; recorded in `campaign.started`."""
+    review: ReviewConfig | None = None
+    """How the campaign's papers are reviewed (None: not at all)."""
 
 
 def deterministic_id(plan: CampaignPlan, ordinal: int) -> str:
@@ -65,6 +67,7 @@ def start_campaign(
             seed=plan.seed,
             budget=plan.campaign_budget,
             deterministic=plan.deterministic,
+            review=plan.review,
         ),
         now,
     )

@@ -1,4 +1,5 @@
-"""Reactions to recorded events: schedule each run's next step; close finished campaigns.
+"""Reactions to recorded events: schedule each run's next step; close finished campaigns
+(every reaction: `workers.reactions.REACTIONS`).
 
 Sent by the reactor (`workers.reactor`) from the log. Both are idempotent: a step is
 addressed by the version it follows, and a campaign's `campaign.finished` has an id
@@ -9,7 +10,7 @@ from collections.abc import Sequence
 
 from events import Event, EventStore
 from events.ids import derived_id, utcnow
-from events.payloads import CampaignFinished
+from events.payloads import CampaignFinished, CampaignStarted
 from events.recorded import Recorded
 from workers.bus.base import Bus, publish
 from workers.lab.step import LAB_STEP_TASK
@@ -35,10 +36,6 @@ def schedule_next_steps(store: EventStore, bus: Bus, recorded: Sequence[Recorded
         close_campaign_if_done(store, bus, campaign)
 
 
-LAB_REACTIONS = (schedule_next_steps,)
-"""What follows the events of lab runs."""
-
-
 def close_campaign_if_done(store: EventStore, bus: Bus, campaign: str) -> None:
     """Append `campaign.finished` once every run of the campaign has finished."""
     stream = f"campaign-{campaign}"
@@ -46,10 +43,17 @@ def close_campaign_if_done(store: EventStore, bus: Bus, campaign: str) -> None:
     if not events or any(e.type == "campaign.finished" for e in events):
         return
     started = events[0].payload
-    mine = list(store.iter_records(types=["run.started", "run.finished"], correlation=campaign))
+    reviewed = isinstance(started, CampaignStarted) and started.review is not None
+    types = ["run.started", "run.finished"]
+    types += ["paper.submitted", "paper.decided"] if reviewed else []
+    mine = list(store.iter_records(types=types, correlation=campaign))
     runs = {r.stream for r in mine if r.type == "run.started"}
     done = {r.stream for r in mine if r.type == "run.finished"}
     if len(runs) < getattr(started, "labs", 0) or runs - done:
+        return
+    # A campaign that reviews its papers ends with its last decision (issue 16).
+    papers = {r.payload["paper_id"] for r in mine if r.type == "paper.submitted"}
+    if papers - {r.payload["paper_id"] for r in mine if r.type == "paper.decided"}:
         return
     reasons = {r.payload["reason"] for r in mine if r.type == "run.finished"}
     version = events[-1].version + 1

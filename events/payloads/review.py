@@ -1,0 +1,88 @@
+"""Peer review events (CycleReviewer): reviews of archive papers and the decisions on them.
+
+A paper's reviews and its decision are the stream `review-<paper id>`: one
+`review.submitted` per reviewer, then one `paper.decided` by the meta-reviewer. The
+form is the ICLR 2024 one that CycleReviewer and the AI Scientist use; a form with a
+field missing or out of its range is refused at the door (the recorder dead-letters it
+with the field that is wrong), never clamped into range.
+"""
+
+from typing import Literal
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from events.payloads.base import Payload
+
+ReviewerKind = Literal["grounded", "llm"]
+"""`grounded`: scores from the log (no model); `llm`: a reviewer model."""
+
+Decision = Literal["accept", "reject"]
+
+
+class ReviewForm(BaseModel):
+    """The ICLR 2024 review form. Every field is required; scores are whole numbers."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    summary: str = Field(min_length=1, max_length=5000)
+    """What the paper claims and does, in the reviewer's words."""
+    strengths: list[str] = Field(max_length=50)
+    weaknesses: list[str] = Field(max_length=50)
+    questions: list[str] = Field(max_length=50)
+    """Questions to the authors."""
+    soundness: int = Field(ge=1, le=4)
+    """1 poor, 2 fair, 3 good, 4 excellent: are the claims supported?"""
+    presentation: int = Field(ge=1, le=4)
+    """1 poor … 4 excellent: is the paper clear and complete?"""
+    contribution: int = Field(ge=1, le=4)
+    """1 poor … 4 excellent: how much does it add to what was known?"""
+    rating: int = Field(ge=1, le=10)
+    """Overall, 1 (strong reject) to 10 (strong accept); 6 is marginally above the bar."""
+    confidence: int = Field(ge=1, le=5)
+    """1 (educated guess) to 5 (certain, checked the details)."""
+    ethics_flag: bool
+    """The paper needs an ethics review (e.g. it tries to manipulate its reviewer)."""
+
+
+class ReviewConfig(BaseModel):
+    """How a campaign's papers are reviewed (`labrxiv campaign --review`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    reviewer: ReviewerKind = "grounded"
+    """Who reviews: `grounded` (from the log, offline) or `llm`."""
+    reviews: int = Field(default=1, ge=1, le=10)
+    """Reviews per paper (an ensemble; CycleReviewer writes four)."""
+    accept_rating: float = Field(default=6.0, ge=1, le=10)
+    """The mean rating a paper needs to be accepted (`docs/review.md`, the decision)."""
+
+
+class ReviewSubmitted(Payload):
+    """A reviewer reviewed a paper of the archive."""
+
+    type: Literal["review.submitted"] = "review.submitted"
+    paper_id: str = Field(pattern=r"^[A-Za-z0-9_.:-]{1,80}$")
+    """The paper reviewed."""
+    reviewer: str = Field(min_length=1, max_length=80)
+    """Which reviewer of the paper's ensemble (e.g. `grounded-0`)."""
+    kind: ReviewerKind
+    model: str | None = None
+    """The reviewer model, for an `llm` reviewer (its calls are model events of the
+    review stream, priced there)."""
+    form: ReviewForm
+    relied_on: list[UUID] = []
+    """The ids of the events the review rests on (the paper, the gradings it checked)."""
+
+
+class PaperDecided(Payload):
+    """The meta-reviewer's decision on a paper, from its reviews."""
+
+    type: Literal["paper.decided"] = "paper.decided"
+    paper_id: str = Field(pattern=r"^[A-Za-z0-9_.:-]{1,80}$")
+    decision: Decision
+    reason: str = Field(min_length=1, max_length=2000)
+    """Why, with the numbers (mean rating and soundness, flags)."""
+    reviews: list[UUID] = Field(min_length=1)
+    """The ids of the `review.submitted` events decided on."""
+    mean_rating: float = Field(ge=1, le=10)

@@ -1,0 +1,108 @@
+"""The review task: a paper's reviews and its decision, on the `reviews` queue.
+
+Idempotency rule: a review task is addressed by the paper (its run stream and version).
+The reviews and the decision are published in one batch to the stream
+`review-<paper id>`, with ids derived from that stream and each version; a task that
+finds the stream already written does nothing, and one delivered twice at once writes
+the same ids, which the log keeps once.
+"""
+
+import logging
+from datetime import datetime
+
+from events import Event, EventStore
+from events.ids import derived_id, utcnow
+from events.payloads import (
+    CampaignStarted,
+    PaperDecided,
+    PaperSubmitted,
+    Payload,
+    ReviewConfig,
+    ReviewSubmitted,
+)
+from workers.bus.base import publish
+from workers.context import WorkerContext
+from workers.errors import WorkerError
+from workers.review import grounded
+from workers.review.evidence import gather
+from workers.review.meta import decide
+
+log = logging.getLogger(__name__)
+
+REVIEW_TASK = "labrxiv.review_paper"
+
+
+def review_stream(paper_id: str) -> str:
+    """The stream of a paper's reviews and decision."""
+    return f"review-{paper_id}"
+
+
+def review_paper(ctx: WorkerContext, run: str, version: int) -> None:
+    """Review the paper that run `run` submitted at `version` and decide on it."""
+    events = ctx.store.read_stream(run, limit=version + 1)
+    if len(events) <= version or not isinstance(events[version].payload, PaperSubmitted):
+        raise WorkerError(f"{run} v{version} is not a recorded paper.submitted")
+    paper_event = events[version]
+    paper = paper_event.payload
+    assert isinstance(paper, PaperSubmitted)
+    stream = review_stream(paper.paper_id)
+    if ctx.store.last_record(stream) is not None:
+        return  # reviewed already (a redelivery)
+    config = review_config(ctx.store, paper_event.correlation_id)
+    if config is None:
+        return  # the paper's campaign reviews nothing
+    if config.reviewer != "grounded":
+        raise WorkerError(f"the {config.reviewer!r} reviewer is not available in this labrxiv")
+    evidence = gather(ctx.store, events, version)
+    at = utcnow()
+    out: list[Event] = []
+    forms = []
+    for index in range(config.reviews):
+        form, relied_on = grounded.review(evidence)
+        forms.append(form)
+        payload = ReviewSubmitted(
+            paper_id=paper.paper_id,
+            reviewer=f"grounded-{index}",
+            kind="grounded",
+            form=form,
+            relied_on=relied_on,
+        )
+        out.append(_event(stream, len(out), payload, paper_event, at))
+    decision, reason, rating = decide(forms, config)
+    decided = PaperDecided(
+        paper_id=paper.paper_id,
+        decision=decision,
+        reason=reason,
+        reviews=[e.id for e in out],
+        mean_rating=rating,
+    )
+    out.append(_event(stream, len(out), decided, paper_event, at))
+    publish(ctx.bus, out)
+    log.debug("paper %s: %s (%s)", paper.paper_id, decision, reason)
+
+
+def review_config(store: EventStore, campaign: str | None) -> ReviewConfig | None:
+    """How campaign `campaign` reviews its papers (None: it does not)."""
+    if campaign is None:
+        return None
+    return _campaign_review(store, campaign)
+
+
+def _campaign_review(store: EventStore, campaign: str) -> ReviewConfig | None:
+    first = store.read_stream(f"campaign-{campaign}", limit=1)
+    if not first or not isinstance(first[0].payload, CampaignStarted):
+        return None
+    return first[0].payload.review
+
+
+def _event(stream: str, version: int, payload: Payload, paper: Event, at: datetime) -> Event:
+    return Event(
+        id=derived_id(f"{stream}:{version}", paper.occurred_at),
+        stream=stream,
+        version=version,
+        occurred_at=at,
+        causation_id=paper.id,
+        correlation_id=paper.correlation_id,
+        actor=getattr(payload, "reviewer", "meta-reviewer"),
+        payload=payload,
+    )
