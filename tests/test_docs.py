@@ -8,7 +8,16 @@ from pydantic import BaseModel
 
 from events.blobs import BlobRef
 from events.envelope import Event
-from events.payloads import PAYLOAD_TYPES, Budget, Claim, Experiment, FileDigest, Payload
+from events.payloads import (
+    PAYLOAD_TYPES,
+    Budget,
+    Claim,
+    Experiment,
+    FileDigest,
+    Payload,
+    ReviewConfig,
+    ReviewForm,
+)
 from labrxiv.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,7 +56,11 @@ def test_every_payload_type_and_field_is_documented(payload: type[Payload]) -> N
     assert documented <= set(payload.model_fields), "docs/events.md lists fields that are gone"
 
 
-@pytest.mark.parametrize("model", [Event, Budget, FileDigest, Claim, Experiment, BlobRef], ids=str)
+@pytest.mark.parametrize(
+    "model",
+    [Event, Budget, FileDigest, Claim, Experiment, BlobRef, ReviewForm, ReviewConfig],
+    ids=str,
+)
 def test_envelope_and_nested_models_are_documented(model: type[BaseModel]) -> None:
     for name in model.model_fields:
         assert f"| `{name}` |" in EVENTS_DOC, f"{model.__name__}.{name} is not in docs/events.md"

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from events import EventStore
+from events.payloads import ReviewConfig
 from labrxiv.settings import load_settings
 from labrxiv.wiring import open_bus
 from workers.lab.campaign import CampaignPlan, start_campaign
@@ -119,17 +120,33 @@ def _finished(store: EventStore, campaign: str) -> Callable[[], bool]:
 def test_campaign_on_redis_and_postgres_with_separate_workers(
     env: dict[str, str], workers: list[Worker], tmp_path: Path
 ) -> None:
-    logs = [tmp_path / "recorder.log", tmp_path / "steps.log"]
+    logs = [tmp_path / "recorder.log", tmp_path / "steps.log", tmp_path / "reviews.log"]
     workers.append(Worker(env, logs[0], "events", 1).start())
     workers.append(Worker(env, logs[1], "steps", 2).start())
+    workers.append(Worker(env, logs[2], "reviews", 1).start())
     plan = CampaignPlan(
-        task="continual-digits", labs=2, papers=1, mode="archive", seed=5, attempts=2
+        task="continual-digits",
+        labs=2,
+        papers=1,
+        mode="archive",
+        seed=5,
+        attempts=2,
+        review=ReviewConfig(),
     )
     campaign, runs, store = _start(env, plan)
     _wait("the campaign finishes", _finished(store, campaign), logs)
     _assert_clean(store, runs)
     papers = store.read_records(limit=100, types=["paper.submitted"])
     assert len(papers) == 2
+    # Each paper was reviewed on the reviews queue, by its own worker process, and
+    # decided before the campaign ended (issue 16).
+    decided = store.read_records(limit=100, types=["paper.decided"], correlation=campaign)
+    assert sorted(d.payload["paper_id"] for d in decided) == sorted(
+        p.payload["paper_id"] for p in papers
+    )
+    end = store.read_records(limit=1, types=["campaign.finished"], correlation=campaign)
+    assert all(d.position < end[0].position for d in decided)
+    assert "labrxiv.review_paper" in logs[2].read_text()
 
 
 def test_a_run_survives_its_worker_killed_mid_step(
