@@ -20,6 +20,7 @@ from labrxiv.cli_nav import campaigns, runs_app
 from labrxiv.cli_read import curves, ledger, papers_app
 from labrxiv.cli_replay import replay
 from labrxiv.cli_resume import resume
+from labrxiv.cli_reviewers import reviewers_app
 from labrxiv.cli_tasks import tasks_app
 from labrxiv.console import make_console
 from labrxiv.settings import Settings
@@ -38,6 +39,7 @@ app.command("reap")(reap_command)
 app.command()(campaigns)
 app.add_typer(runs_app, name="runs")
 app.add_typer(papers_app, name="papers")
+app.add_typer(reviewers_app, name="reviewers")
 app.command()(analyze)
 app.command()(ledger)
 app.command()(curves)
