@@ -14,6 +14,7 @@ from labrxiv.cli_campaign import campaign, reap_command
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner, settings_or_exit
 from labrxiv.cli_errors import ShellGroup
 from labrxiv.cli_events import events_app
+from labrxiv.cli_export import export_app
 from labrxiv.cli_exporter import exporter
 from labrxiv.cli_fork import fork
 from labrxiv.cli_nav import campaigns, runs_app
@@ -40,6 +41,7 @@ app.command()(campaigns)
 app.add_typer(runs_app, name="runs")
 app.add_typer(papers_app, name="papers")
 app.add_typer(reviewers_app, name="reviewers")
+app.add_typer(export_app, name="export")
 app.command()(analyze)
 app.command()(ledger)
 app.command()(curves)
