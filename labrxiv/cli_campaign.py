@@ -72,12 +72,23 @@ def campaign(
     accept_rating: float = typer.Option(
         6.0, "--accept-rating", min=1, max=10, help="Mean rating a paper needs to be accepted."
     ),
+    archive_reads: str = typer.Option(
+        "all",
+        "--archive-reads",
+        help="Papers archive labs are shown: all, or accepted (needs --review).",
+    ),
 ) -> None:
     """Run a campaign and watch its labs until every run has finished."""
     from labrxiv.cli import _settings
 
     if mode not in ("isolated", "archive"):
         console.print(f"[red]--mode must be isolated or archive, not {mode!r}[/]")
+        raise typer.Exit(2)
+    if archive_reads not in ("all", "accepted"):
+        console.print(f"[red]--archive-reads must be all or accepted, not {archive_reads!r}[/]")
+        raise typer.Exit(2)
+    if archive_reads == "accepted" and review is None:
+        console.print("[red]--archive-reads accepted needs --review (no paper is ever accepted)[/]")
         raise typer.Exit(2)
     settings: Settings = _settings()
     if stall_seconds is not None:
@@ -100,6 +111,7 @@ def campaign(
         campaign_budget=Budget(tokens=campaign_tokens, dollars=campaign_dollars),
         llm=llm,
         review=_review_config(review, reviews, accept_rating),
+        archive_reads="accepted" if archive_reads == "accepted" else "all",
     )
     check_task(settings, task, policy)
     outcome = _run(settings, plan, timeout)

@@ -79,6 +79,9 @@ class RunStarted(Payload):
     """The limits the run must stay within."""
     reads_archive: bool = False
     """Whether the lab may read the shared archive (campaign mode `archive`)."""
+    archive_reads: Literal["all", "accepted"] = "all"
+    """Which papers an archive-reading lab is shown: all (AgentRxiv), or only those its
+    campaign's reviewers accepted (`--archive-reads accepted`, docs/review.md)."""
     papers: int = Field(default=1, ge=1)
     """How many papers the lab is asked to write before it finishes."""
     llm: LlmConfig | None = None

@@ -28,9 +28,12 @@ from events.payloads import (
     Claim,
     ExperimentScored,
     IntegrityViolation,
+    PaperDecided,
     PapersRetrieved,
     PaperSubmitted,
     Payload,
+    ReviewForm,
+    ReviewSubmitted,
     RunFinished,
     RunStarted,
     ToolInvoked,
@@ -163,9 +166,71 @@ def writer_run(name: str, campaign: str, start: datetime, cites: list[str]) -> l
     ]
 
 
+def reviews_of(paper: Event, ratings: Sequence[int]) -> list[Event]:
+    """A paper's reviews (one per rating) and its decision, after the paper."""
+    assert isinstance(paper.payload, PaperSubmitted)
+    paper_id = paper.payload.paper_id
+    stream = f"review-{paper_id}"
+    payloads: list[Payload] = [
+        ReviewSubmitted(
+            paper_id=paper_id,
+            reviewer=f"grounded-{index}",
+            kind="grounded",
+            form=ReviewForm(
+                summary=f"Review {index} of {paper_id}.",
+                strengths=["measured"],
+                weaknesses=[],
+                questions=["why?"] if index else [],
+                soundness=4,
+                presentation=3,
+                contribution=2 + index % 2,
+                rating=rating,
+                confidence=5,
+                ethics_flag=False,
+            ),
+            relied_on=[paper.id],
+        )
+        for index, rating in enumerate(ratings)
+    ]
+    events = [
+        Event(
+            id=derived_id(f"{stream}:{version}", paper.occurred_at),
+            stream=stream,
+            version=version,
+            occurred_at=paper.occurred_at + timedelta(seconds=0.5 + version / 10),
+            causation_id=paper.id,
+            correlation_id=paper.correlation_id,
+            actor=payload.reviewer,  # type: ignore[attr-defined]
+            payload=payload,
+        )
+        for version, payload in enumerate(payloads)
+    ]
+    decided = PaperDecided(
+        paper_id=paper_id,
+        decision="accept" if sum(ratings) / len(ratings) >= 6 else "reject",
+        reason="by the numbers",
+        reviews=[e.id for e in events],
+        mean_rating=sum(ratings) / len(ratings),
+    )
+    version = len(events)
+    events.append(
+        Event(
+            id=derived_id(f"{stream}:{version}", paper.occurred_at),
+            stream=stream,
+            version=version,
+            occurred_at=paper.occurred_at + timedelta(seconds=1),
+            causation_id=paper.id,
+            correlation_id=paper.correlation_id,
+            actor="meta-reviewer",
+            payload=decided,
+        )
+    )
+    return events
+
+
 def mixed_log(seed: int = 1) -> list[Event]:
     """Interleaved runs of two campaigns and some lone ones; a few runs left unfinished;
-    runs that read and write the archive."""
+    runs that read and write the archive; reviews and decisions of their papers."""
     rng = random.Random(seed)
     events: list[Event] = []
     for name, runs in (("camp-a", 4), ("camp-b", 3)):
@@ -187,8 +252,12 @@ def mixed_log(seed: int = 1) -> list[Event]:
     cites: list[str] = []
     for index in range(3):
         start = START + timedelta(seconds=5 + 12 * index)
-        events.extend(writer_run(f"writer-{index}", "camp-a", start, list(cites)))
+        run = writer_run(f"writer-{index}", "camp-a", start, list(cites))
+        events.extend(run)
         cites.append(f"paper-writer-{index}")
+        if index < 2:  # the last paper stays unreviewed
+            paper = next(e for e in run if isinstance(e.payload, PaperSubmitted))
+            events.extend(reviews_of(paper, [7, 5 + index]))
     # Time order interleaves the streams and keeps each stream's versions in order.
     return sorted(events, key=lambda e: e.occurred_at)
 

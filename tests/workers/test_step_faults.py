@@ -97,7 +97,14 @@ class BlippingArchive:
         cause = psycopg.OperationalError("terminating connection due to administrator command")
         raise OperationalError("SELECT … FROM events", {}, cause)
 
-    def search(self, task: str, query: str, k: int, campaign: str | None = None) -> list[PaperHit]:
+    def search(
+        self,
+        task: str,
+        query: str,
+        k: int,
+        campaign: str | None = None,
+        accepted_only: bool = False,
+    ) -> list[PaperHit]:
         self._blip()
         return self.archive.search(task, query, k, campaign)
 

@@ -42,10 +42,17 @@ class LogArchive:
         self._all: list[dict[str, Any]] = []
         self._by_id: dict[str, dict[str, Any]] = {}
         self._checked: dict[str, dict[str, Any]] = {}
+        self._accepted: set[str] = set()
 
     def _papers(self, task: str | None = None, campaign: str | None = None) -> list[dict[str, Any]]:
         with self._lock:
-            for record in self.store.iter_records(self._read_to, types=["paper.submitted"]):
+            types = ["paper.submitted", "paper.decided"]
+            for record in self.store.iter_records(self._read_to, types=types):
+                self._read_to = record.position
+                if record.type == "paper.decided":
+                    if record.payload["decision"] == "accept":
+                        self._accepted.add(record.payload["paper_id"])
+                    continue
                 paper = {
                     **record.payload,
                     "lab": record.actor or "",
@@ -55,7 +62,6 @@ class LogArchive:
                 }
                 self._all.append(paper)
                 self._by_id.setdefault(paper["paper_id"], paper)
-                self._read_to = record.position
             papers = list(self._all)
         return [
             p for p in papers if task in (None, p["task"]) and campaign in (None, p["campaign"])
@@ -85,10 +91,27 @@ class LogArchive:
             paper = self._by_id.get(paper_id)
         return None if paper is None else self._with_verified_claims(paper)
 
-    def search(self, task: str, query: str, k: int, campaign: str | None = None) -> list[PaperHit]:
+    def accepted(self, paper_id: str) -> bool:
+        """Whether the paper's reviewers accepted it (as far as the log says by now)."""
+        self._papers()
+        with self._lock:
+            return paper_id in self._accepted
+
+    def search(
+        self,
+        task: str,
+        query: str,
+        k: int,
+        campaign: str | None = None,
+        accepted_only: bool = False,
+    ) -> list[PaperHit]:
         """The `k` papers on `task` that best match `query` (newest first among equals);
-        with `campaign`, only the papers its labs wrote (what an archive-mode lab reads)."""
+        with `campaign`, only the papers its labs wrote (what an archive-mode lab reads);
+        with `accepted_only`, only those its reviewers accepted by now."""
         papers = self._papers(task, campaign)
+        if accepted_only:
+            with self._lock:
+                papers = [p for p in papers if p["paper_id"] in self._accepted]
         docs = [_tokens(f"{p['title']} {p['abstract']} {p['body']}") for p in papers]
         scores = _bm25(_tokens(query), docs)
         order = sorted(range(len(papers)), key=lambda i: (-scores[i], -i))

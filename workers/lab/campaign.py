@@ -40,6 +40,8 @@ class CampaignPlan:
     same seed gives the same numbers; recorded in `campaign.started`."""
     review: ReviewConfig | None = None
     """How the campaign's papers are reviewed (None: not at all)."""
+    archive_reads: Literal["all", "accepted"] = "all"
+    """Which papers archive-reading labs are shown: all, or only accepted ones."""
 
 
 def deterministic_id(plan: CampaignPlan, ordinal: int) -> str:
@@ -87,6 +89,7 @@ def start_campaign(
                 steps=plan.steps,
             ),
             reads_archive=plan.mode == "archive",
+            archive_reads=plan.archive_reads,
             papers=plan.papers,
             llm=plan.llm if plan.policy == "llm" else None,
         )

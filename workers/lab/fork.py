@@ -78,6 +78,7 @@ def start_fork(
         seed=parent.seed if seed is None else seed,
         budget=budget or parent.budget,
         reads_archive=parent.reads_archive,
+        archive_reads=parent.archive_reads,
         papers=parent.papers,
         llm=(llm or parent.llm) if chosen == "llm" else None,
         forked_from=point,

@@ -91,6 +91,7 @@ class LabServices:
             task=state.task,
             campaign=state.campaign,
             reads_archive=state.started.reads_archive,
+            accepted_only=state.started.archive_reads == "accepted",
             attempts=len(state.attempts),
             papers=len(state.papers),
         )

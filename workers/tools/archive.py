@@ -21,7 +21,7 @@ def search_archive(
     best matches first."""
     if not env.run.reads_archive:
         raise ToolError("this run does not read the archive (isolated mode)")
-    hits = env.archive.search(env.run.task, query, k, env.run.campaign)
+    hits = env.archive.search(env.run.task, query, k, env.run.campaign, env.run.accepted_only)
     lines = [
         f"{h.paper_id} [{h.lab}] {h.title}\n  claims: "
         + ", ".join(_claim(c) for c in h.claims)
@@ -42,6 +42,8 @@ def read_paper(
     paper = env.archive.get(paper_id)
     if paper is None:
         raise ToolError(f"no paper {paper_id}")
+    if env.run.accepted_only and not env.archive.accepted(paper_id):
+        raise ToolError(f"paper {paper_id} is not accepted: this run reads accepted papers only")
     text = f"# {paper['title']}\n\n{paper['abstract']}\n\n{paper['body']}"
     return ToolResult(
         text, events=[PapersRetrieved(query=f"read {paper_id}", paper_ids=[paper_id])]

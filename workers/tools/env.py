@@ -30,11 +30,22 @@ class PaperHit:
 class Archive(Protocol):
     """The shared preprint archive, as labs read it."""
 
-    def search(self, task: str, query: str, k: int, campaign: str | None = None) -> list[PaperHit]:
-        """The `k` papers on `task` best matching `query`, of `campaign` only if given."""
+    def search(
+        self,
+        task: str,
+        query: str,
+        k: int,
+        campaign: str | None = None,
+        accepted_only: bool = False,
+    ) -> list[PaperHit]:
+        """The `k` papers on `task` best matching `query`, of `campaign` only if given,
+        and only accepted ones (`paper.decided`) if asked."""
 
     def get(self, paper_id: str) -> dict[str, Any] | None:
         """A paper's full submitted payload, its claims marked `verified` as in `PaperHit`."""
+
+    def accepted(self, paper_id: str) -> bool:
+        """Whether the paper's reviewers accepted it (False: rejected or not decided yet)."""
 
 
 @dataclass
@@ -49,6 +60,8 @@ class RunView:
     attempts: int
     """Scored or failed evaluations so far."""
     papers: int = 0
+    accepted_only: bool = False
+    """Shown only papers its campaign's reviewers accepted."""
 
 
 @dataclass
