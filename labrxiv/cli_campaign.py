@@ -72,6 +72,13 @@ def campaign(
     accept_rating: float = typer.Option(
         6.0, "--accept-rating", min=1, max=10, help="Mean rating a paper needs to be accepted."
     ),
+    review_rounds: int = typer.Option(
+        0,
+        "--review-rounds",
+        min=0,
+        max=5,
+        help="Revisions a lab may make of its last paper, answering its reviews (--review).",
+    ),
     archive_reads: str = typer.Option(
         "all",
         "--archive-reads",
@@ -110,7 +117,7 @@ def campaign(
         steps=steps,
         campaign_budget=Budget(tokens=campaign_tokens, dollars=campaign_dollars),
         llm=llm,
-        review=_review_config(review, reviews, accept_rating),
+        review=_review_config(review, reviews, accept_rating, review_rounds),
         archive_reads="accepted" if archive_reads == "accepted" else "all",
     )
     check_task(settings, task, policy)
@@ -118,9 +125,14 @@ def campaign(
     raise typer.Exit(report_outcome(outcome))
 
 
-def _review_config(reviewer: str | None, reviews: int, accept_rating: float) -> ReviewConfig | None:
+def _review_config(
+    reviewer: str | None, reviews: int, accept_rating: float, rounds: int
+) -> ReviewConfig | None:
     """The campaign's review settings; exit 2 naming a reviewer this labrxiv has not."""
     if reviewer is None:
+        if rounds:
+            console.print("[red]--review-rounds needs --review (nothing reviews the papers)[/]")
+            raise typer.Exit(2)
         return None
     if reviewer != "grounded":
         console.print(
@@ -128,7 +140,9 @@ def _review_config(reviewer: str | None, reviews: int, accept_rating: float) -> 
             soft_wrap=True,
         )
         raise typer.Exit(2)
-    return ReviewConfig(reviewer="grounded", reviews=reviews, accept_rating=accept_rating)
+    return ReviewConfig(
+        reviewer="grounded", reviews=reviews, accept_rating=accept_rating, rounds=rounds
+    )
 
 
 EVERY_RUN_ERRORED = 1

@@ -21,6 +21,8 @@ from events.payloads import (
     PaperSubmitted,
     Payload,
     PhaseEntered,
+    ReviewAwaited,
+    ReviewReceived,
     RunFinished,
     RunStarted,
     ToolInvoked,
@@ -114,6 +116,11 @@ def apply(state: RunState, event: Event) -> RunState:
         changes |= _responded(state, payload)
     elif isinstance(payload, ModelFailed):
         changes["outcomes"] = state.outcomes.set(payload.call_id, payload)
+    elif isinstance(payload, ReviewAwaited):
+        changes["awaiting"] = payload.paper_id
+    elif isinstance(payload, ReviewReceived):
+        changes["received"] = state.received.append(payload)
+        changes["awaiting"] = None
     return _changed(state, changes)
 
 

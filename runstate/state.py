@@ -20,6 +20,7 @@ from events.payloads import (
     ModelResponded,
     PaperSubmitted,
     Payload,
+    ReviewReceived,
     RunFinished,
     RunStarted,
     ToolReturned,
@@ -93,6 +94,11 @@ class RunState:
     """What the run's model calls and model-using gradings spent (`events.spend`)."""
     exchanges: PVector[Exchange] = field(default_factory=pvector)
     """The conversation's groups, oldest first (`llm` runs)."""
+    # Peer review (campaigns with `--review-rounds`).
+    awaiting: str | None = None
+    """The paper whose reviews the lab waits for (`review.awaited`), until received."""
+    received: PVector[ReviewReceived] = field(default_factory=pvector)
+    """The reviews the lab read, one entry per paper, in order."""
 
     @property
     def lab(self) -> str:

@@ -24,8 +24,10 @@ from events.payloads.model import (
 from events.payloads.paper import Claim, Experiment, PapersRetrieved, PaperSubmitted
 from events.payloads.review import (
     PaperDecided,
+    ReviewAwaited,
     ReviewConfig,
     ReviewForm,
+    ReviewReceived,
     ReviewSubmitted,
 )
 from events.payloads.run import Budget, ForkPoint, LlmConfig, RunFinished, RunStarted
@@ -51,6 +53,8 @@ PAYLOAD_TYPES: tuple[type[Payload], ...] = (
     ContextTruncated,
     ReviewSubmitted,
     PaperDecided,
+    ReviewAwaited,
+    ReviewReceived,
 )
 
 AnyPayload = Annotated[
@@ -78,7 +82,9 @@ __all__ = [
     "LlmConfig",
     "PaperDecided",
     "PaperSubmitted",
+    "ReviewAwaited",
     "ReviewConfig",
+    "ReviewReceived",
     "ReviewForm",
     "ReviewSubmitted",
     "PapersRetrieved",

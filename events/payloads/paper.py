@@ -1,6 +1,7 @@
 """Archive events (AgentRxiv): papers submitted by labs and papers retrieved by labs."""
 
 from typing import Annotated, Literal
+from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
@@ -58,6 +59,8 @@ class PaperSubmitted(Payload):
     """Archive ids of the papers it builds on."""
     revises: str | None = None
     """The paper id this one is a new version of, if any."""
+    answers: list[UUID] = []
+    """The `review.submitted` events of the revised paper this version answers."""
 
 
 class PapersRetrieved(Payload):

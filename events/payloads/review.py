@@ -56,6 +56,9 @@ class ReviewConfig(BaseModel):
     """Reviews per paper (an ensemble; CycleReviewer writes four)."""
     accept_rating: float = Field(default=6.0, ge=1, le=10)
     """The mean rating a paper needs to be accepted (`docs/review.md`, the decision)."""
+    rounds: int = Field(default=0, ge=0, le=5)
+    """Revisions a lab may make of its last paper, each answering its reviews
+    (`--review-rounds`); 0: papers are reviewed and decided, never revised."""
 
 
 class ReviewSubmitted(Payload):
@@ -85,4 +88,26 @@ class PaperDecided(Payload):
     """Why, with the numbers (mean rating and soundness, flags)."""
     reviews: list[UUID] = Field(min_length=1)
     """The ids of the `review.submitted` events decided on."""
+    mean_rating: float = Field(ge=1, le=10)
+    run: str | None = None
+    """The run that submitted the paper (woken by the decision when it awaits it)."""
+
+
+class ReviewAwaited(Payload):
+    """A lab waits for the reviews of its paper before it goes on (it may revise it)."""
+
+    type: Literal["review.awaited"] = "review.awaited"
+    paper_id: str = Field(pattern=r"^[A-Za-z0-9_.:-]{1,80}$")
+
+
+class ReviewReceived(Payload):
+    """A lab read the reviews of its paper and the decision on it."""
+
+    type: Literal["review.received"] = "review.received"
+    paper_id: str = Field(pattern=r"^[A-Za-z0-9_.:-]{1,80}$")
+    decision: Decision
+    reviews: list[UUID] = Field(min_length=1)
+    """The `review.submitted` events read (what a revision answers)."""
+    weaknesses: list[str] = []
+    """The reviews' weaknesses, as the lab was shown them."""
     mean_rating: float = Field(ge=1, le=10)

@@ -79,6 +79,9 @@ class RunStarted(Payload):
     """The limits the run must stay within."""
     reads_archive: bool = False
     """Whether the lab may read the shared archive (campaign mode `archive`)."""
+    review_rounds: int = Field(default=0, ge=0, le=5)
+    """Revisions the lab may make of its last paper, each answering its reviews (its
+    campaign's `--review-rounds`)."""
     archive_reads: Literal["all", "accepted"] = "all"
     """Which papers an archive-reading lab is shown: all (AgentRxiv), or only those its
     campaign's reviewers accepted (`--archive-reads accepted`, docs/review.md)."""

@@ -21,8 +21,9 @@ from collections import Counter
 from typing import Any
 
 from events import EventStore
+from events.payloads import PaperDecided, ReviewSubmitted
 from runstate import Attempt, fold
-from workers.tools.env import PaperHit
+from workers.tools.env import PaperHit, PaperReviews
 
 _WORD = re.compile(r"[a-z0-9_]+")
 
@@ -90,6 +91,24 @@ class LogArchive:
         with self._lock:
             paper = self._by_id.get(paper_id)
         return None if paper is None else self._with_verified_claims(paper)
+
+    def reviews(self, paper_id: str) -> PaperReviews | None:
+        """The paper's reviews and decision, from its review stream; None until decided."""
+        events = self.store.read_stream(f"review-{paper_id}")
+        decided = next((e.payload for e in events if isinstance(e.payload, PaperDecided)), None)
+        if decided is None:
+            return None
+        forms = [e for e in events if isinstance(e.payload, ReviewSubmitted)]
+        return PaperReviews(
+            decision=decided.decision,
+            reviews=tuple(decided.reviews),
+            weaknesses=tuple(
+                w
+                for e in forms
+                for w in e.payload.form.weaknesses  # type: ignore[union-attr]
+            ),
+            mean_rating=decided.mean_rating,
+        )
 
     def accepted(self, paper_id: str) -> bool:
         """Whether the paper's reviewers accepted it (as far as the log says by now)."""

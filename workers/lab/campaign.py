@@ -90,6 +90,7 @@ def start_campaign(
             ),
             reads_archive=plan.mode == "archive",
             archive_reads=plan.archive_reads,
+            review_rounds=plan.review.rounds if plan.review else 0,
             papers=plan.papers,
             llm=plan.llm if plan.policy == "llm" else None,
         )

@@ -1,6 +1,7 @@
-"""Reactions of review: a submitted paper's review task; a decided paper may end its
-campaign. Sent by the reactor from the log (`workers.reactor`); both are idempotent (a
-review task is addressed by its paper, a campaign's end by an id derived from it)."""
+"""Reactions of review: a submitted paper's review task; a decided paper wakes its run
+when the run awaits it, and may end its campaign. Sent by the reactor from the log
+(`workers.reactor`); all are idempotent (a review task is addressed by its paper, a
+run's step by the version it follows, a campaign's end by an id derived from it)."""
 
 from collections.abc import Sequence
 
@@ -8,6 +9,7 @@ from events import EventStore
 from events.recorded import Recorded
 from workers.bus.base import Bus
 from workers.lab.reactions import close_campaign_if_done
+from workers.lab.step import LAB_STEP_TASK
 from workers.review.task import REVIEW_TASK, review_config
 
 
@@ -27,5 +29,17 @@ def schedule_reviews(store: EventStore, bus: Bus, recorded: Sequence[Recorded]) 
                 bus.send(REVIEW_TASK, event.stream, event.version)
         elif event.type == "paper.decided":
             decided_in.add(campaign)
+            _wake(store, bus, event.payload.get("run"), event.payload["paper_id"])
     for campaign in sorted(decided_in):
         close_campaign_if_done(store, bus, campaign)
+
+
+def _wake(store: EventStore, bus: Bus, run: str | None, paper_id: str) -> None:
+    """Send the step of `run` if it is idle awaiting `paper_id`'s reviews (its last event
+    is the `review.awaited`). That step only records `review.received`, so sending it
+    while the step is being taken already (the reaper) is harmless."""
+    if run is None:
+        return
+    last = store.last_record(run)
+    if last is not None and last.type == "review.awaited" and last.payload["paper_id"] == paper_id:
+        bus.send(LAB_STEP_TASK, run, last.version)

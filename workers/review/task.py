@@ -75,6 +75,7 @@ def review_paper(ctx: WorkerContext, run: str, version: int) -> None:
         reason=reason,
         reviews=[e.id for e in out],
         mean_rating=rating,
+        run=run,
     )
     out.append(_event(stream, len(out), decided, paper_event, at))
     publish(ctx.bus, out)

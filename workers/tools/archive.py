@@ -66,8 +66,18 @@ def submit_paper(
         Field(description="Graded attempts reported: [{attempt, config, scores}]."),
     ] = [],  # noqa: B006
     cited: Annotated[list[str], Field(description="Archive ids the paper builds on.")] = [],  # noqa: B006
+    revises: Annotated[
+        str | None, Field(description="Your earlier paper this is a new version of.")
+    ] = None,
+    answers: Annotated[
+        list[str], Field(description="The review ids (of that paper) this version answers.")
+    ] = [],  # noqa: B006
 ) -> ToolResult:
-    """Publish a paper to the shared archive."""
+    """Publish a paper to the shared archive (or a new version of your own paper)."""
+    if revises is not None:
+        earlier = env.archive.get(revises)
+        if earlier is None or earlier.get("run") != env.run.stream:
+            raise ToolError(f"{revises} is not a paper of this run: only your own are revised")
     seed = f"{env.run.stream}:paper:{env.run.papers}"  # the same on a redelivered step
     paper_id = "p-" + hashlib.sha256(seed.encode()).hexdigest()[:12]
     try:
@@ -81,6 +91,8 @@ def submit_paper(
             claims=[Claim.model_validate(c) for c in claims],
             experiments=[Experiment.model_validate(e) for e in experiments],
             cited=cited,
+            revises=revises,
+            answers=answers,  # type: ignore[arg-type]
         )
     except ValidationError as exc:
         raise ToolError(f"the paper is malformed: {exc.errors()[0]['msg']}") from None

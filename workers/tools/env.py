@@ -3,7 +3,8 @@
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
+from uuid import UUID
 
 from workers.gym.card import TaskCard
 from workers.llm.prices import PriceTable
@@ -27,6 +28,17 @@ class PaperHit:
     """The graded attempts it reports: [{attempt, config, scores, verified}]."""
 
 
+@dataclass(frozen=True)
+class PaperReviews:
+    """A paper's reviews and the decision on it, as its lab reads them."""
+
+    decision: Literal["accept", "reject"]
+    reviews: tuple[UUID, ...]
+    """The `review.submitted` events."""
+    weaknesses: tuple[str, ...]
+    mean_rating: float
+
+
 class Archive(Protocol):
     """The shared preprint archive, as labs read it."""
 
@@ -46,6 +58,9 @@ class Archive(Protocol):
 
     def accepted(self, paper_id: str) -> bool:
         """Whether the paper's reviewers accepted it (False: rejected or not decided yet)."""
+
+    def reviews(self, paper_id: str) -> PaperReviews | None:
+        """The paper's reviews and decision; None until it is decided."""
 
 
 @dataclass

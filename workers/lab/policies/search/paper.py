@@ -6,6 +6,7 @@ from runstate import Attempt, RunState
 from workers.gym.bundle import Bundle
 from workers.gym.card import Subtask
 from workers.gym.scoring import PROGRESS, better, over_baseline
+from workers.lab.reviews import Revise
 
 
 def write_paper(state: RunState, bundle: Bundle, published: list[dict[str, Any]]) -> dict[str, Any]:
@@ -61,6 +62,37 @@ def write_paper(state: RunState, bundle: Bundle, published: list[dict[str, Any]]
             if a.scores is not None
         ],
         "cited": cited,
+    }
+
+
+def revision(
+    paper: dict[str, Any], revising: Revise, state: RunState, bundle: Bundle
+) -> dict[str, Any]:
+    """`paper` (the round's `submit_paper` arguments) as the new version of the paper
+    under review: it names what it revises and the reviews it answers, and says how."""
+    old, received = revising.paper, revising.received
+    primary = bundle.card.subtask(bundle.card.primary)
+    before = next((c.value for c in old.claims if c.subtask == primary.name), None)
+    now = next((c["value"] for c in paper["claims"] if c["subtask"] == primary.name), None)
+    done = len(state.attempts_since_paper())
+    answer = [
+        "## Response to the reviews",
+        f"The reviews of {old.paper_id} ({received.decision}, mean rating "
+        f"{received.mean_rating:.1f}) named these weaknesses:",
+        "\n".join(f"- {w}" for w in received.weaknesses) or "- none",
+        f"We answered with work: {done} more graded attempt(s) from our best configuration. "
+        + (
+            f"{primary.name} went from {before:.4f} to {now:.4f}."
+            if before is not None and now is not None
+            else "Every number below is the grader's."
+        ),
+    ]
+    return {
+        **paper,
+        "title": ("Revised: " + paper["title"])[:300],
+        "body": paper["body"] + "\n\n" + "\n\n".join(answer),
+        "revises": old.paper_id,
+        "answers": [str(i) for i in received.reviews],
     }
 
 

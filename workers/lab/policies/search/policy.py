@@ -26,7 +26,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from events.payloads import RunFinished
+from events.payloads import ReviewAwaited, ReviewReceived, RunFinished
 from runstate import RunState
 from workers.gym.bundle import Bundle
 from workers.gym.card import Subtask
@@ -34,7 +34,8 @@ from workers.gym.scoring import PROGRESS, better, over_baseline
 from workers.lab.budget import out_of_attempts
 from workers.lab.policies.base import StepInput, StepOutcome
 from workers.lab.policies.search.memory import Known, Memories, RunMemory, config_key, pairs
-from workers.lab.policies.search.paper import write_paper
+from workers.lab.policies.search.paper import revision, write_paper
+from workers.lab.reviews import WAIT, Revise, review_round
 from workers.tools.env import Archive
 from workers.tools.invoke import invoke
 
@@ -61,6 +62,12 @@ class SearchPolicy:
     def step(self, step: StepInput) -> StepOutcome:
         """Decide the next tool call and run it (one tool call a step)."""
         state = step.state
+        if len(state.papers) >= state.started.papers:  # its papers written: any reviews?
+            after = review_round(state, step.archive)
+            if after == WAIT:
+                return [], {}  # idle until the paper's decision wakes the run
+            if isinstance(after, ReviewAwaited | ReviewReceived):
+                return [after], {}
         action = self.decide(state, step.bundle, step.archive)
         ended = out_of_attempts(state) if action.tool == "evaluate" else None
         if ended is not None:
@@ -75,7 +82,8 @@ class SearchPolicy:
     def decide(self, state: RunState, bundle: Bundle, archive: Archive) -> Action:
         """The next action of the round the run is in."""
         target = state.started.papers
-        if len(state.papers) >= target:
+        revising = review_round(state, archive) if len(state.papers) >= target else None
+        if len(state.papers) >= target and not isinstance(revising, Revise):
             best = _best_attempt(state, bundle.card.subtask(bundle.card.primary))
             summary = f"{len(state.papers)} papers; best {bundle.card.primary} = {best}"
             return Action("finish", {"summary": summary})
@@ -92,7 +100,10 @@ class SearchPolicy:
             return Action(
                 "write_file", {"path": "config.json", "content": json.dumps(config, sort_keys=True)}
             )
-        return Action("submit_paper", write_paper(state, bundle, _published(state, archive)))
+        paper = write_paper(state, bundle, _published(state, archive))
+        if isinstance(revising, Revise):  # the new version answers the reviews with work
+            paper = revision(paper, revising, state, bundle)
+        return Action("submit_paper", paper)
 
     def _next_config(self, state: RunState, bundle: Bundle, archive: Archive) -> dict[str, Any]:
         primary = bundle.card.subtask(bundle.card.primary)
@@ -300,7 +311,8 @@ def _per_paper(state: RunState) -> int:
     attempts = state.started.budget.attempts
     if attempts is None:
         return DEFAULT_ATTEMPTS_PER_PAPER
-    return max(1, attempts // state.started.papers)
+    # Review rounds take their share: each revision is a round of experiments too.
+    return max(1, attempts // (state.started.papers + state.started.review_rounds))
 
 
 def _best_attempt(state: RunState, primary: Subtask) -> float | None:
