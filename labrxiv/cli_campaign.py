@@ -65,8 +65,18 @@ def campaign(
     review: str | None = typer.Option(
         None,
         "--review",
-        help="Review every paper and decide on it: grounded (from the log, offline). "
-        "The campaign then ends with its last decision (docs/review.md).",
+        help="Review every paper and decide on it: grounded (from the log, offline) or llm "
+        "(--review-model). The campaign then ends with its last decision (docs/review.md).",
+    ),
+    review_model: str | None = typer.Option(None, "--review-model", help="llm reviewers."),
+    review_base_url: str | None = typer.Option(
+        None, "--review-base-url", help="llm reviewers: the endpoint."
+    ),
+    reviewer_tokens: int | None = typer.Option(
+        None, "--reviewer-tokens", min=1, help="Tokens for all the campaign's reviews."
+    ),
+    reviewer_dollars: float | None = typer.Option(
+        None, "--reviewer-dollars", min=0.000001, help="Dollars for all the campaign's reviews."
     ),
     reviews: int = typer.Option(1, "--reviews", min=1, max=10, help="Reviews per paper."),
     accept_rating: float = typer.Option(
@@ -117,7 +127,18 @@ def campaign(
         steps=steps,
         campaign_budget=Budget(tokens=campaign_tokens, dollars=campaign_dollars),
         llm=llm,
-        review=_review_config(review, reviews, accept_rating, review_rounds),
+        review=_review_config(
+            review,
+            ReviewConfig.model_construct(
+                reviews=reviews,
+                accept_rating=accept_rating,
+                rounds=review_rounds,
+                model=review_model,
+                base_url=review_base_url,
+                tokens=reviewer_tokens,
+                dollars=reviewer_dollars,
+            ),
+        ),
         archive_reads="accepted" if archive_reads == "accepted" else "all",
     )
     check_task(settings, task, policy)
@@ -125,24 +146,26 @@ def campaign(
     raise typer.Exit(report_outcome(outcome))
 
 
-def _review_config(
-    reviewer: str | None, reviews: int, accept_rating: float, rounds: int
-) -> ReviewConfig | None:
-    """The campaign's review settings; exit 2 naming a reviewer this labrxiv has not."""
+def _review_config(reviewer: str | None, asked: ReviewConfig) -> ReviewConfig | None:
+    """The campaign's review settings (`asked`: the options, unchecked); exit 2 with one
+    line naming what is wrong."""
     if reviewer is None:
-        if rounds:
+        if asked.rounds:
             console.print("[red]--review-rounds needs --review (nothing reviews the papers)[/]")
             raise typer.Exit(2)
         return None
-    if reviewer != "grounded":
+    if reviewer not in ("grounded", "llm"):
         console.print(
-            f"[red]--review {escape(reviewer)}: the reviewers available are: grounded[/]",
+            f"[red]--review {escape(reviewer)}: the reviewers are grounded and llm[/]",
             soft_wrap=True,
         )
         raise typer.Exit(2)
-    return ReviewConfig(
-        reviewer="grounded", reviews=reviews, accept_rating=accept_rating, rounds=rounds
-    )
+    try:
+        return ReviewConfig.model_validate({**asked.__dict__, "reviewer": reviewer})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        console.print(f"[red]--review {reviewer}: {escape(first['msg'])}[/]", soft_wrap=True)
+        raise typer.Exit(2) from None
 
 
 EVERY_RUN_ERRORED = 1

@@ -63,11 +63,11 @@ class LedgerRow(SQLModel, table=True):
     __tablename__ = "ledger"
 
     run: str = Field(primary_key=True, max_length=200)
-    """The run stream that made the call."""
+    """The run stream that made the call (a paper's review stream, for a reviewer's)."""
     call_id: str = Field(primary_key=True, max_length=200)
     """The call's id within its events (pairs invoked with returned)."""
     kind: str = Field(default="tool", max_length=20)
-    """`tool` or `model`."""
+    """`tool`, `model`, `grader` or `review` (a reviewer's model call)."""
     lab: str | None = Field(default=None, max_length=200, index=True)
     campaign: str | None = Field(default=None, max_length=200, index=True)
     tool: str | None = Field(default=None, max_length=100)
@@ -191,6 +191,8 @@ def _new_row(key: tuple[str, str], event: Recorded) -> dict[str, Any]:
     row = _BLANK.copy()  # a copy of a template: building it from the column names cost more
     row["run"], row["call_id"] = key
     row["kind"], row["status"] = _KIND_STATUS[event.type]
+    if row["kind"] == "model" and key[0].startswith("review-"):
+        row["kind"] = "review"  # a reviewer's call (issue 16): a model call of its own kind
     row["position"] = event.position
     return row
 
@@ -293,8 +295,8 @@ def ledger_totals(
 ) -> list[LedgerTotals]:
     """The ledger rolled up per run, lab or campaign (of one campaign, if given), by key."""
     key = {"run": LEDGER.c.run, "lab": LEDGER.c.lab, "campaign": LEDGER.c.campaign}[by]
-    model = LEDGER.c.kind == "model"
-    priced = LEDGER.c.kind.in_(["model", "grader"])
+    model = LEDGER.c.kind.in_(["model", "review"])
+    priced = LEDGER.c.kind.in_(["model", "review", "grader"])
     query = select(
         key.label("key"),
         func.count().label("calls"),

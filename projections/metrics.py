@@ -395,7 +395,7 @@ def _ledger_metrics(conn: Connection, bounds: Bounds) -> list[Metric]:
             _add(actions, (tool or NONE, lab_label), count)
             continue
         model_label = _bounded(model, models)
-        if kind == "model":
+        if kind in ("model", "review"):  # a reviewer's calls are model calls too
             _add(calls, (model_label, OUTCOMES.get(status, NONE)), count)
         for kind_label, value in zip(TOKEN_KINDS, sums[:4], strict=True):
             _add(tokens, (model_label, kind_label), int(value))

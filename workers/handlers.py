@@ -21,6 +21,7 @@ from workers.context import WorkerContext
 from workers.lab.step import LAB_STEP_TASK, lab_step
 from workers.metrics import count_dead_letter
 from workers.recorder import record_dead_letter, record_message
+from workers.review.steps import REVIEW_STEP_TASK, review_step
 from workers.review.task import REVIEW_TASK, review_paper
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,7 @@ HANDLERS: dict[str, tuple[Handler, str]] = {
     DEAD_LETTER_TASK: (record_dead_letter, "events"),
     LAB_STEP_TASK: (lab_step, "steps"),
     REVIEW_TASK: (review_paper, "reviews"),
+    REVIEW_STEP_TASK: (review_step, "reviews"),
 }
 """Every task a worker can run, with the queue it is routed to."""
 

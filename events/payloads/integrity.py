@@ -12,6 +12,7 @@ ViolationKind = Literal[
     "network",
     "tampered_grader",
     "self_reported_score",
+    "addresses_reviewer",
 ]
 
 

@@ -10,7 +10,7 @@ with the field that is wrong), never clamped into range.
 from typing import Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from events.payloads.base import Payload
 
@@ -59,6 +59,22 @@ class ReviewConfig(BaseModel):
     rounds: int = Field(default=0, ge=0, le=5)
     """Revisions a lab may make of its last paper, each answering its reviews
     (`--review-rounds`); 0: papers are reviewed and decided, never revised."""
+    model: str | None = None
+    """The reviewer model, for the `llm` reviewer."""
+    base_url: str | None = None
+    """Its OpenAI-compatible endpoint (None: the worker's default)."""
+    temperature: float | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    tokens: int | None = Field(default=None, ge=1)
+    """The reviewers' token budget, over all the campaign's reviews (None: no limit)."""
+    dollars: float | None = Field(default=None, gt=0)
+    """The reviewers' dollar budget, over all the campaign's reviews (None: no limit)."""
+
+    @model_validator(mode="after")
+    def _llm_needs_a_model(self) -> "ReviewConfig":
+        if self.reviewer == "llm" and not self.model:
+            raise ValueError("the llm reviewer needs a model")
+        return self
 
 
 class ReviewSubmitted(Payload):
@@ -91,6 +107,38 @@ class PaperDecided(Payload):
     mean_rating: float = Field(ge=1, le=10)
     run: str | None = None
     """The run that submitted the paper (woken by the decision when it awaits it)."""
+
+
+class ReviewRequested(Payload):
+    """A paper's review began: the first event of its review stream, for reviewers that
+    work in steps (the `llm` reviewer: each model call is written ahead)."""
+
+    type: Literal["review.requested"] = "review.requested"
+    paper_id: str = Field(pattern=r"^[A-Za-z0-9_.:-]{1,80}$")
+    run: str
+    """The run that submitted the paper."""
+    version: int = Field(ge=0)
+    """The version of its `paper.submitted` in that run."""
+    config: ReviewConfig
+
+
+class ReviewFailed(Payload):
+    """A reviewer of the ensemble gave no review: its model failed for good, or its answer
+    was no valid form (the reason says which field)."""
+
+    type: Literal["review.failed"] = "review.failed"
+    paper_id: str = Field(pattern=r"^[A-Za-z0-9_.:-]{1,80}$")
+    reviewer: str = Field(min_length=1, max_length=80)
+    reason: str = Field(min_length=1, max_length=2000)
+
+
+class ReviewStopped(Payload):
+    """A paper's review stopped before a decision: a budget was reached, or no reviewer
+    gave a valid review. Nothing already recorded is lost; the paper stays undecided."""
+
+    type: Literal["review.stopped"] = "review.stopped"
+    paper_id: str = Field(pattern=r"^[A-Za-z0-9_.:-]{1,80}$")
+    reason: str = Field(min_length=1, max_length=2000)
 
 
 class ReviewAwaited(Payload):

@@ -22,9 +22,9 @@ from labrxiv.wiring import open_store, worker_context
 from workers.bus.base import RECORD_TASK
 from workers.context import WorkerContext
 from workers.errors import RetryLater
-from workers.lab.policies.llm import step as llm_step_module
 from workers.lab.step import lab_step
 from workers.llm import Gateway, ModelRequest, PriceTable
+from workers.llm import driver as llm_step_module  # where a step waits in place
 
 STREAM = "run-wait-0"
 

@@ -21,7 +21,7 @@ from collections import Counter
 from typing import Any
 
 from events import EventStore
-from events.payloads import PaperDecided, ReviewSubmitted
+from events.payloads import PaperDecided, ReviewStopped, ReviewSubmitted
 from runstate import Attempt, fold
 from workers.tools.env import PaperHit, PaperReviews
 
@@ -96,6 +96,9 @@ class LogArchive:
         """The paper's reviews and decision, from its review stream; None until decided."""
         events = self.store.read_stream(f"review-{paper_id}")
         decided = next((e.payload for e in events if isinstance(e.payload, PaperDecided)), None)
+        stopped = next((e.payload for e in events if isinstance(e.payload, ReviewStopped)), None)
+        if stopped is not None:
+            return PaperReviews(None, (), (), None, stopped=stopped.reason)
         if decided is None:
             return None
         forms = [e for e in events if isinstance(e.payload, ReviewSubmitted)]

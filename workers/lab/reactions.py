@@ -45,7 +45,7 @@ def close_campaign_if_done(store: EventStore, bus: Bus, campaign: str) -> None:
     started = events[0].payload
     reviewed = isinstance(started, CampaignStarted) and started.review is not None
     types = ["run.started", "run.finished"]
-    types += ["paper.submitted", "paper.decided"] if reviewed else []
+    types += ["paper.submitted", "paper.decided", "review.stopped"] if reviewed else []
     mine = list(store.iter_records(types=types, correlation=campaign))
     runs = {r.stream for r in mine if r.type == "run.started"}
     done = {r.stream for r in mine if r.type == "run.finished"}
@@ -53,7 +53,8 @@ def close_campaign_if_done(store: EventStore, bus: Bus, campaign: str) -> None:
         return
     # A campaign that reviews its papers ends with its last decision (issue 16).
     papers = {r.payload["paper_id"] for r in mine if r.type == "paper.submitted"}
-    if papers - {r.payload["paper_id"] for r in mine if r.type == "paper.decided"}:
+    ended = {"paper.decided", "review.stopped"}  # a stopped review is done with too
+    if papers - {r.payload["paper_id"] for r in mine if r.type in ended}:
         return
     reasons = {r.payload["reason"] for r in mine if r.type == "run.finished"}
     version = events[-1].version + 1

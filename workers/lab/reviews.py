@@ -48,6 +48,8 @@ def review_round(
     reviews = archive.reviews(latest.paper_id)
     if reviews is None:
         return WAIT
+    if reviews.decision is None or reviews.mean_rating is None:
+        return None  # its review stopped (a budget): there is nothing to answer
     return ReviewReceived(
         paper_id=latest.paper_id,
         decision=reviews.decision,

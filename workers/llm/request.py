@@ -32,6 +32,8 @@ class ModelRequest:
     """`auto`, `none` or `required`; None leaves it to the server."""
     seed: int | None = None
     phase: Phase | None = None
+    response_format: dict[str, Any] | None = None
+    """OpenAI's structured-output setting (e.g. `{"type": "json_object"}`); None: unset."""
 
     def body(self) -> dict[str, Any]:
         """The JSON body sent to `/chat/completions` (unset parameters left out)."""
@@ -42,6 +44,7 @@ class ModelRequest:
             "max_tokens": self.max_tokens,
             "tool_choice": self.tool_choice,
             "seed": self.seed,
+            "response_format": self.response_format,
         }
         return body | {key: value for key, value in optional.items() if value is not None}
 

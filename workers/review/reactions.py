@@ -10,6 +10,7 @@ from events.recorded import Recorded
 from workers.bus.base import Bus
 from workers.lab.reactions import close_campaign_if_done
 from workers.lab.step import LAB_STEP_TASK
+from workers.review.steps import OVER, REVIEW_STEP_TASK
 from workers.review.task import REVIEW_TASK, review_config
 
 
@@ -18,7 +19,10 @@ def schedule_reviews(store: EventStore, bus: Bus, recorded: Sequence[Recorded]) 
     close the campaigns whose papers were decided (the last decision may end one)."""
     reviews: dict[str, bool] = {}
     decided_in: set[str] = set()
+    last: dict[str, Recorded] = {}
     for event in recorded:
+        if event.stream.startswith("review-"):
+            last[event.stream] = event
         campaign = event.correlation_id
         if campaign is None:
             continue
@@ -27,11 +31,24 @@ def schedule_reviews(store: EventStore, bus: Bus, recorded: Sequence[Recorded]) 
                 reviews[campaign] = review_config(store, campaign) is not None
             if reviews[campaign]:
                 bus.send(REVIEW_TASK, event.stream, event.version)
-        elif event.type == "paper.decided":
+        elif event.type in ("paper.decided", "review.stopped"):
             decided_in.add(campaign)
-            _wake(store, bus, event.payload.get("run"), event.payload["paper_id"])
+            run = (
+                event.payload.get("run") if event.type == "paper.decided" else _run_of(store, event)
+            )
+            _wake(store, bus, run, event.payload["paper_id"])
+    # A reviewer that works in steps (llm) takes the next one after each of its events.
+    for stream, event in last.items():
+        if event.type not in OVER:
+            bus.send(REVIEW_STEP_TASK, stream, event.version)
     for campaign in sorted(decided_in):
         close_campaign_if_done(store, bus, campaign)
+
+
+def _run_of(store: EventStore, stopped: Recorded) -> str | None:
+    """The run whose paper's review stopped (its review stream's `review.requested`)."""
+    first = store.read_records(stream=stopped.stream, limit=1)
+    return first[0].payload.get("run") if first else None
 
 
 def _wake(store: EventStore, bus: Bus, run: str | None, paper_id: str) -> None:

@@ -14,10 +14,12 @@ from events import Event, EventStore
 from events.ids import derived_id, utcnow
 from events.payloads import (
     CampaignStarted,
+    IntegrityViolation,
     PaperDecided,
     PaperSubmitted,
     Payload,
     ReviewConfig,
+    ReviewRequested,
     ReviewSubmitted,
 )
 from workers.bus.base import publish
@@ -51,11 +53,23 @@ def review_paper(ctx: WorkerContext, run: str, version: int) -> None:
     config = review_config(ctx.store, paper_event.correlation_id)
     if config is None:
         return  # the paper's campaign reviews nothing
-    if config.reviewer != "grounded":
-        raise WorkerError(f"the {config.reviewer!r} reviewer is not available in this labrxiv")
-    evidence = gather(ctx.store, events, version)
     at = utcnow()
     out: list[Event] = []
+    # The paper is data for its reviewers: text that speaks to them is an integrity
+    # finding, recorded first in the review stream whoever reviews.
+    addresses = grounded.ADDRESSES_REVIEWER.search(f"{paper.title}\n{paper.abstract}\n{paper.body}")
+    if config.reviewer == "llm":
+        requested = ReviewRequested(
+            paper_id=paper.paper_id, run=run, version=version, config=config
+        )
+        out.append(_event(stream, 0, requested, paper_event, at))
+        if addresses is not None:
+            out.append(_event(stream, 1, _violation(addresses.group(0)), paper_event, at))
+        publish(ctx.bus, out)  # the reviewer's steps follow, from the log
+        return
+    if addresses is not None:
+        out.append(_event(stream, 0, _violation(addresses.group(0)), paper_event, at))
+    evidence = gather(ctx.store, events, version)
     forms = []
     for index in range(config.reviews):
         form, relied_on = grounded.review(evidence)
@@ -73,13 +87,19 @@ def review_paper(ctx: WorkerContext, run: str, version: int) -> None:
         paper_id=paper.paper_id,
         decision=decision,
         reason=reason,
-        reviews=[e.id for e in out],
+        reviews=[e.id for e in out if isinstance(e.payload, ReviewSubmitted)],
         mean_rating=rating,
         run=run,
     )
     out.append(_event(stream, len(out), decided, paper_event, at))
     publish(ctx.bus, out)
     log.debug("paper %s: %s (%s)", paper.paper_id, decision, reason)
+
+
+def _violation(said: str) -> IntegrityViolation:
+    return IntegrityViolation(
+        kind="addresses_reviewer", detail=f"the paper speaks to its reviewer: {said[:200]!r}"
+    )
 
 
 def review_config(store: EventStore, campaign: str | None) -> ReviewConfig | None:
@@ -104,6 +124,8 @@ def _event(stream: str, version: int, payload: Payload, paper: Event, at: dateti
         occurred_at=at,
         causation_id=paper.id,
         correlation_id=paper.correlation_id,
-        actor=getattr(payload, "reviewer", "meta-reviewer"),
+        actor=getattr(
+            payload, "reviewer", "meta-reviewer" if isinstance(payload, PaperDecided) else "labrxiv"
+        ),
         payload=payload,
     )

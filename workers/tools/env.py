@@ -32,11 +32,13 @@ class PaperHit:
 class PaperReviews:
     """A paper's reviews and the decision on it, as its lab reads them."""
 
-    decision: Literal["accept", "reject"]
+    decision: Literal["accept", "reject"] | None
+    """None: the review stopped before a decision (`stopped` says why)."""
     reviews: tuple[UUID, ...]
     """The `review.submitted` events."""
     weaknesses: tuple[str, ...]
-    mean_rating: float
+    mean_rating: float | None
+    stopped: str | None = None
 
 
 class Archive(Protocol):
@@ -60,7 +62,8 @@ class Archive(Protocol):
         """Whether the paper's reviewers accepted it (False: rejected or not decided yet)."""
 
     def reviews(self, paper_id: str) -> PaperReviews | None:
-        """The paper's reviews and decision; None until it is decided."""
+        """The paper's reviews and decision; None until it is decided (or its review
+        stopped: then `decision` is None and `stopped` says why)."""
 
 
 @dataclass

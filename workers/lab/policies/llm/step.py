@@ -15,14 +15,9 @@
   call ahead (`model.called`) for the following step to send.
 """
 
-import hashlib
 import logging
-import threading
-import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
 
 from events import EventStore
 from events.ids import utcnow
@@ -37,14 +32,13 @@ from events.payloads import (
     ToolReturned,
 )
 from runstate import RunState, ahead
-from workers.errors import RetryLater
 from workers.lab import budget
 from workers.lab.policies.base import StepInput
 from workers.lab.policies.llm import phases
 from workers.lab.policies.llm.context import build
 from workers.lab.policies.llm.history import reply_of
 from workers.lab.policies.llm.truncation import ExchangeSizes
-from workers.llm import Gateway, ModelRequest, PreparedCall, Reply
+from workers.llm import Gateway, ModelRequest, Reply, driver
 from workers.tools.invoke import invoke
 
 log = logging.getLogger(__name__)
@@ -110,41 +104,7 @@ def _answered(step: LlmStep, seen: RunState, pending: dict[str, bytes]) -> Out:
 
 
 def _send(step: LlmStep, called: ModelCalled) -> Out:
-    marker = step.inflight / hashlib.sha256(called.call_id.encode()).hexdigest()
-    if marker.exists():
-        log.warning(
-            "%s: call %s was interrupted; outcome unknown", step.state.stream, called.call_id
-        )
-        return _next_attempt(called)
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.write_text(called.call_id)  # kept: a redelivery must not send this id again
-    outcome = step.model.send(_prepared(step.store, called))
-    return [outcome.event], outcome.blobs
-
-
-_PREPARED: OrderedDict[str, PreparedCall] = OrderedDict()
-"""Calls this process wrote ahead, by request hash: the step that sends one usually runs
-on the worker that prepared it, and then need not fetch and parse the request again."""
-_PREPARED_LOCK = threading.Lock()
-_PREPARED_MAX = 1024
-
-
-def _remember(prepared: PreparedCall) -> None:
-    assert prepared.called.request is not None
-    with _PREPARED_LOCK:
-        _PREPARED[prepared.called.request.sha256] = prepared
-        while len(_PREPARED) > _PREPARED_MAX:
-            _PREPARED.popitem(last=False)
-
-
-def _prepared(store: EventStore, called: ModelCalled) -> PreparedCall:
-    """The recorded call ready to send: its request from memory, or from the blob table."""
-    key = called.request.sha256 if called.request else ""
-    with _PREPARED_LOCK:
-        known = _PREPARED.pop(key, None)
-    if known is not None and known.called == called:
-        return known
-    return PreparedCall.restore(called, _request_blob(store, called))
+    return driver.send(step.model, step.store, step.inflight, called, step.state.stream)
 
 
 def _after_failure(step: LlmStep, failed: ModelFailed) -> Out:
@@ -152,25 +112,7 @@ def _after_failure(step: LlmStep, failed: ModelFailed) -> Out:
     if not failed.will_retry:
         detail = f"the model failed {called.attempt} times; last: {failed.error} {failed.detail}"
         return [RunFinished(reason="error", detail=detail[:500])], {}
-    # The gateway's own wait for this failure (the number it logged), counted from when
-    # the failure was recorded: a step delivered again waits until the same moment.
-    wait = step.model.retry_wait(called.attempt, failed.retry_after_s, failed.call_id)
-    due = step.state.last_at + timedelta(seconds=wait)
-    left = min(wait, (due - utcnow()).total_seconds())
-    if left > 0:
-        if not step.final:
-            raise RetryLater(f"the next attempt of {called.request_id} is due", delay_s=left)
-        time.sleep(left)  # a bus that runs nothing again later (the in-process one)
-    return _next_attempt(called)
-
-
-def _next_attempt(called: ModelCalled) -> Out:
-    """The same request again as the next attempt; its body is recorded with the first."""
-    attempt = called.attempt + 1
-    again = called.model_copy(
-        update={"attempt": attempt, "call_id": f"{called.request_id}/{attempt}"}
-    )
-    return [again], {}
+    return driver.after_failure(step.model, called, failed, step.state.last_at, step.final)
 
 
 def _run_tools(step: LlmStep, state: RunState, reply: Reply, phase: str | None) -> Out:
@@ -265,8 +207,7 @@ def _new_call(step: LlmStep, seen: RunState, pending: dict[str, bytes]) -> Out:
         seed=seen.started.seed,
         phase=phase,
     )
-    prepared = step.model.prepare(request)
-    _remember(prepared)
+    prepared = driver.write_ahead(step.model, request)
     return [*prefix, prepared.called], prepared.blobs
 
 
@@ -282,13 +223,6 @@ def _over_model_budget(step: LlmStep, seen: RunState) -> list[Payload] | None:
     model = config.phase_models.get(seen.phase or "plan", config.model)
     unpriced = model if step.model.prices.price_of(model) is None else None
     return budget.over_model_budget(seen, step.state, campaign, unpriced)
-
-
-def _request_blob(store: EventStore, called: ModelCalled) -> bytes:
-    data = store.get_blob(called.request.sha256) if called.request else None
-    if data is None:
-        raise RuntimeError(f"the request of call {called.call_id} is not in the blob table")
-    return data
 
 
 def _blob(store: EventStore, pending: dict[str, bytes]) -> Callable[[str], bytes | None]:
