@@ -44,6 +44,8 @@ def main() -> None:
     logging.basicConfig(level=logging.WARNING)
     started = time.perf_counter()
     by_round: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    changes: dict[str, list[float]] = defaultdict(list)
+    """Each revision against the paper it revises: score and rating differences."""
     seed_round: dict[int, list[tuple[float, float]]] = defaultdict(list)
     reads: dict[str, list[float]] = {"all": [], "accepted": []}
     best: dict[str, list[float]] = {"all": [], "accepted": []}
@@ -52,7 +54,7 @@ def main() -> None:
             system = open_embedded(load_settings(data_dir=Path(folder)), threads=args.labs)
             try:
                 cycle = _campaign(system, args, seed, ReviewConfig(rounds=args.rounds), "all", 1)
-                per_round = _papers_by_round(system.store, cycle)
+                per_round = _papers_by_round(system.store, cycle, changes)
                 for round_, papers in per_round.items():
                     for score, rating in papers:
                         by_round[round_]["score"].append(score)
@@ -79,6 +81,7 @@ def main() -> None:
                 system.close()
         print(f"seed {seed} done ({time.perf_counter() - started:.0f}s)", flush=True)
     _print_rounds(by_round, seed_round, args)
+    _print_changes(changes)
     _print_reads(reads, best, args)
 
 
@@ -105,8 +108,12 @@ def _campaign(
     return campaign
 
 
-def _papers_by_round(store: EventStore, campaign: str) -> dict[int, list[tuple[float, float]]]:
-    """(measured score, mean rating) of each paper of the campaign, by revision round."""
+def _papers_by_round(
+    store: EventStore, campaign: str, changes: dict[str, list[float]]
+) -> dict[int, list[tuple[float, float]]]:
+    """(measured score, mean rating) of each paper of the campaign, by revision round;
+    each revision's change from the paper it revises is added to `changes`."""
+    seen: dict[str, tuple[float, float]] = {}
     rounds: dict[str, int] = {}
     ratings: dict[str, list[int]] = defaultdict(list)
     for record in store.iter_records(types=["review.submitted"], correlation=campaign):
@@ -119,7 +126,13 @@ def _papers_by_round(store: EventStore, campaign: str) -> dict[int, list[tuple[f
         evidence = gather(store, store.read_stream(record.stream), record.version)
         score = measured_score(evidence.paper, evidence.graded)
         if score is not None and ratings[payload["paper_id"]]:
-            out[round_].append((score, statistics.fmean(ratings[payload["paper_id"]])))
+            rating = statistics.fmean(ratings[payload["paper_id"]])
+            out[round_].append((score, rating))
+            seen[payload["paper_id"]] = (score, rating)
+            revised = seen.get(payload.get("revises") or "")
+            if revised is not None:
+                changes["score"].append(score - revised[0])
+                changes["rating"].append(rating - revised[1])
     return dict(out)
 
 
@@ -157,6 +170,21 @@ def _print_rounds(
             f"{_spread(figures['score']):>16} {_spread(figures['rating']):>14}"
         )
     print("(mean ± standard deviation over papers; a round's papers are the revisions made)")
+
+
+def _print_changes(changes: dict[str, list[float]]) -> None:
+    """Paired: each revision against the paper it revises (the rounds above are not
+    paired: only papers with something to answer are revised)."""
+    score, rating = changes["score"], changes["rating"]
+    if not score:
+        print("no revision was made")
+        return
+    better = sum(d > 0 for d in score)
+    p = wilcoxon([d for d in score if d != 0]).pvalue if sum(d != 0 for d in score) >= 2 else 1.0
+    print(
+        f"each revision against the paper it revises ({len(score)} revisions): measured score "
+        f"{_spread(score)} (higher in {better}, Wilcoxon p = {p:.3g}), rating {_spread(rating)}"
+    )
 
 
 def _print_reads(

@@ -109,7 +109,8 @@ def apply(state: RunState, event: Event) -> RunState:
         changes["finished"] = payload
     elif isinstance(payload, PhaseEntered):
         changes["phase"], changes["calls_in_phase"] = payload.phase, 0
-        changes["exchanges"] = state.exchanges.append(Exchange(entered=payload.phase))
+        exchange = Exchange(entered=payload.phase, note=payload.note)
+        changes["exchanges"] = state.exchanges.append(exchange)
     elif isinstance(payload, ModelCalled):
         changes |= _called(state, payload)
     elif isinstance(payload, ModelResponded):

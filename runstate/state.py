@@ -47,6 +47,8 @@ class Exchange:
 
     entered: Phase | None = None
     """The phase entered (an instructions group); None for an answer group."""
+    note: str = ""
+    """What the lab was told on entering, beyond the phase's instructions."""
     answer: ModelResponded | None = None
     phase: Phase | None = None
     """The phase the answer's call was made in."""

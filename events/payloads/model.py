@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from events.blobs import BlobRef
 from events.payloads.base import Payload
 
-Phase = Literal["literature", "plan", "experiment", "writeup"]
+Phase = Literal["literature", "plan", "experiment", "writeup", "revise"]
 
 
 class _Strict(BaseModel):
@@ -107,6 +107,9 @@ class PhaseEntered(Payload):
 
     type: Literal["phase.entered"] = "phase.entered"
     phase: Phase
+    note: str = Field(default="", max_length=20_000)
+    """What the lab is told on entering, beyond the phase's instructions (the `revise`
+    phase: the reviews it answers)."""
 
 
 class ContextTruncated(Payload):

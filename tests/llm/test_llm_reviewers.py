@@ -6,16 +6,20 @@ are in the ledger (kind `review`) and count against the reviewer budget, which, 
 stops reviewing with the numbers and loses nothing."""
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fake_server import FakeServer, Received, Scripted, completion, usage
 from sqlalchemy import select
+from test_llm_curves import GRADER_MODEL, _lab_script, _technique
 
 from events.payloads import (
+    LlmConfig,
     ModelCalled,
     PaperDecided,
+    PaperSubmitted,
     ReviewConfig,
     ReviewFailed,
     ReviewStopped,
@@ -29,6 +33,16 @@ from workers.lab.campaign import CampaignPlan, start_campaign
 
 KEY = "sk-review-test-key-0123456789abcdef"
 PRICES = """
+[models.lab-priced]
+input = 1.0
+cached_input = 0.5
+output = 4.0
+
+[models.grader-sim]
+input = 2.0
+cached_input = 1.0
+output = 8.0
+
 [models.reviewer-sim]
 input = 1.0
 cached_input = 0.5
@@ -188,6 +202,149 @@ def test_the_reviewer_budget_stops_reviewing_with_a_reason_and_loses_nothing(
             called = {e.payload.call_id for e in events if isinstance(e.payload, ModelCalled)}
             answered = {e.payload.call_id for e in events if e.type == "model.responded"}
             assert called == answered
+        finished = system.store.read_records(types=["campaign.finished"], correlation=made)
+        assert len(finished) == 1
+    finally:
+        system.close()
+
+
+class LabAndReviewer:
+    """One endpoint for an `llm` lab (its script), its task's grader and its reviewer."""
+
+    def __init__(self) -> None:
+        self.script = _lab_script()
+
+    def __call__(self, received: Received) -> Scripted:
+        model = received.body.get("model")
+        if model == GRADER_MODEL:
+            return completion(text="Step 1: add. The answer is 12.", usage=usage(90, 25))
+        if model == "reviewer-sim":
+            return completion(text=json.dumps(FORM), usage=USAGE)
+        return self.script.pop(0) if self.script else completion(text="done", usage=usage(5, 1))
+
+
+def test_an_llm_labs_paper_is_reviewed_by_an_llm_reviewer(
+    server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.default = LabAndReviewer()
+    server.models.extend(["lab-priced", GRADER_MODEL])
+    monkeypatch.setenv("LABRXIV_GRADER_MODEL", GRADER_MODEL)
+    system = system_for(tmp_path)
+    try:
+        plan = CampaignPlan(
+            task="math-prompting",
+            labs=1,
+            papers=1,
+            mode="isolated",
+            seed=1,
+            attempts=4,
+            policy="llm",
+            llm=LlmConfig(model="lab-priced", temperature=0.0),
+            review=ReviewConfig(reviewer="llm", model="reviewer-sim", reviews=2),
+        )
+        made, (run,) = start_campaign(system.bus, plan)
+        system.settle()
+        assert system.store.read_stream(run)[-1].type == "run.finished"
+        (events,) = review_streams(system, made).values()
+        assert [e.type for e in events if e.type in ("review.submitted", "paper.decided")] == [
+            "review.submitted",
+            "review.submitted",
+            "paper.decided",
+        ]
+        finished = system.store.read_records(types=["campaign.finished"], correlation=made)
+        assert len(finished) == 1
+        system.runner.catch_up()
+        with system.store.engine.connect() as conn:
+            kinds = conn.execute(select(LEDGER.c.kind, LEDGER.c.run)).all()
+        assert sum(k == "review" for k, _ in kinds) == 2
+        assert all(r.startswith("review-") for k, r in kinds if k == "review")
+        assert any(k == "model" and r == run for k, r in kinds)
+    finally:
+        system.close()
+
+
+class LabThatRevises(LabAndReviewer):
+    """The `llm` lab of `LabAndReviewer`, which then answers its reviews in the `revise`
+    phase: one more attempt, and the new version of its paper."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.revising: list[Scripted] | None = None
+
+    def __call__(self, received: Received) -> Scripted:
+        told = " ".join(str(m.get("content")) for m in received.body.get("messages", []))
+        if received.body.get("model") == "lab-priced" and "Phase: revise" in told:
+            if self.revising is None:
+                paper_id = re.search(r"revises='(p-[0-9a-f]+)'", told)
+                assert paper_id is not None, "the revise phase names the paper"
+                self.revising = _revision_script(paper_id.group(1))
+            if self.revising:
+                return self.revising.pop(0)
+        return super().__call__(received)
+
+
+def _revision_script(paper_id: str) -> list[Scripted]:
+    u = usage(200, 40)
+    config = _technique(3)
+    paper = {
+        "title": "Step by step, revised",
+        "abstract": "Thinking in steps, with examples.",
+        "body": "## Response to the reviews\n\nWe sampled three answers and measured again.",
+        "claims": [],
+        "revises": paper_id,
+    }
+    return [
+        completion(
+            tool_calls=[("write_file", json.dumps({"path": "config.json", "content": config}))],
+            usage=u,
+        ),
+        completion(tool_calls=[("evaluate", "{}")], usage=u),
+        completion(tool_calls=[("submit_paper", json.dumps(paper))], usage=u),
+    ]
+
+
+def test_an_llm_lab_revises_its_paper_in_the_revise_phase(
+    server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server.default = LabThatRevises()
+    server.models.extend(["lab-priced", GRADER_MODEL])
+    monkeypatch.setenv("LABRXIV_GRADER_MODEL", GRADER_MODEL)
+    system = system_for(tmp_path)
+    try:
+        plan = CampaignPlan(
+            task="math-prompting",
+            labs=1,
+            papers=1,
+            mode="isolated",
+            seed=1,
+            attempts=6,
+            policy="llm",
+            llm=LlmConfig(model="lab-priced", temperature=0.0),
+            review=ReviewConfig(rounds=1),
+        )
+        made, (run,) = start_campaign(system.bus, plan)
+        system.settle()
+        events = system.store.read_stream(run)
+        assert events[-1].type == "run.finished", events[-1].payload
+        papers = [e.payload for e in events if isinstance(e.payload, PaperSubmitted)]
+        assert len(papers) == 2 and papers[1].revises == papers[0].paper_id
+        first_reviews = system.store.read_stream(f"review-{papers[0].paper_id}")
+        assert papers[1].answers == first_reviews[-1].payload.reviews  # filled by the tool
+        types = [e.type for e in events]
+        awaited, received = types.index("review.awaited"), types.index("review.received")
+        entered = [e for e in events if e.type == "phase.entered" and e.payload.phase == "revise"]
+        assert len(entered) == 1 and awaited < received < entered[0].version
+        assert "Weaknesses the reviewers named" in entered[0].payload.note
+        assert sum(t == "experiment.scored" for t in types[entered[0].version :]) == 1
+        # the revise phase's call carried the reviews to the model
+        revise_calls = [
+            r for r in server.completions() if "Phase: revise" in json.dumps(r.body["messages"])
+        ]
+        assert revise_calls and "Weaknesses the reviewers named" in json.dumps(
+            revise_calls[0].body["messages"]
+        )
+        second = system.store.read_stream(f"review-{papers[1].paper_id}")
+        assert second[-1].type == "paper.decided"
         finished = system.store.read_records(types=["campaign.finished"], correlation=made)
         assert len(finished) == 1
     finally:

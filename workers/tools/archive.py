@@ -78,6 +78,9 @@ def submit_paper(
         earlier = env.archive.get(revises)
         if earlier is None or earlier.get("run") != env.run.stream:
             raise ToolError(f"{revises} is not a paper of this run: only your own are revised")
+        if not answers:  # the reviews it answers: those of the paper it revises
+            reviewed = env.archive.reviews(revises)
+            answers = [str(i) for i in reviewed.reviews] if reviewed is not None else []
     seed = f"{env.run.stream}:paper:{env.run.papers}"  # the same on a redelivered step
     paper_id = "p-" + hashlib.sha256(seed.encode()).hexdigest()[:12]
     try:

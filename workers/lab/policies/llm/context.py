@@ -75,7 +75,10 @@ def group_messages(exchange: Exchange, config: LlmConfig, read_blob: BlobReader)
     """The messages of one group: a phase's instructions, or an answer followed by the
     results of the tools it called (a nudge to use a tool when it called none)."""
     if exchange.answer is None:
-        return [{"role": "user", "content": phases.INSTRUCTIONS[exchange.entered or "plan"]}]
+        told = phases.INSTRUCTIONS[exchange.entered or "plan"]
+        return [
+            {"role": "user", "content": f"{told}\n\n{exchange.note}" if exchange.note else told}
+        ]
     reply = reply_of(exchange.answer, exchange.phase, config.tool_protocol, read_blob)
     group = [reply.message]
     if not reply.tool_calls:

@@ -29,6 +29,17 @@ TOOLS_BY_PHASE: dict[Phase, tuple[str, ...]] = {
         "finish",
     ),
     "writeup": ("read_file", "submit_paper", "finish"),
+    "revise": (
+        "bash",
+        "python",
+        "read_file",
+        "write_file",
+        "apply_patch",
+        "search_files",
+        "evaluate",
+        "submit_paper",
+        "finish",
+    ),
 }
 
 INSTRUCTIONS: dict[Phase, str] = {
@@ -55,6 +66,13 @@ INSTRUCTIONS: dict[Phase, str] = {
         "measured it. Cite the archive ids you built on. The run ends once its papers are "
         "in; finish ends it before that."
     ),
+    "revise": (
+        "Phase: revise. Your last paper was reviewed; the reviews are below. Answer them "
+        "with work: run the experiments the weaknesses call for (each evaluate is one "
+        "attempt of your budget), then submit the new version with submit_paper, giving "
+        "`revises` (the paper's id) and every number as a claim with the attempt that "
+        "measured it, and a section that answers each weakness. finish ends the run."
+    ),
 }
 
 
@@ -64,9 +82,12 @@ def first_phase(reads_archive: bool) -> Phase:
 
 
 def after(phase: Phase, reads_archive: bool) -> Phase:
-    """The phase that follows `phase` (the write-up is followed by a new cycle)."""
+    """The phase that follows `phase` (the write-up is followed by a new cycle; a revision
+    whose calls ran out goes to a write-up)."""
     if phase == "writeup":
         return first_phase(reads_archive)
+    if phase == "revise":
+        return "writeup"
     return ORDER[ORDER.index(phase) + 1]
 
 

@@ -25,8 +25,11 @@ from events.payloads import (
     ModelCalled,
     ModelFailed,
     ModelResponded,
+    PaperSubmitted,
     Payload,
     PhaseEntered,
+    ReviewAwaited,
+    ReviewReceived,
     RunFinished,
     ToolInvoked,
     ToolReturned,
@@ -38,6 +41,7 @@ from workers.lab.policies.llm import phases
 from workers.lab.policies.llm.context import build
 from workers.lab.policies.llm.history import reply_of
 from workers.lab.policies.llm.truncation import ExchangeSizes
+from workers.lab.reviews import WAIT, Revise, review_round
 from workers.llm import Gateway, ModelRequest, Reply, driver
 from workers.tools.invoke import invoke
 
@@ -76,7 +80,37 @@ def llm_step(step: LlmStep) -> Out:
         return _after_failure(step, last)
     if isinstance(last, ModelResponded):
         return _answered(step, step.state, {})
+    if isinstance(last, ReviewAwaited | ReviewReceived):
+        return _reviews(step)
     return _new_call(step, step.state, {})
+
+
+def _reviews(step: LlmStep) -> Out:
+    """After its papers, a lab in a campaign with review rounds waits for the reviews of
+    its last paper (`workers.lab.reviews`), reads them, and revises in the `revise` phase
+    with the reviews in its context; it finishes when there is nothing to answer."""
+    after = review_round(step.state, step.archive)
+    if after == WAIT:
+        return [], {}  # idle until the paper's decision wakes the run
+    if isinstance(after, ReviewAwaited | ReviewReceived):
+        return [after], {}
+    if isinstance(after, Revise):
+        entered = PhaseEntered(phase="revise", note=_reviews_note(after))
+        following, blobs = _new_call(step, _ahead(step.state, [entered]), {})
+        return [entered, *following], blobs
+    detail = f"{len(step.state.papers)} papers submitted; no review left to answer"
+    return [RunFinished(reason="done", detail=detail)], {}
+
+
+def _reviews_note(revising: Revise) -> str:
+    """What the `revise` phase tells the lab: the paper, the decision, the weaknesses."""
+    received = revising.received
+    weaknesses = "\n".join(f"- {w}" for w in received.weaknesses) or "- (none named)"
+    return (
+        f"Paper {revising.paper.paper_id} ('{revising.paper.title}'): {received.decision}, "
+        f"mean rating {received.mean_rating:.1f} of 10. Weaknesses the reviewers named:\n"
+        f"{weaknesses}\nSubmit the new version with revises={revising.paper.paper_id!r}."
+    )
 
 
 def _ahead(state: RunState, payloads: list[Payload]) -> RunState:
@@ -97,8 +131,8 @@ def _answered(step: LlmStep, seen: RunState, pending: dict[str, bytes]) -> Out:
     if not reply.tool_calls:
         return _new_call(step, seen, pending)
     ran, blobs = _run_tools(step, seen, reply, phase)
-    if any(p.type == "run.finished" for p in ran):
-        return ran, blobs
+    if any(p.type in ("run.finished", "review.awaited") for p in ran):
+        return ran, blobs  # the run ended, or waits for its paper's reviews
     following, more = _new_call(step, _ahead(seen, ran), pending | blobs)
     return ran + following, blobs | more
 
@@ -145,9 +179,14 @@ def _run_tools(step: LlmStep, state: RunState, reply: Reply, phase: str | None) 
             p.type == "experiment.scored" for p in outcome.payloads
         ):
             attempts += 1  # a failed evaluation is an attempt too
-        if any(p.type == "paper.submitted" for p in outcome.payloads):
+        submitted = [p for p in outcome.payloads if isinstance(p, PaperSubmitted)]
+        if submitted:
             papers += 1
             if papers >= state.started.papers:
+                revised = sum(p.revises is not None for p in [*state.papers, *submitted])
+                if revised < state.started.review_rounds:  # its reviews may be answered
+                    payloads.append(ReviewAwaited(paper_id=submitted[-1].paper_id))
+                    return payloads, blobs
                 payloads.append(RunFinished(reason="done", detail=f"{papers} papers submitted"))
                 return payloads, blobs
             payloads.append(
