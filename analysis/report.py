@@ -7,7 +7,7 @@ events in log order (`EventStore.iter_records(correlation=…)`), so memory is b
 its open runs and its per-run figures, never by its events.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -18,6 +18,7 @@ from analysis.figures import Behaviour
 from analysis.findings_hook import MISSING, RunFindings, available, run_findings
 from analysis.streaming import behaviours
 from events import EventStore
+from events.recorded import Recorded
 
 SCHEMA = 1
 NOT_ASKED = "findings were not asked for (--no-findings)"
@@ -74,13 +75,67 @@ def run_analysis(run: RunAnalysis, findings: bool = True) -> Analysis:
 def analyze_campaign(
     store: EventStore, campaign: str, resamples: int = 2000, seed: int = 0, findings: bool = True
 ) -> Analysis:
-    """The analysis of a campaign's runs, from one pass over the campaign's events (and,
-    for the detectors, one read of each run as typed events)."""
+    """The analysis of a campaign's runs, from one pass over the campaign's events: the
+    detectors judge each run from the records of that pass, kept while the run is open
+    (bounded: `KEPT_EVENTS`; a run whose records were let go is read again)."""
+    wanted = findings and available()
+    kept = OpenRuns(KEPT_EVENTS) if wanted else None
+    records = store.iter_records(correlation=campaign)
     runs = (
-        _with_findings(store, figures, findings)
-        for figures in behaviours(store.iter_records(correlation=campaign))
+        RunAnalysis(
+            behaviour=figures,
+            findings=_judged(store, figures.run, kept) if wanted else None,
+        )
+        for figures in behaviours(kept.keep(records) if kept is not None else records)
     )
     return campaign_analysis(campaign, runs, resamples, seed, findings)
+
+
+KEPT_EVENTS = 100_000
+"""Records of open runs kept for the detectors at most (a few KB each)."""
+
+
+class OpenRuns:
+    """The records of the runs a pass has seen start and not yet judged, bounded."""
+
+    def __init__(self, limit: int = KEPT_EVENTS) -> None:
+        self.limit = limit
+        self._runs: dict[str, list[Recorded]] = {}
+        self._dropped: set[str] = set()
+        self._count = 0
+
+    def keep(self, records: Iterable[Recorded]) -> Iterator[Recorded]:
+        """`records`, passed on, with those of runs kept on the way."""
+        for record in records:
+            stream = record.stream
+            if stream.startswith("run-") and stream not in self._dropped:
+                self._runs.setdefault(stream, []).append(record)
+                self._count += 1
+                if self._count > self.limit:
+                    self._drop_largest()
+            yield record
+
+    def take(self, run: str) -> list[Recorded] | None:
+        """The run's records from its start, or None when they were let go."""
+        self._dropped.discard(run)
+        records = self._runs.pop(run, None)
+        if records is not None:
+            self._count -= len(records)
+            if records[0].version != 0:
+                return None
+        return records
+
+    def _drop_largest(self) -> None:
+        largest = max(self._runs, key=lambda run: len(self._runs[run]))
+        self._count -= len(self._runs.pop(largest))
+        self._dropped.add(largest)
+
+
+def _judged(store: EventStore, run: str, kept: OpenRuns | None) -> RunFindings | None:
+    records = kept.take(run) if kept is not None else None
+    if records is None:  # let go to bound memory (or not kept): read the run again
+        return run_findings(store.read_stream(run))
+    return run_findings([record.typed() for record in records])
 
 
 def campaign_analysis(
