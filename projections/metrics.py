@@ -128,6 +128,7 @@ def research_metrics(conn: Connection, bounds: Bounds) -> list[Metric]:
     metrics = [
         _runs_by_status(conn),
         _best_scores(conn, shown),
+        *_run_activity(shown),
         *_run_budgets(conn, shown),
         *_campaign_budgets(conn, bounds.campaigns),
         *_ledger_metrics(conn, bounds),
@@ -152,6 +153,7 @@ class _Run:
     steps: int
     first: datetime | None
     last: datetime | None
+    running: bool
 
 
 def _shown_runs(conn: Connection, limit: int) -> list[_Run]:
@@ -166,6 +168,7 @@ def _shown_runs(conn: Connection, limit: int) -> list[_Run]:
             RUNS.c.steps,
             RUNS.c.first_event_at,
             RUNS.c.last_event_at,
+            RUNS.c.status,
         )
         .order_by(
             case((RUNS.c.status == "running", 0), else_=1),
@@ -184,6 +187,7 @@ def _shown_runs(conn: Connection, limit: int) -> list[_Run]:
             row.steps,
             row.first_event_at and as_utc(row.first_event_at),
             row.last_event_at and as_utc(row.last_event_at),
+            row.status == "running",
         )
         for row in conn.execute(query)
     ]
@@ -209,6 +213,26 @@ def _runs_by_status(conn: Connection) -> Metric:
     for labels, count in sorted(counts.items()):
         metric.add_metric(list(labels), count)
     return metric
+
+
+def _run_activity(shown: Sequence[_Run]) -> list[Metric]:
+    """When each shown run's last event happened, and whether it is running: a run stuck
+    (running, no event for a while) is `(time() - last) * running` above a bound."""
+    last = GaugeMetricFamily(
+        "labrxiv_run_last_event_timestamp_seconds",
+        "When a run's last event happened (Unix seconds), for the runs shown one by one.",
+        labels=["run"],
+    )
+    running = GaugeMetricFamily(
+        "labrxiv_run_running",
+        "1 while a run shown one by one is running, else 0.",
+        labels=["run"],
+    )
+    for run in sorted(shown, key=lambda r: r.stream):
+        if run.last is not None:
+            last.add_metric([run.stream], run.last.timestamp())
+            running.add_metric([run.stream], 1.0 if run.running else 0.0)
+    return [last, running]
 
 
 def _best_scores(conn: Connection, shown: Sequence[_Run]) -> Metric:

@@ -293,18 +293,26 @@ def processes(tmp_path: Path, pg_url: str, redis_url: str) -> Iterator[Processes
         started.stop()
 
 
-def scrape_config(exporter: int, worker: int, prometheus: int) -> dict[str, Any]:
+def scrape_config(exporter: int, worker: int, reactor: int, prometheus: int) -> dict[str, Any]:
     """The compose config, its jobs pointed at this test's ports: 1s scrapes and rule
     evaluations, the repository's rules."""
     config = local_config(compose_config())
     config["global"] = {"scrape_interval": "1s", "evaluation_interval": "1s"}
     jobs = {job["job_name"]: job for job in config["scrape_configs"]}
-    assert set(jobs) == {"labrxiv-exporter", "labrxiv-workers", "prometheus"}, set(jobs)
+    assert set(jobs) == {
+        "labrxiv-exporter",
+        "labrxiv-workers",
+        "labrxiv-reactor",
+        "prometheus",
+    }, set(jobs)
     jobs["labrxiv-exporter"]["static_configs"] = [{"targets": [f"127.0.0.1:{exporter}"]}]
     workers = jobs["labrxiv-workers"]
     del workers["dns_sd_configs"], workers["relabel_configs"]  # compose's DNS
     target = {"targets": [f"127.0.0.1:{worker}"], "labels": {"service": "steps"}}
     workers["static_configs"] = [target]
+    reacting = jobs["labrxiv-reactor"]
+    del reacting["dns_sd_configs"]
+    reacting["static_configs"] = [{"targets": [f"127.0.0.1:{reactor}"]}]
     jobs["prometheus"]["static_configs"] = [{"targets": [f"127.0.0.1:{prometheus}"]}]
     return config
 
@@ -363,7 +371,12 @@ def test_every_expression_returns_data_from_a_real_campaign(
 ) -> None:
     prometheus_bin = need("prometheus")
     deadline = time.monotonic() + DEADLINE_S
-    ports = {"exporter": free_port(), "worker": free_port(), "prometheus": free_port()}
+    ports = {
+        "exporter": free_port(),
+        "worker": free_port(),
+        "reactor": free_port(),
+        "prometheus": free_port(),
+    }
     EventStore.from_url(pg_url).engine.dispose()  # the log's tables, before the children race
 
     processes.start(
@@ -372,6 +385,7 @@ def test_every_expression_returns_data_from_a_real_campaign(
         + ["--metrics-port", str(ports["worker"]), "--metrics-addr", "127.0.0.1"]
         + ["--metrics-dir", str(tmp_path / "metrics")],
     )
+    processes.start("reactor", [str(LABRXIV), "reactor", "--metrics-port", str(ports["reactor"])])
     processes.start(
         "exporter",
         [str(LABRXIV), "exporter", "--port", str(ports["exporter"]), "--addr", "127.0.0.1"],
@@ -403,7 +417,7 @@ def test_every_expression_returns_data_from_a_real_campaign(
         return result
 
     def targets_up() -> bool:
-        return len(query('up{job=~"labrxiv-.*"} == 1')) == 2
+        return len(query('up{job=~"labrxiv-.*"} == 1')) == 3
 
     wait_for("Prometheus to scrape the exporter and the worker", targets_up, deadline, logs)
 
@@ -443,7 +457,7 @@ def test_every_expression_returns_data_from_a_real_campaign(
     # an evaluation of the rules after those.
     def scraped_after(moment: float) -> float | None:
         stamps = [float(s["value"][1]) for s in query('timestamp(up{job=~"labrxiv-.*"})')]
-        return min(stamps) if len(stamps) == 2 and min(stamps) > moment else None
+        return min(stamps) if len(stamps) == 3 and min(stamps) > moment else None
 
     first = wait_for("a scrape after the campaign", lambda: scraped_after(finished), deadline, logs)
     second = wait_for("a second scrape", lambda: scraped_after(first), deadline, logs)
