@@ -133,3 +133,19 @@ def redis_url(redis_base: str) -> Iterator[str]:
     finally:
         client.flushdb()
         client.close()
+
+
+EXTRA_POLICIES = Path(__file__).resolve().parent / "workers" / "policies_extra"
+"""Test policies (`scripted`, `inflating`), each in a folder of its own."""
+
+
+@pytest.fixture
+def extra_policies() -> Iterator[None]:
+    """The policies package with the test policies' folders beside the shipped ones."""
+    import workers.lab.policies as policies
+
+    policies.__path__.append(str(EXTRA_POLICIES))
+    policies._classes.cache_clear()
+    yield
+    policies.__path__.remove(str(EXTRA_POLICIES))
+    policies._classes.cache_clear()

@@ -14,6 +14,7 @@ import pytest
 from fake_server import FakeServer, Received, Scripted, completion, usage
 from sqlalchemy import select
 from test_llm_curves import GRADER_MODEL, _lab_script, _technique
+from test_llm_curves import PRICES as CURVES_PRICES
 
 from events.payloads import (
     LlmConfig,
@@ -32,22 +33,15 @@ from projections.reviews import DECISIONS, REVIEWS
 from workers.lab.campaign import CampaignPlan, start_campaign
 
 KEY = "sk-review-test-key-0123456789abcdef"
-PRICES = """
-[models.lab-priced]
-input = 1.0
-cached_input = 0.5
-output = 4.0
-
-[models.grader-sim]
-input = 2.0
-cached_input = 1.0
-output = 8.0
-
+PRICES = (
+    CURVES_PRICES
+    + """
 [models.reviewer-sim]
 input = 1.0
 cached_input = 0.5
 output = 4.0
 """
+)
 FORM = {
     "summary": "A search over configurations.",
     "strengths": ["graded numbers"],
@@ -223,26 +217,42 @@ class LabAndReviewer:
         return self.script.pop(0) if self.script else completion(text="done", usage=usage(5, 1))
 
 
+def llm_lab_system(
+    server: FakeServer,
+    answers: "LabAndReviewer",
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Embedded:
+    """The embedded system with the fake server answering an `llm` lab on math-prompting,
+    its grader and its reviewer."""
+    server.default = answers
+    server.models.extend(["lab-priced", GRADER_MODEL])
+    monkeypatch.setenv("LABRXIV_GRADER_MODEL", GRADER_MODEL)
+    return system_for(tmp_path)
+
+
+def llm_lab_plan(review: ReviewConfig, attempts: int) -> CampaignPlan:
+    """One `llm` lab writing one paper on math-prompting, its papers reviewed."""
+    return CampaignPlan(
+        task="math-prompting",
+        labs=1,
+        papers=1,
+        mode="isolated",
+        seed=1,
+        attempts=attempts,
+        policy="llm",
+        llm=LlmConfig(model="lab-priced", temperature=0.0),
+        review=review,
+    )
+
+
 def test_an_llm_labs_paper_is_reviewed_by_an_llm_reviewer(
     server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    server.default = LabAndReviewer()
-    server.models.extend(["lab-priced", GRADER_MODEL])
-    monkeypatch.setenv("LABRXIV_GRADER_MODEL", GRADER_MODEL)
-    system = system_for(tmp_path)
+    system = llm_lab_system(server, LabAndReviewer(), tmp_path, monkeypatch)
     try:
-        plan = CampaignPlan(
-            task="math-prompting",
-            labs=1,
-            papers=1,
-            mode="isolated",
-            seed=1,
-            attempts=4,
-            policy="llm",
-            llm=LlmConfig(model="lab-priced", temperature=0.0),
-            review=ReviewConfig(reviewer="llm", model="reviewer-sim", reviews=2),
-        )
-        made, (run,) = start_campaign(system.bus, plan)
+        review = ReviewConfig(reviewer="llm", model="reviewer-sim", reviews=2)
+        made, (run,) = start_campaign(system.bus, llm_lab_plan(review, attempts=4))
         system.settle()
         assert system.store.read_stream(run)[-1].type == "run.finished"
         (events,) = review_streams(system, made).values()
@@ -306,23 +316,9 @@ def _revision_script(paper_id: str) -> list[Scripted]:
 def test_an_llm_lab_revises_its_paper_in_the_revise_phase(
     server: FakeServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    server.default = LabThatRevises()
-    server.models.extend(["lab-priced", GRADER_MODEL])
-    monkeypatch.setenv("LABRXIV_GRADER_MODEL", GRADER_MODEL)
-    system = system_for(tmp_path)
+    system = llm_lab_system(server, LabThatRevises(), tmp_path, monkeypatch)
     try:
-        plan = CampaignPlan(
-            task="math-prompting",
-            labs=1,
-            papers=1,
-            mode="isolated",
-            seed=1,
-            attempts=6,
-            policy="llm",
-            llm=LlmConfig(model="lab-priced", temperature=0.0),
-            review=ReviewConfig(rounds=1),
-        )
-        made, (run,) = start_campaign(system.bus, plan)
+        made, (run,) = start_campaign(system.bus, llm_lab_plan(ReviewConfig(rounds=1), attempts=6))
         system.settle()
         events = system.store.read_stream(run)
         assert events[-1].type == "run.finished", events[-1].payload

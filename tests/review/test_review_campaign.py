@@ -5,15 +5,12 @@ the grounded reviewer's rating follows the papers' measured scores, and a lab th
 inflates its claims is rated unsound and rejected."""
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from scipy import stats
 from sqlalchemy import select
 
-import workers.lab.policies as policies
 from events import Event, EventStore
 from events.payloads import PaperDecided, PaperSubmitted, ReviewConfig, ReviewSubmitted
 from labrxiv.settings import load_settings
@@ -25,16 +22,6 @@ from workers.review.task import REVIEW_TASK, review_stream
 
 EXTRA = Path(__file__).resolve().parents[1] / "workers" / "policies_extra"
 GYM = Path(__file__).resolve().parents[2] / "gym"
-
-
-@pytest.fixture
-def inflating_policy() -> Iterator[None]:
-    """The policies package with the test policies (`inflating/`) beside the shipped ones."""
-    policies.__path__.append(str(EXTRA))
-    policies._classes.cache_clear()
-    yield
-    policies.__path__.remove(str(EXTRA))
-    policies._classes.cache_clear()
 
 
 def plan(
@@ -134,7 +121,7 @@ def test_every_paper_is_reviewed_and_decided_before_the_campaign_ends(
 
 
 def test_a_lab_that_inflates_its_claims_is_rated_unsound_and_rejected(
-    inflating_policy: None, tmp_path: Path
+    extra_policies: None, tmp_path: Path
 ) -> None:
     gym = tmp_path / "gym"  # continual-digits as a task that both policies may work on
     folder = shutil.copytree(GYM / "continual-digits", gym / "digits-inflated")

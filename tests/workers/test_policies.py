@@ -2,13 +2,10 @@
 without touching any other file, and `tasks validate` checks a card's policies."""
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
-import workers.lab.policies as policies
 from labrxiv.cli import app
 from labrxiv.settings import load_settings
 from labrxiv.wiring import open_embedded
@@ -17,16 +14,6 @@ from workers.lab.policies import new_policies, policy_names
 
 GYM = Path(__file__).resolve().parents[2] / "gym"
 EXTRA = Path(__file__).resolve().parent / "policies_extra"
-
-
-@pytest.fixture
-def scripted_policy() -> Iterator[None]:
-    """The policies package with the test's `scripted/` folder beside the shipped ones."""
-    policies.__path__.append(str(EXTRA))
-    policies._classes.cache_clear()
-    yield
-    policies.__path__.remove(str(EXTRA))
-    policies._classes.cache_clear()
 
 
 def _bundle(root: Path, policy_line: str) -> Path:
@@ -46,7 +33,7 @@ def test_the_shipped_policies_are_found() -> None:
     }
 
 
-def test_a_policy_in_a_folder_of_its_own_runs_a_lab(scripted_policy: None, tmp_path: Path) -> None:
+def test_a_policy_in_a_folder_of_its_own_runs_a_lab(extra_policies: None, tmp_path: Path) -> None:
     assert "scripted" in policy_names()
     gym = tmp_path / "gym"
     _bundle(gym, 'policies = ["scripted"]')

@@ -29,18 +29,14 @@ TOOLS_BY_PHASE: dict[Phase, tuple[str, ...]] = {
         "finish",
     ),
     "writeup": ("read_file", "submit_paper", "finish"),
-    "revise": (
-        "bash",
-        "python",
-        "read_file",
-        "write_file",
-        "apply_patch",
-        "search_files",
-        "evaluate",
-        "submit_paper",
-        "finish",
-    ),
 }
+# Revising is experimenting again, then submitting the new version (no next_phase: the
+# phase ends with the submission, or goes on to a write-up when its calls run out).
+TOOLS_BY_PHASE["revise"] = (
+    *(t for t in TOOLS_BY_PHASE["experiment"] if t not in (NEXT_PHASE, "finish")),
+    "submit_paper",
+    "finish",
+)
 
 INSTRUCTIONS: dict[Phase, str] = {
     "literature": (
