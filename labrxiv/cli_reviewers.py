@@ -17,11 +17,13 @@ from analysis.reviewer_eval import (
     evaluate,
     read_lines,
 )
+from events.payloads import ReviewConfig
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
 from labrxiv.cli_errors import say_error
 from labrxiv.console import make_console
 from labrxiv.errors import NotFound
 from labrxiv.lookup import resolve_campaign
+from labrxiv.reviewer_run import run_reviewer
 from projections.reviews import REVIEWS
 from workers.review.evidence import gather, measured_score
 
@@ -36,6 +38,18 @@ def reviewers_eval(
     ),
     predictions: Path | None = typer.Option(
         None, "--predictions", help="JSONL of the reviewer's rating (and decision) per paper."
+    ),
+    review_model: str | None = typer.Option(
+        None,
+        "--review-model",
+        help="Instead of --predictions: run the llm reviewer on each paper's text (recorded).",
+    ),
+    review_base_url: str | None = typer.Option(None, "--review-base-url", help="Its endpoint."),
+    reviewer_tokens: int | None = typer.Option(
+        None, "--reviewer-tokens", min=1, help="Stop reviewing past these tokens."
+    ),
+    reviewer_dollars: float | None = typer.Option(
+        None, "--reviewer-dollars", min=0.000001, help="Stop reviewing past these dollars."
     ),
     campaign: str | None = typer.Option(
         None, "--campaign", help="Also: its reviews' ratings against its papers' measured scores."
@@ -58,17 +72,33 @@ def reviewers_eval(
     if data is None and campaign is None:
         say_error("give --data and --predictions, or --campaign (or both)")
         raise typer.Exit(2)
-    if (data is None) != (predictions is None):
-        say_error("--data and --predictions go together")
+    if data is not None and (predictions is None) == (review_model is None):
+        say_error("--data goes with --predictions (a reviewer's answers) or --review-model")
+        raise typer.Exit(2)
+    if data is None and (predictions is not None or review_model is not None):
+        say_error("--predictions and --review-model go with --data")
         raise typer.Exit(2)
     out: dict[str, object] = {}
-    if data is not None and predictions is not None:
+    if data is not None:
         try:
             humans = read_lines(str(data), _read(data), HumanPaper)
-            said = read_lines(str(predictions), _read(predictions), Prediction)
+            if predictions is not None:
+                said = read_lines(str(predictions), _read(predictions), Prediction)
         except BadLines as exc:
             say_error(str(exc))
             raise typer.Exit(1) from None
+        if review_model is not None:
+            config = ReviewConfig(
+                reviewer="llm",
+                model=review_model,
+                base_url=review_base_url,
+                tokens=reviewer_tokens,
+                dollars=reviewer_dollars,
+            )
+            said, stopped, stream = run_reviewer(humans, config)
+            out["reviewed_in"] = stream
+            if stopped is not None:
+                say_error(f"reviewing stopped: {stopped}")
         result = evaluate(humans, said, accept_rating, resamples, seed)
         if not result.papers:
             say_error(f"no paper of {data} has a prediction in {predictions}")
@@ -81,6 +111,8 @@ def reviewers_eval(
         return
     if "humans" in out:
         _print_evaluation(out["humans"])  # type: ignore[arg-type]
+    if "reviewed_in" in out:
+        console.print(f"the reviewer's calls and reviews are in the log: {out['reviewed_in']}")
     if "campaign" in out:
         console.print(out["campaign"]["line"])  # type: ignore[index]
 

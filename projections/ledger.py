@@ -191,7 +191,7 @@ def _new_row(key: tuple[str, str], event: Recorded) -> dict[str, Any]:
     row = _BLANK.copy()  # a copy of a template: building it from the column names cost more
     row["run"], row["call_id"] = key
     row["kind"], row["status"] = _KIND_STATUS[event.type]
-    if row["kind"] == "model" and key[0].startswith("review-"):
+    if row["kind"] == "model" and key[0].startswith(("review-", "revieweval-")):
         row["kind"] = "review"  # a reviewer's call (issue 16): a model call of its own kind
     row["position"] = event.position
     return row

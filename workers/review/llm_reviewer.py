@@ -37,12 +37,20 @@ def request(
 ) -> ModelRequest:
     """The model request of reviewer `reviewer` of the paper (its id: the review stream
     and the version it follows, stable across redeliveries)."""
-    assert config.model is not None
     text = f"# {paper.title}\n\n{paper.abstract}\n\n{paper.body}"
     claims = [c.model_dump() for c in paper.claims]
+    return text_request(text, claims, config, f"{stream}:{version}", reviewer)
+
+
+def text_request(
+    text: str, claims: list[dict[str, object]], config: ReviewConfig, request_id: str, seed: int
+) -> ModelRequest:
+    """The request that asks the reviewer model for the form on a paper's `text` (its
+    structured `claims`, if any, beside it), quoted as data."""
+    assert config.model is not None
     quoted = json.dumps({"paper": text, "claims": claims}, ensure_ascii=False)
     return ModelRequest(
-        request_id=f"{stream}:{version}",
+        request_id=request_id,
         model=config.model,
         messages=[
             {"role": "system", "content": SYSTEM},
@@ -50,7 +58,7 @@ def request(
         ],
         temperature=config.temperature,
         max_tokens=config.max_tokens,
-        seed=reviewer,
+        seed=seed,
         response_format={"type": "json_object"},
     )
 
