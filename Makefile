@@ -24,6 +24,8 @@ demo: $(BIN)/.installed
 	@echo "  $(BIN)/labrxiv events tail --type paper.submitted"
 	@echo "  $(BIN)/labrxiv replay RUN                     # a run step by step, from the log"
 	@echo "  $(BIN)/labrxiv analyze CAMPAIGN --html a.html # behaviour, findings, a page to open"
+	@echo "  $(BIN)/labrxiv campaign --task continual-digits --labs 3 --review grounded --review-rounds 1"
+	@echo "                                              # papers reviewed, decided and revised"
 
 test: $(BIN)/.installed
 	$(BIN)/ruff check .
