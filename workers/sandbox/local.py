@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO
 
@@ -248,9 +248,12 @@ class _DiskWatch:
     its cap, and every 0.25 s anyway (the counters also move with others' writes and
     deletions), but never sooner than three times the last walk's duration after it (a
     quarter of a core at most while a command runs). A process outgrows the cap by
-    what it writes until the walk after it crossed it ends: tens of MiB for big files,
-    and for a flood of empty files (a walk takes about as long as their making) about
-    the cap again, under 4x in the escape suite.
+    what it writes until the walk after it crossed it ends: tens of MiB for big files.
+    A walk stops as soon as it has counted past the cap, so it never reads more than the
+    cap's worth of entries (16,384 at 64 MiB): a flood of empty files once made each walk
+    as long as the flood itself, and the wait between walks three times that, and under
+    load a workspace reached 613 MiB of a 64 MiB cap (the escape suite, a fresh run on a
+    busy machine); bounded walks catch it within a walk of a cap's worth of entries.
     """
 
     def __init__(self, root: Path, limit: int) -> None:
@@ -269,7 +272,7 @@ class _DiskWatch:
             estimate <= self.cap or now - self.walked < 3 * self.walk_cost
         ):
             return False
-        used = workspace_usage(self.root)
+        used = workspace_usage(self.root, above=self.cap)
         self.walked, self.walk_cost = time.monotonic(), time.monotonic() - now
         return used > self.cap
 
@@ -280,24 +283,37 @@ def _filesystem_used(path: Path) -> int:
     return (info.f_blocks - info.f_bfree) * info.f_frsize + (info.f_files - info.f_ffree) * 4096
 
 
-def workspace_usage(root: Path) -> int:
-    """Bytes a workspace takes on disk, each file or folder counted at least 4 KiB."""
+def workspace_usage(root: Path, above: int | None = None) -> int:
+    """Bytes a workspace takes on disk, each file or folder counted at least 4 KiB; given
+    `above`, the walk stops once the count passes it (the total is then only known to be
+    more than `above`)."""
     total = 0
     stack = [str(root)]
     while stack:
         try:
-            entries = list(os.scandir(stack.pop()))
+            folder = os.scandir(stack.pop())
         except OSError:
             continue
-        for entry in entries:
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            total += max(info.st_blocks * 512, 4096)
-            if stat.S_ISDIR(info.st_mode):
-                stack.append(entry.path)
+        with folder:  # read lazily: a walk that stops early reads no more of the folder
+            for entry in _entries(folder):
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                total += max(info.st_blocks * 512, 4096)
+                if above is not None and total > above:
+                    return total
+                if stat.S_ISDIR(info.st_mode):
+                    stack.append(entry.path)
     return total
+
+
+def _entries(folder: Iterator[os.DirEntry[str]]) -> Iterator[os.DirEntry[str]]:
+    """A folder's entries until reading it fails (a folder removed meanwhile)."""
+    try:
+        yield from folder
+    except OSError:
+        return
 
 
 def _regular(fd: int, path: str) -> None:
