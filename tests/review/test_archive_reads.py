@@ -29,10 +29,10 @@ def test_labs_reading_accepted_papers_are_shown_only_accepted_ones(tmp_path: Pat
             plan = CampaignPlan(
                 task="continual-digits",
                 labs=3,
-                papers=3,
+                papers=2,
                 mode="archive",
                 seed=2,
-                attempts=9,
+                attempts=6,
                 review=ReviewConfig(),
                 archive_reads=reads,  # type: ignore[arg-type]
             )

@@ -22,18 +22,19 @@ DOCS = (Path(__file__).resolve().parents[2] / "docs" / "review.md").read_text()
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A log with a reviewed campaign (three labs, two papers each) and one not reviewed."""
+    """A log with a reviewed campaign (three labs, two papers each) and one not reviewed
+    (one lab)."""
     folder = tmp_path_factory.mktemp("prefs")
     system = open_embedded(load_settings(data_dir=folder), threads=3)
     try:
-        for review in (ReviewConfig(), None):
+        for review, labs in ((ReviewConfig(), 3), (None, 1)):
             plan = CampaignPlan(
                 task="continual-digits",
-                labs=3,
+                labs=labs,
                 papers=2,
                 mode="archive",
                 seed=1,
-                attempts=6,
+                attempts=4 if review is None else 6,
                 review=review,
             )
             start_campaign(system.bus, plan)
