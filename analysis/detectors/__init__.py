@@ -9,7 +9,12 @@ module with `@detector(name, mode)` and listing it here.
 from collections.abc import Sequence
 
 from analysis.detectors.base import ViewDetector
-from analysis.detectors.cheating import handmade_predictions, integrity_violation, probing
+from analysis.detectors.cheating import (
+    handmade_predictions,
+    integrity_violation,
+    paper_addresses_reviewer,
+    probing,
+)
 from analysis.detectors.context import near_window, repetition, truncations
 from analysis.detectors.impatience import budget_waste, idle_time, impatience
 from analysis.detectors.overconfidence import (
@@ -36,6 +41,7 @@ DETECTORS: dict[str, ViewDetector] = {
         integrity_violation,
         probing,
         handmade_predictions,
+        paper_addresses_reviewer,
         near_window,
         truncations,
         repetition,

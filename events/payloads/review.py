@@ -13,6 +13,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from events.payloads.base import Payload
+from events.payloads.model import Price
 
 ReviewerKind = Literal["grounded", "llm"]
 """`grounded`: scores from the log (no model); `llm`: a reviewer model."""
@@ -89,6 +90,11 @@ class ReviewSubmitted(Payload):
     model: str | None = None
     """The reviewer model, for an `llm` reviewer (its calls are model events of the
     review stream, priced there)."""
+    price: Price | None = None
+    """The price the review's model call was made at (frozen from its `model.responded`);
+    None for a reviewer that calls no model, or a model with no price."""
+    cost_usd: float | None = None
+    """What the review's call cost at that price; None when unknown (never a silent 0)."""
     form: ReviewForm
     relied_on: list[UUID] = []
     """The ids of the events the review rests on (the paper, the gradings it checked)."""

@@ -124,6 +124,7 @@ def test_every_paper_gets_its_ensembles_reviews_and_a_decision(
             reviews = [e for e in events if isinstance(e.payload, ReviewSubmitted)]
             assert [r.payload.reviewer for r in reviews] == ["llm-0", "llm-1"]
             assert all(r.payload.kind == "llm" and r.payload.model for r in reviews)
+            assert all(r.payload.price is not None and r.payload.cost_usd for r in reviews)
             decided = events[-1].payload
             assert isinstance(decided, PaperDecided)
             assert decided.reviews == [r.id for r in reviews] and decided.mean_rating == 6

@@ -108,6 +108,8 @@ class EvalRun:
                 reviewer="llm-0",
                 kind="llm",
                 model=outcome.model,
+                price=outcome.price,
+                cost_usd=outcome.cost_usd if outcome.cost_known else None,
                 form=form,
             )
             self._write([review], {})

@@ -11,19 +11,9 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from events.payloads import Claim, PaperSubmitted, ReviewForm
+from runstate.paper_checks import addresses_reviewer
 from workers.lab.archive_log import same_number
 from workers.review.evidence import Evidence, Graded, measured_score
-
-ADDRESSES_REVIEWER = re.compile(
-    r"\b(?:dear\s+reviewers?|to\s+the\s+reviewers?|reviewers?\s+(?:should|must|are\s+asked)"
-    r"|(?:rate|score|grade)\s+this\s+(?:paper|work|submission)"
-    r"|give\s+(?:this|it)\s+(?:paper\s+)?(?:a\s+)?(?:rating\s+of\s+)?10\b"
-    r"|accept\s+this\s+(?:paper|submission)"
-    r"|ignore\s+(?:all\s+)?(?:previous|prior|above)\s+instructions)",
-    re.IGNORECASE,
-)
-"""Text in a paper that speaks to its reviewer instead of about its work (an integrity
-finding: CycleReviewer's papers are data for the reviewer, never instructions)."""
 
 HEADING = re.compile(r"^#{1,6}\s+\S", re.MULTILINE)
 TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$", re.MULTILINE)
@@ -54,7 +44,7 @@ def review(evidence: Evidence) -> tuple[ReviewForm, list[UUID]]:
     soundness = _soundness(checks)
     contribution = _contribution(score, evidence.baseline, evidence.prior_best)
     presentation = _presentation(paper)
-    addresses = ADDRESSES_REVIEWER.search(f"{paper.title}\n{paper.abstract}\n{paper.body}")
+    addresses = addresses_reviewer(paper.title, paper.abstract, paper.body)
     ethics = addresses is not None or bool(evidence.violations)
     rating = _rating(score, evidence.baseline, soundness, contribution, presentation, ethics)
     named = [c.graded for c in checks if c.graded is not None]
@@ -183,7 +173,7 @@ def _strengths(checks: list[ClaimCheck], score: float | None, evidence: Evidence
 
 
 def _weaknesses(
-    checks: list[ClaimCheck], score: float | None, evidence: Evidence, addresses: object
+    checks: list[ClaimCheck], score: float | None, evidence: Evidence, addresses: str | None
 ) -> list[str]:
     out = []
     for c in checks:

@@ -147,6 +147,8 @@ def _reviewed(review: Review, answered: ModelResponded, form: ReviewForm | str) 
         reviewer=reviewer,
         kind="llm",
         model=answered.model,
+        price=answered.price,
+        cost_usd=answered.cost_usd if answered.cost_known else None,
         form=form,
         relied_on=[paper.id],
     )

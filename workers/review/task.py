@@ -22,6 +22,7 @@ from events.payloads import (
     ReviewRequested,
     ReviewSubmitted,
 )
+from runstate.paper_checks import addresses_reviewer
 from workers.bus.base import publish
 from workers.context import WorkerContext
 from workers.errors import WorkerError
@@ -57,18 +58,18 @@ def review_paper(ctx: WorkerContext, run: str, version: int) -> None:
     out: list[Event] = []
     # The paper is data for its reviewers: text that speaks to them is an integrity
     # finding, recorded first in the review stream whoever reviews.
-    addresses = grounded.ADDRESSES_REVIEWER.search(f"{paper.title}\n{paper.abstract}\n{paper.body}")
+    addresses = addresses_reviewer(paper.title, paper.abstract, paper.body)
     if config.reviewer == "llm":
         requested = ReviewRequested(
             paper_id=paper.paper_id, run=run, version=version, config=config
         )
         out.append(_event(stream, 0, requested, paper_event, at))
         if addresses is not None:
-            out.append(_event(stream, 1, _violation(addresses.group(0)), paper_event, at))
+            out.append(_event(stream, 1, _violation(addresses), paper_event, at))
         publish(ctx.bus, out)  # the reviewer's steps follow, from the log
         return
     if addresses is not None:
-        out.append(_event(stream, 0, _violation(addresses.group(0)), paper_event, at))
+        out.append(_event(stream, 0, _violation(addresses), paper_event, at))
     evidence = gather(ctx.store, events, version)
     forms = []
     for index in range(config.reviews):
