@@ -18,6 +18,7 @@ from analysis.figures import Behaviour
 from analysis.findings_hook import MISSING, RunFindings, available, run_findings
 from analysis.streaming import behaviours
 from events import EventStore
+from events.gc_pause import gc_paused
 from events.recorded import Recorded
 
 SCHEMA = 1
@@ -132,10 +133,15 @@ class OpenRuns:
 
 
 def _judged(store: EventStore, run: str, kept: OpenRuns | None) -> RunFindings | None:
-    records = kept.take(run) if kept is not None else None
-    if records is None:  # let go to bound memory (or not kept): read the run again
-        return run_findings(store.read_stream(run))
-    return run_findings([record.typed() for record in records])
+    # A run's typed events, its fold and its view are thousands of objects that live
+    # until it is judged: with the collector on, collections walked them again and again
+    # (a third of the detectors' time on LLM-shaped runs); they are freed by reference
+    # counting when the run is done (`events.gc_pause`).
+    with gc_paused():
+        records = kept.take(run) if kept is not None else None
+        if records is None:  # let go to bound memory (or not kept): read the run again
+            return run_findings(store.read_stream(run))
+        return run_findings([record.typed() for record in records])
 
 
 def campaign_analysis(
