@@ -175,7 +175,8 @@ def _with_findings(store: EventStore, figures: Behaviour, findings: bool) -> Run
     # Detectors read typed events (analysis.finding.Detector): the run is read again and
     # validated, which costs more than all the behaviour figures (docs/benchmarks.md).
     wanted = findings and available()
-    found = run_findings(store.read_stream(figures.run)) if wanted else None
+    with gc_paused():  # as in `_judged`
+        found = run_findings(store.read_stream(figures.run)) if wanted else None
     return RunAnalysis(behaviour=figures, findings=found)
 
 
