@@ -101,7 +101,14 @@ def reviewers_eval(
                 say_error(f"reviewing stopped: {stopped}")
         result = evaluate(humans, said, accept_rating, resamples, seed)
         if not result.papers:
-            say_error(f"no paper of {data} has a prediction in {predictions}")
+            if predictions is not None:
+                say_error(f"no paper of {data} has a prediction in {predictions}")
+            else:  # every review failed: why is in the log, beside each call
+                say_error(
+                    f"the reviewer gave no valid review of any paper of {data}; its calls "
+                    f"and why each failed are in the log: labrxiv events tail --stream "
+                    f"{out['reviewed_in']}"
+                )
             raise typer.Exit(1)
         out["humans"] = result
     if campaign is not None:

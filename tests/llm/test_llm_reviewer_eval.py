@@ -98,3 +98,17 @@ def test_a_reviewer_budget_stops_the_run_with_the_numbers(
     store = EventStore.from_url(f"sqlite:///{env / 'data' / 'labrxiv.db'}")
     events = store.read_stream(shown["reviewed_in"])
     assert events[-1].type == "review.stopped" and events[-1].payload.paper_id == "C_3"
+
+
+def test_a_reviewer_that_gives_no_valid_review_says_where_to_look(
+    env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with FakeServer(default=completion(text="I liked it.", usage=usage(10, 2))) as server:
+        server.models.append("judge")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        args = ["reviewers", "eval", "--data", str(env / "papers.jsonl")]
+        result = CliRunner().invoke(app, [*args, "--review-model", "judge"])
+    assert result.exit_code == 1
+    assert "the reviewer gave no valid review of any paper" in result.stderr
+    assert "labrxiv events tail --stream revieweval-" in result.stderr
+    assert "None" not in result.stderr
