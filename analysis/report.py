@@ -16,6 +16,7 @@ from analysis.behaviour import behaviour
 from analysis.campaign import CampaignBehaviour, CampaignTally
 from analysis.figures import Behaviour
 from analysis.findings_hook import MISSING, RunFindings, available, run_findings
+from analysis.inspection_tools import Inspected
 from analysis.streaming import behaviours
 from events import EventStore
 from events.gc_pause import gc_paused
@@ -50,6 +51,8 @@ class Analysis:
     """The comparison table and correlations (campaigns only)."""
     findings_note: str | None
     """Why no run has findings, when none has."""
+    inspections: tuple[Inspected, ...] = ()
+    """The LLM inspector's verdicts (`analyze --inspector`), by run."""
 
 
 def analyze_run(store: EventStore, stream: str, findings: bool = True) -> Analysis:

@@ -3,11 +3,13 @@ comparison of its runs, computed from the log (`analysis.report`), as tables, JS
 self-contained HTML page (`labrxiv.html_report`)."""
 
 from collections.abc import Callable, Mapping
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
+from typing import cast
 
 import orjson
 import typer
+from pydantic import ValidationError
 from rich.console import Group, RenderableType
 from rich.table import Table
 from sqlalchemy import Connection
@@ -16,8 +18,12 @@ from analysis.across import Across
 from analysis.campaign import CampaignBehaviour
 from analysis.correlation import Correlation, Estimate
 from analysis.figures import THIRDS, Behaviour, Cost
+from analysis.findings_hook import MISSING, run_findings
+from analysis.inspection_tools import Inspected
 from analysis.report import Analysis, RunAnalysis, analyze_campaign, analyze_run
 from events import Event, EventStore
+from events.payloads import InspectionConfig
+from events.payloads.inspection import Verdict
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
 from labrxiv.console import make_console
 from labrxiv.errors import CannotWrite, NotFound
@@ -45,6 +51,24 @@ def analyze(
     findings: bool = typer.Option(
         True, "--findings/--no-findings", help="Run the failure-mode detectors (the slow part)."
     ),
+    inspector: str | None = typer.Option(
+        None,
+        "--inspector",
+        help="Also have this model inspect each run through tools and give a verdict "
+        "(its calls are recorded, priced and budgeted; docs/analysis.md).",
+    ),
+    inspector_base_url: str | None = typer.Option(
+        None, "--inspector-base-url", help="The inspector's OpenAI-compatible endpoint."
+    ),
+    inspector_turns: int = typer.Option(
+        12, "--inspector-turns", min=1, max=100, help="Model calls per run before a verdict."
+    ),
+    inspector_tokens: int | None = typer.Option(
+        None, "--inspector-tokens", min=1, help="Stop inspecting past these tokens."
+    ),
+    inspector_dollars: float | None = typer.Option(
+        None, "--inspector-dollars", min=0.000001, help="Stop inspecting past these dollars."
+    ),
 ) -> None:
     """Behaviour of a run or a campaign (action density, tool mix by phase and by third,
     time between actions, reasoning tokens, where time and money went, the useful window),
@@ -67,6 +91,19 @@ def analyze(
         result = analyze_campaign(store, name, seed=seed, findings=findings)
         if not result.runs:
             raise NotFound(f"campaign {name} has no run in the log")
+    if inspector is not None:
+        try:
+            config = InspectionConfig(
+                model=inspector,
+                base_url=inspector_base_url,
+                turns=inspector_turns,
+                tokens=inspector_tokens,
+                dollars=inspector_dollars,
+            )
+        except ValidationError as exc:
+            message = str(exc.errors()[0]["msg"])
+            raise typer.BadParameter(message, param_hint="--inspector") from None
+        result = replace(result, inspections=_inspect(store, result, config))
     document = asdict(result)
     written: list[Path] = []
     if out is not None:
@@ -84,6 +121,22 @@ def analyze(
     console.print(_shown(result))
     for path in written:
         console.print(f"wrote {path}")
+
+
+def _inspect(
+    store: EventStore, result: Analysis, config: InspectionConfig
+) -> tuple[Inspected, ...]:
+    """The LLM inspector's verdict on each run of `result`, beside the detectors'."""
+    from labrxiv.inspector_run import inspect_runs  # the gateway and bus: only when asked
+
+    judged = []
+    for item in result.runs:
+        run = item.behaviour.run
+        found = item.findings or run_findings(_events(store, run, None))
+        if found is None:
+            raise NotFound(MISSING)
+        judged.append((run, found.findings, cast(Verdict, found.verdict)))
+    return tuple(inspect_runs(judged, config, lambda s, v: _events(store, s, v)))
 
 
 def _resolve(store: EventStore, conn: Connection, text: str) -> tuple[str, str]:
@@ -135,7 +188,19 @@ def _shown(result: Analysis) -> Group:
         parts += _campaign_findings(result.runs)
         if result.findings_note:
             parts.append(f"[dim]{result.findings_note}[/]")
+    if result.inspections:
+        parts.append(_inspections(result.inspections))
     return Group(*parts)
+
+
+def _inspections(inspections: tuple[Inspected, ...]) -> Table:
+    table = Table(title="LLM inspector", title_justify="left")
+    for column in ("run", "inspector", "detectors", "summary and evidence", "stream"):
+        table.add_column(column, overflow="fold")
+    for i in inspections:
+        said = i.summary + "".join(f"\n- {event}: {why}" for event, why in i.evidence)
+        table.add_row(i.run, i.verdict or "no verdict", i.detectors, said, i.stream)
+    return table
 
 
 def _pairs(title: str, rows: list[tuple[str, str]]) -> Table:

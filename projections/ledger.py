@@ -185,6 +185,8 @@ _KIND_STATUS = {
     GRADED: ("grader", "responded"),
 }
 """A new row's kind and status before its first event is folded, by that event's type."""
+MODEL_KINDS = ("model", "review", "inspection")
+"""Rows of model calls: a lab's, a reviewer's, the LLM inspector's."""
 
 
 def _new_row(key: tuple[str, str], event: Recorded) -> dict[str, Any]:
@@ -193,6 +195,8 @@ def _new_row(key: tuple[str, str], event: Recorded) -> dict[str, Any]:
     row["kind"], row["status"] = _KIND_STATUS[event.type]
     if row["kind"] == "model" and key[0].startswith(("review-", "revieweval-")):
         row["kind"] = "review"  # a reviewer's call (issue 16): a model call of its own kind
+    elif row["kind"] == "model" and key[0].startswith("inspect-"):
+        row["kind"] = "inspection"  # the LLM inspector's (`analyze --inspector`)
     row["position"] = event.position
     return row
 
@@ -295,8 +299,8 @@ def ledger_totals(
 ) -> list[LedgerTotals]:
     """The ledger rolled up per run, lab or campaign (of one campaign, if given), by key."""
     key = {"run": LEDGER.c.run, "lab": LEDGER.c.lab, "campaign": LEDGER.c.campaign}[by]
-    model = LEDGER.c.kind.in_(["model", "review"])
-    priced = LEDGER.c.kind.in_(["model", "review", "grader"])
+    model = LEDGER.c.kind.in_(MODEL_KINDS)
+    priced = LEDGER.c.kind.in_([*MODEL_KINDS, "grader"])
     query = select(
         key.label("key"),
         func.count().label("calls"),

@@ -43,7 +43,7 @@ from events.envelope import as_utc
 from events.store import EVENTS
 from projections.archive import PAPERS
 from projections.curves import CURVE_RUNS
-from projections.ledger import LEDGER
+from projections.ledger import LEDGER, MODEL_KINDS
 from projections.runs import RUNS
 
 OTHER = "other"
@@ -419,7 +419,7 @@ def _ledger_metrics(conn: Connection, bounds: Bounds) -> list[Metric]:
             _add(actions, (tool or NONE, lab_label), count)
             continue
         model_label = _bounded(model, models)
-        if kind in ("model", "review"):  # a reviewer's calls are model calls too
+        if kind in MODEL_KINDS:  # a reviewer's and the inspector's calls are model calls too
             _add(calls, (model_label, OUTCOMES.get(status, NONE)), count)
         for kind_label, value in zip(TOKEN_KINDS, sums[:4], strict=True):
             _add(tokens, (model_label, kind_label), int(value))

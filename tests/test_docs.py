@@ -12,8 +12,10 @@ from events.payloads import (
     PAYLOAD_TYPES,
     Budget,
     Claim,
+    Evidence,
     Experiment,
     FileDigest,
+    InspectionConfig,
     Payload,
     ReviewConfig,
     ReviewForm,
@@ -58,7 +60,8 @@ def test_every_payload_type_and_field_is_documented(payload: type[Payload]) -> N
 
 @pytest.mark.parametrize(
     "model",
-    [Event, Budget, FileDigest, Claim, Experiment, BlobRef, ReviewForm, ReviewConfig],
+    [Event, Budget, FileDigest, Claim, Experiment, BlobRef, ReviewForm, ReviewConfig]
+    + [InspectionConfig, Evidence],
     ids=str,
 )
 def test_envelope_and_nested_models_are_documented(model: type[BaseModel]) -> None:

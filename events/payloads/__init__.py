@@ -11,6 +11,15 @@ from pydantic import Field
 from events.payloads.base import Payload
 from events.payloads.campaign import CampaignFinished, CampaignInterrupted, CampaignStarted
 from events.payloads.experiment import ExperimentScored
+from events.payloads.inspection import (
+    Evidence,
+    InspectionConcluded,
+    InspectionConfig,
+    InspectionFailed,
+    InspectionLooked,
+    InspectionStarted,
+    InspectionStopped,
+)
 from events.payloads.integrity import BudgetExceeded, IntegrityViolation
 from events.payloads.model import (
     ContextTruncated,
@@ -61,6 +70,11 @@ PAYLOAD_TYPES: tuple[type[Payload], ...] = (
     PaperDecided,
     ReviewAwaited,
     ReviewReceived,
+    InspectionStarted,
+    InspectionLooked,
+    InspectionConcluded,
+    InspectionFailed,
+    InspectionStopped,
 )
 
 AnyPayload = Annotated[
@@ -100,7 +114,14 @@ __all__ = [
     "CampaignFinished",
     "CampaignInterrupted",
     "CampaignStarted",
+    "Evidence",
     "ExperimentScored",
+    "InspectionConcluded",
+    "InspectionConfig",
+    "InspectionFailed",
+    "InspectionLooked",
+    "InspectionStarted",
+    "InspectionStopped",
     "FileDigest",
     "ForkPoint",
     "PAYLOAD_TYPES",

@@ -117,6 +117,26 @@
     return [head, el("ul", { class: "findings" }, items)];
   }
 
+  function inspectorBlock(run, prefix, where, reveal) {
+    const mine = (doc.inspections || []).filter((i) => i.run === run.behaviour.run);
+    return mine.map((i) => {
+      const verdict = i.verdict || "no verdict";
+      const evidence = i.evidence.map(([id, why]) => {
+        const at = where.get(id);
+        const cite = at === undefined ? el("code", {}, id)
+          : el("a", { class: "event-link", href: "#" + prefix + "-step-" + at, "data-event": id,
+            title: id }, id.slice(0, 8) + " (step " + at + ")");
+        if (at !== undefined) cite.addEventListener("click", () => reveal(at));
+        return el("li", {}, cite, " ", why);
+      });
+      return el("div", { class: "inspection" },
+        el("h3", {}, "LLM inspector: ", el("span", { class: "verdict verdict-" + verdict },
+          verdict)),
+        el("p", { class: "meta" }, "detectors: " + i.detectors + " · stream " + i.stream),
+        el("p", { class: "summary" }, i.summary), el("ul", {}, evidence));
+    });
+  }
+
   function stepRow(step, prefix) {
     const actions = step.actions.map((a) => {
       const failed = a.exit_code !== null && a.exit_code !== 0;
@@ -220,7 +240,8 @@
       el("p", { class: "meta" }, [b.policy, b.task, b.lab, b.finished || "running"]
         .filter(Boolean).join(" · ")),
       behaviourTable(b), mixTable(b), el("h3", {}, "Plots"), plots(String(index)),
-      findingsBlock(run, prefix, where, reveal), trajectory);
+      findingsBlock(run, prefix, where, reveal), inspectorBlock(run, prefix, where, reveal),
+      trajectory);
   }
 
   function campaignSection() {
