@@ -12,6 +12,7 @@ from importlib.util import find_spec
 
 from analysis.finding import Finding
 from events import Event
+from runstate.fork import Load
 
 MISSING = "failure-mode detectors are not installed yet (analysis.detectors, analysis.verdict)"
 
@@ -29,12 +30,13 @@ def available() -> bool:
     return find_spec("analysis.detectors") is not None and find_spec("analysis.verdict") is not None
 
 
-def run_findings(events: list[Event]) -> RunFindings | None:
-    """The findings and verdict of the run whose stream is `events` (version order);
-    None while the detectors are not installed."""
+def run_findings(events: list[Event], load: Load | None = None) -> RunFindings | None:
+    """The findings and verdict of the run whose stream is `events` (version order), a
+    fork's on its parent's events too (given `load`); None while the detectors are not
+    installed."""
     if not available():
         return None
     detect = import_module("analysis.detectors").detect
     verdict = import_module("analysis.verdict").verdict
-    found = list(detect(events))
+    found = list(detect(events, load))
     return RunFindings(verdict=str(verdict(found)), findings=tuple(found))

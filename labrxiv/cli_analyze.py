@@ -20,7 +20,13 @@ from analysis.correlation import Correlation, Estimate
 from analysis.figures import THIRDS, Behaviour, Cost
 from analysis.findings_hook import MISSING, run_findings
 from analysis.inspection_tools import Inspected
-from analysis.report import Analysis, RunAnalysis, analyze_campaign, analyze_run
+from analysis.report import (
+    Analysis,
+    RunAnalysis,
+    analyze_campaign,
+    analyze_run,
+    parent_loader,
+)
 from events import Event, EventStore
 from events.payloads import InspectionConfig
 from events.payloads.inspection import Verdict
@@ -132,7 +138,7 @@ def _inspect(
     judged = []
     for item in result.runs:
         run = item.behaviour.run
-        found = item.findings or run_findings(_events(store, run, None))
+        found = item.findings or run_findings(_events(store, run, None), parent_loader(store))
         if found is None:
             raise NotFound(MISSING)
         judged.append((run, found.findings, cast(Verdict, found.verdict)))

@@ -7,6 +7,9 @@ page's end and replaces the run's rows. The last page that touched a run set its
 from all its events so far, whatever the pages before it were, so rebuilt equals
 incremental row for row, for running runs too (their findings so far).
 
+A fork is judged on the trajectory it stands on: its parent's events up to the fork
+point (read from the log, or kept), then its own (`analysis.detectors.detect`'s `load`).
+
 Why the whole stream and not the page: the detectors judge a call by what came after it
 (an unaddressed degenerate result, a file overwritten and then read) and by the state
 of the run at each step (`runstate.trajectory`), so they have no state to carry from one
@@ -40,6 +43,7 @@ from events.recorded import Recorded
 from events.store import EVENTS, rows_to_records
 from projections.bulk import born_streams, insert_rows
 from projections.projector import Projector
+from runstate.fork import Load
 
 KEPT_EVENTS = 100_000
 """Typed events of running runs kept between pages, at most (a few KB each)."""
@@ -115,7 +119,7 @@ class FindingsProjector(Projector):
             self._keep(run, stream)
             if stream[0].type != "run.started":
                 continue  # not a run the detectors can read (its stream must begin so)
-            found = detect(stream)
+            found = detect(stream, self._parents(conn))
             campaign = stream[0].correlation_id
             last = stream[-1]
             runs.append(
@@ -158,6 +162,20 @@ class FindingsProjector(Projector):
             for record in rows_to_records(conn.execute(query.order_by(EVENTS.c.position))):
                 earlier.setdefault(record.stream, []).append(record.typed())
         return earlier
+
+    def _parents(self, conn: Connection) -> Load:
+        """A fork's parent's typed events up to the fork point (kept ones, else read from
+        the log: they precede the fork's `run.started`, so rebuilt equals incremental)."""
+
+        def load(stream: str, version: int) -> list[Event]:
+            kept = self._kept.get(stream)
+            if kept is not None and len(kept) > version and kept[version].version == version:
+                return kept[: version + 1]
+            query = select(EVENTS).where(EVENTS.c.stream == stream, EVENTS.c.version <= version)
+            rows = conn.execute(query.order_by(EVENTS.c.version))
+            return [record.typed() for record in rows_to_records(rows)]
+
+        return load
 
     def _keep(self, run: str, stream: list[Event]) -> None:
         """Keep a running run's typed events for its next page; forget a finished run's."""

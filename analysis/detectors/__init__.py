@@ -27,6 +27,7 @@ from analysis.detectors.silent import silent_failure
 from analysis.detectors.view import read_run
 from analysis.finding import Finding
 from events import Event
+from runstate.fork import Load
 
 DETECTORS: dict[str, ViewDetector] = {
     d.name: d
@@ -53,10 +54,11 @@ DETECTORS: dict[str, ViewDetector] = {
 """Every detector, by name."""
 
 
-def detect(events: Sequence[Event]) -> list[Finding]:
+def detect(events: Sequence[Event], load: Load | None = None) -> list[Finding]:
     """Every detector's findings for the run whose stream is `events` (version order),
-    reading the run once."""
-    run = read_run(events)
+    reading the run once; a fork on its parent's events up to the fork point too, given
+    `load` (`runstate.fork.Load`)."""
+    run = read_run(events, load)
     return [finding for d in DETECTORS.values() for finding in d.on(run)]
 
 

@@ -22,6 +22,7 @@ from events.payloads import (
     ToolReturned,
 )
 from runstate import RunState
+from runstate.fork import Load
 from runstate.trajectory import groups
 
 CAUSED = (ExperimentScored, IntegrityViolation, PaperSubmitted)
@@ -139,14 +140,18 @@ def used(state: RunState) -> dict[str, float]:
     return {name: n / limit for name, (n, limit) in counts.items() if limit}
 
 
-def read_run(events: Sequence[Event]) -> RunView:
-    """The run whose whole stream (so far) is `events`, in version order."""
+def read_run(events: Sequence[Event], load: Load | None = None) -> RunView:
+    """The run whose whole stream (so far) is `events`, in version order. A fork, given
+    `load`, is read on its whole trajectory: its parent's events up to the fork point
+    (what it stands on), then its own; its `run.started` (its own settings) is `started`."""
     if not events or not isinstance(events[0].payload, RunStarted):
         raise ValueError("a run's stream begins with run.started")
     parts: list[dict[str, Any]] = []
     by_call: dict[str, dict[str, Any]] = {}
     final: RunState | None = None
-    for number, group, state in groups(events):
+    trajectory: list[Event] = []
+    for number, group, state in groups(events, load):
+        trajectory.extend(group)
         final = state
         last: dict[str, Any] | None = None
         for event in group:
@@ -165,9 +170,9 @@ def read_run(events: Sequence[Event]) -> RunView:
                 last = None
     assert final is not None
     calls = tuple(_call(index, part) for index, part in enumerate(parts))
-    scored = tuple(e for e in events if isinstance(e.payload, ExperimentScored))
+    scored = tuple(e for e in trajectory if isinstance(e.payload, ExperimentScored))
     finished = next((e for e in events if isinstance(e.payload, RunFinished)), None)
-    return RunView(events, events[0], calls, scored, finished, final)
+    return RunView(trajectory, events[0], calls, scored, finished, final)
 
 
 def _call(index: int, parts: dict[str, Any]) -> Call:

@@ -9,11 +9,14 @@ from pathlib import Path
 import pytest
 from cli_support import Cli
 
+from analysis.detectors import detect
+from analysis.detectors.view import read_run
 from events import Event, EventStore
 from events.ids import new_id, utcnow
 from events.payloads import ForkPoint, ToolReturned
 from labrxiv.settings import load_settings
 from labrxiv.wiring import open_embedded
+from projections.findings import findings_of
 from projections.runs import runs_of
 from runstate.trajectory import steps
 from workers.lab.campaign import CampaignPlan, start_campaign
@@ -118,3 +121,35 @@ def test_a_log_entry_leaving_the_workspace_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ForkError, match="not a path inside"):
         restore(store, root, ForkPoint(run="run-x", step=0, version=0))
     assert (tmp_path / "outside.txt").read_text() == "kept"
+
+
+def test_a_fork_is_judged_on_the_trajectory_it_stands_on(
+    parent: tuple[str, Path], cli: Cli
+) -> None:
+    run, data = parent
+    assert cli("fork", run, "--at", "4", "--seed", "9", LABRXIV_DATA_DIR=str(data)).code == 0
+    store = _store(data)
+    (fork,) = [r.stream for r in store.read_records(types=["run.started"]) if r.stream != run]
+    own = store.read_stream(fork)
+    load = lambda s, v: store.read_stream(s, limit=v + 1)  # noqa: E731
+    whole = read_run(own, load)
+    theirs = {e.id for e in store.read_stream(run)}
+    inherited = [c for c in whole.calls if c.invoked in theirs]
+    assert inherited and len(whole.calls) == len(inherited) + len(read_run(own).calls)
+    assert whole.started.id == own[0].id  # its own settings
+    expected = detect(own, load)
+    # Read alone, its paper's claims name attempts it inherited: "misreported" wrongly.
+    assert any(f.detector == "misreported_claim" for f in detect(own))
+    assert not any(f.detector == "misreported_claim" for f in expected)
+    shown = json.loads(cli("analyze", fork, "--json", LABRXIV_DATA_DIR=str(data)).stdout)
+    said = shown["runs"][0]["findings"]["findings"]
+    assert [(f["detector"], f["events"]) for f in said] == [
+        (f.detector, [str(i) for i in f.events]) for f in expected
+    ]
+    # The findings read model judges it the same way, incrementally and rebuilt.
+    with store.engine.connect() as conn:
+        kept = findings_of(conn, run=fork)[fork].findings
+    assert kept == tuple(expected)
+    assert cli("rebuild", LABRXIV_DATA_DIR=str(data)).code == 0
+    with store.engine.connect() as conn:
+        assert findings_of(conn, run=fork)[fork].findings == tuple(expected)
