@@ -46,6 +46,7 @@ from events.envelope import as_utc
 from events.recorded import Recorded
 from events.spend import spend_of
 from projections.bulk import born_streams, insert_rows
+from projections.ledger_phases import PHASE_KEY, PHASE_TYPES, RunPhases
 from projections.projector import Projector
 
 TOOL_TYPES = frozenset({"tool.invoked", "tool.returned"})
@@ -91,7 +92,9 @@ class LedgerRow(SQLModel, table=True):
     attempt: int | None = None
     """1 for a request's first attempt, 2 for its first retry… (model calls)."""
     phase: str | None = Field(default=None, max_length=20)
-    """The research phase the model call was made in, if the lab said."""
+    """The research phase the call was made in: a model call's as its `model.called`
+    says; a tool call's the run's phase when it was invoked (its last `phase.entered`,
+    a fork's parent's at the fork point before its own); None for labs without phases."""
     latency_s: float | None = None
     """Seconds from sending the request to its answer or failure (model calls)."""
     error: str | None = Field(default=None, max_length=20)
@@ -121,15 +124,23 @@ class LedgerProjector(Projector):
     name = "ledger"
     tables = (LEDGER,)
 
+    def __init__(self) -> None:
+        self.phases = RunPhases()
+
     def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:
         """Load the stored calls the page touches, fold the page into them, write them back.
 
         Calls of runs born in this page cannot be stored yet (`projections.bulk`): they
         are neither looked up nor deleted, only inserted."""
         calls = []
+        self.phases.prepare(conn, events)
         for event in events:
             if event.type in CALL_TYPES:
+                if event.type == "tool.invoked":
+                    event = self.phases.tag(event)
                 calls.append(((event.stream, event.payload["call_id"]), event))
+            elif event.type in PHASE_TYPES:
+                self.phases.see(conn, event)
             elif event.type == GRADED and (call_id := _call_id(event)) is not None:
                 calls.append(((event.stream, call_id), event))
         if not calls:
@@ -207,6 +218,7 @@ def _fold(row: dict[str, Any], event: Recorded) -> None:
     row["campaign"] = row["campaign"] or event.correlation_id
     if event.type == "tool.invoked":
         row["tool"], row["invoked_at"] = payload["tool"], event.occurred_at
+        row["phase"] = payload.get(PHASE_KEY)
     elif event.type == "tool.returned":
         row["tool"] = row["tool"] or payload["tool"]
         row["status"], row["returned_at"] = "returned", event.occurred_at

@@ -398,25 +398,26 @@ def _ledger_metrics(conn: Connection, bounds: Bounds) -> list[Metric]:
         c.lab,
         c.model,
         c.status,
+        c.phase,
         func.count(),
         func.max(c.position),
         *(func.coalesce(func.sum(getattr(c, col)), 0) for col in TOKEN_KINDS.values()),
         func.coalesce(func.sum(_known_cost()), 0),
         func.sum(unknown),
-    ).group_by(c.kind, c.tool, c.lab, c.model, c.status)
+    ).group_by(c.kind, c.tool, c.lab, c.model, c.status, c.phase)
     groups = [tuple(row) for row in conn.execute(query)]
-    labs = _most_recent(((g[2], g[6]) for g in groups), bounds.labs)
-    models = _most_recent(((g[3], g[6]) for g in groups if g[0] != "tool"), bounds.models)
+    labs = _most_recent(((g[2], g[7]) for g in groups), bounds.labs)
+    models = _most_recent(((g[3], g[7]) for g in groups if g[0] != "tool"), bounds.models)
 
     actions: dict[tuple[str, ...], float] = {}
     calls: dict[tuple[str, ...], float] = {}
     tokens: dict[tuple[str, ...], float] = {}
     dollars: dict[tuple[str, ...], float] = {}
     unknown_cost: dict[tuple[str, ...], float] = {}
-    for kind, tool, lab, model, status, count, _, *sums in groups:
+    for kind, tool, lab, model, status, phase, count, _, *sums in groups:
         lab_label = _bounded(lab, labs)
         if kind == "tool":
-            _add(actions, (tool or NONE, lab_label), count)
+            _add(actions, (tool or NONE, phase or NONE, lab_label), count)
             continue
         model_label = _bounded(model, models)
         if kind in MODEL_KINDS:  # a reviewer's and the inspector's calls are model calls too
@@ -427,7 +428,10 @@ def _ledger_metrics(conn: Connection, bounds: Bounds) -> list[Metric]:
         _add(unknown_cost, (model_label, lab_label), int(sums[5]))
     return [
         _counter(
-            "labrxiv_actions", "Tool calls labs made, by tool and lab.", ["tool", "lab"], actions
+            "labrxiv_actions",
+            "Tool calls labs made, by tool, research phase (none: a lab without phases) and lab.",
+            ["tool", "phase", "lab"],
+            actions,
         ),
         _counter(
             "labrxiv_model_calls",

@@ -14,9 +14,9 @@ FROM behaviour_runs AS b,
 GROUP BY 1, 2
 ORDER BY 1, 3 DESC
 """
-"""Tool calls by research phase. `labrxiv_actions_total` has no `phase` label (the ledger's
-tool rows carry none, docs/metrics.md "Missing"), so this reads the behaviour read model:
-each run's tally keeps the tool and the phase of every call, in call order."""
+"""Tool calls by research phase over every run so far, from the behaviour read model (each
+run's tally keeps the tool and the phase of every call, in call order); the "Tool mix"
+panel shows the same split live, from `labrxiv_actions_total{phase}`."""
 
 RUNS_BY_LAB = """
 SELECT coalesce(lab, 'none') AS lab, status, count(*) AS runs,
@@ -60,8 +60,8 @@ def dashboard() -> Dashboard:
                 BarChart(
                     title="Tool mix by phase",
                     description=(
-                        "Tool calls by research phase, from the behaviour read model: "
-                        "labrxiv_actions_total has no phase label (docs/metrics.md, Missing)."
+                        "Tool calls by research phase over every run so far, from the "
+                        "behaviour read model (none: labs without phases)."
                     ),
                     dataSource=POSTGRES,
                     targets=[sql(TOOL_MIX_BY_PHASE)],
@@ -83,10 +83,16 @@ def dashboard() -> Dashboard:
             (
                 TimeSeries(
                     title="Tool mix",
-                    description="Tool calls per second, by tool, every phase together.",
+                    description=(
+                        "Tool calls per second, by research phase and tool "
+                        "(labrxiv_actions_total; phase none: labs without phases)."
+                    ),
                     dataSource=PROMETHEUS,
                     targets=[
-                        prom(f"sum by (tool) (rate(labrxiv_actions_total[{RATE}]))", "{{tool}}")
+                        prom(
+                            f"sum by (phase, tool) (rate(labrxiv_actions_total[{RATE}]))",
+                            "{{phase}} {{tool}}",
+                        )
                     ],
                     unit="ops",
                     stacking={"mode": "normal", "group": "A"},

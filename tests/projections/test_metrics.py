@@ -93,8 +93,8 @@ def test_figures_are_the_read_models(store: EventStore) -> None:
         query = select(func.count()).where(LEDGER.c.cost_known.is_(False))
         assert sum(unknown.values()) == conn.execute(query).scalar_one() > 0
     actions = of(found, "labrxiv_actions_total")
-    assert actions[(("lab", "lab-b"), ("tool", "bash"))] == 1
-    assert actions[(("lab", "lab-s0"), ("tool", "python"))] == 3
+    assert actions[(("lab", "lab-b"), ("phase", "none"), ("tool", "bash"))] == 1
+    assert actions[(("lab", "lab-s0"), ("phase", "none"), ("tool", "python"))] == 3
     used = of(found, "labrxiv_run_budget_used")
     left = of(found, "labrxiv_run_budget_left")
     assert used[(("budget", "steps"), ("run", "run-b"))] == 2
