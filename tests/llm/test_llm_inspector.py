@@ -25,11 +25,11 @@ UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data folder whose log holds one offline campaign (one lab, two attempts)."""
+    """A data folder whose log holds one offline campaign (two labs, two attempts each)."""
     data = tmp_path_factory.mktemp("inspected") / "data"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("LABRXIV_DATA_DIR", str(data))
-        args = ["campaign", "--task", "continual-digits", "--labs", "1", "--papers", "1"]
+        args = ["campaign", "--task", "continual-digits", "--labs", "2", "--papers", "1"]
         result = CliRunner().invoke(app, [*args, "--attempts", "2", "--seed", "3"])
         assert result.exit_code == 0, result.output
     return data
@@ -52,10 +52,13 @@ def store_of(data: Path) -> EventStore:
     return EventStore.from_url(f"sqlite:///{data / 'labrxiv.db'}", create=False)
 
 
-def the_run(data: Path) -> str:
+def the_runs(data: Path) -> list[str]:
     store = store_of(data)
-    (run,) = {r.stream for r in store.iter_records() if r.stream.startswith("run-")}
-    return run
+    return sorted({r.stream for r in store.iter_records() if r.stream.startswith("run-")})
+
+
+def the_run(data: Path) -> str:
+    return the_runs(data)[0]
 
 
 def tool_results(received: Received) -> list[str]:
@@ -81,8 +84,9 @@ def careful(received: Received) -> Scripted:
     return completion(tool_calls=[("verdict", json.dumps(verdict))], usage=u)
 
 
-def inspect(data: Path, server: FakeServer, *extra: str) -> Any:
-    args = ["analyze", the_run(data), "--inspector", "judge", "--inspector-base-url", server.url]
+def inspect(data: Path, server: FakeServer, *extra: str, target: str | None = None) -> Any:
+    target = target or the_run(data)
+    args = ["analyze", target, "--inspector", "judge", "--inspector-base-url", server.url]
     result = CliRunner().invoke(app, [*args, *extra, "--json"])
     assert result.exit_code == 0, result.output
     return orjson.loads(result.stdout)
@@ -167,6 +171,21 @@ def test_the_token_budget_stops_the_inspector_with_the_numbers(env: Path) -> Non
     assert inspection["summary"] == "inspector token budget reached: 920 of 500"
     events = store_of(env).read_stream(inspection["stream"])
     assert events[-1].type == "inspection.stopped"
+
+
+def test_a_campaign_is_inspected_run_by_run_within_one_budget(env: Path) -> None:
+    campaign = store_of(env).read_stream(the_run(env))[0].correlation_id
+    assert campaign is not None
+    with FakeServer(default=careful, models=("judge",)) as server:
+        shown = inspect(env, server, "--inspector-tokens", "1300", target=campaign)
+        assert len(server.completions()) == 3  # the first run's three calls: 1,380 tokens
+    first, second = shown["inspections"]
+    assert [first["run"], second["run"]] == the_runs(env)
+    assert first["verdict"] == "PASS"
+    assert second["verdict"] is None
+    assert second["summary"] == "inspector token budget reached: 1380 of 1300"
+    types = [e.type for e in store_of(env).read_stream(second["stream"])]
+    assert types == ["inspection.started", "inspection.stopped"]
 
 
 def test_a_wrong_inspector_setting_is_one_clear_error(env: Path) -> None:
