@@ -4,7 +4,10 @@
 # code in the sandbox (workers/sandbox/jail.py: unshare, mount, pivot_root, setpriv to
 # `nobody`), which needs root and a container allowed to make namespaces (compose runs
 # them `user: root`, `privileged: true`; docs/deploy.md says what else would do).
-FROM python:3.11-slim
+# BASE: another image with Python 3.11 where `python` and `pip` are on PATH, for a machine
+# that cannot pull python:3.11-slim (compose/offline/ builds one from Debian's packages).
+ARG BASE=python:3.11-slim
+FROM ${BASE}
 
 ENV PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \

@@ -24,10 +24,16 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     if backend == "postgresql":
         if parsed.drivername == "postgresql":
             url = parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+        # UTF-8 on the wire whatever the database's encoding: in a SQL_ASCII database (what
+        # initdb makes where no UTF-8 locale is installed) psycopg returned text as bytes
+        # and SQLAlchemy's first query failed ("cannot use a string pattern on a
+        # bytes-like object"). SQL_ASCII stores the bytes it is given: UTF-8 round-trips.
+        connect_args = {"client_encoding": "utf8"} | kwargs.pop("connect_args", {})
         return create_engine(
             url,
             json_serializer=_json_dumps,
             json_deserializer=orjson.loads,
+            connect_args=connect_args,
             **({"pool_pre_ping": True} | kwargs),
         )
     raise ValueError(

@@ -208,7 +208,7 @@ def test_steps_workers_scale_and_may_run_the_sandbox() -> None:
 
 
 def test_the_build_context_keeps_what_the_image_needs() -> None:
-    assert re.search(r"^FROM python:3\.11-slim\b", DOCKERFILE, re.MULTILINE)
+    assert re.search(r"^ARG BASE=python:3\.11-slim\n(?:#.*\n)*FROM \$\{BASE\}$", DOCKERFILE, re.M)
     assert "util-linux" in DOCKERFILE  # unshare, setpriv, pivot_root for the sandbox
     patterns = [
         line.strip()
@@ -354,3 +354,36 @@ def test_compose_file_is_valid_for_docker_compose_v2() -> None:
         # file against the same specification and must pass everywhere.
         pytest.skip("the Docker CLI's compose plugin is missing; docker-compose validated the file")
     validate([docker, "compose"])  # type: ignore[list-item]
+
+
+def test_the_offline_override_runs_the_same_stack_on_local_images() -> None:
+    """compose/offline/ (docs/deploy.md, "How this is checked"): every service but
+    Grafana on images built from Debian's packages, the labrxiv image on the local base,
+    and the steps workers without `privileged`, merged by docker-compose as it runs them."""
+    if shutil.which("docker-compose") is None:
+        if IN_CI:
+            pytest.fail("docker-compose is missing: `apt-get install docker-compose` (.ci/run)")
+        pytest.skip("docker-compose is not installed (`apt-get install docker-compose`)")
+    files = [COMPOSE_FILE, COMPOSE_DIR / "offline" / "docker-compose.offline.yml"]
+    files.append(COMPOSE_DIR / "offline" / "steps-narrow.yml")
+    result = subprocess.run(
+        ["docker-compose", *(f"--file={f}" for f in files), "config"],
+        cwd=COMPOSE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    services = yaml.safe_load(result.stdout)["services"]
+    for name in ("redis", "postgres", "prometheus"):
+        image = services[name]["image"]
+        assert image == f"labrxiv-offline/{name}", image
+        assert (COMPOSE_DIR / "offline" / f"{name}.Dockerfile").is_file()
+    for name in ("recorder", "steps", "reactor", "projector", "exporter", "cli"):
+        assert services[name]["build"]["args"] == {"BASE": "labrxiv-offline/python:3.11"}
+        assert services[name]["command"] == yaml.safe_load(COMPOSE_TEXT)["services"][name].get(
+            "command", services[name]["command"]
+        )
+    assert services["steps"]["privileged"] is False
+    assert services["steps"]["cap_add"] == ["SYS_ADMIN"]
