@@ -84,9 +84,11 @@ def careful(received: Received) -> Scripted:
     return completion(tool_calls=[("verdict", json.dumps(verdict))], usage=u)
 
 
-def inspect(data: Path, server: FakeServer, *extra: str, target: str | None = None) -> Any:
+def inspect(
+    data: Path, server: FakeServer, *extra: str, target: str | None = None, model: str = "judge"
+) -> Any:
     target = target or the_run(data)
-    args = ["analyze", target, "--inspector", "judge", "--inspector-base-url", server.url]
+    args = ["analyze", target, "--inspector", model, "--inspector-base-url", server.url]
     result = CliRunner().invoke(app, [*args, *extra, "--json"])
     assert result.exit_code == 0, result.output
     return orjson.loads(result.stdout)
@@ -171,6 +173,23 @@ def test_the_token_budget_stops_the_inspector_with_the_numbers(env: Path) -> Non
     assert inspection["summary"] == "inspector token budget reached: 920 of 500"
     events = store_of(env).read_stream(inspection["stream"])
     assert events[-1].type == "inspection.stopped"
+
+
+def test_a_priced_inspector_is_priced_in_the_ledger_and_held_to_its_dollars(env: Path) -> None:
+    with FakeServer(default=careful, models=("gpt-4o-mini",)) as server:
+        shown = inspect(env, server, "--inspector-dollars", "0.0001", model="gpt-4o-mini")
+        assert len(server.completions()) == 2
+    (inspection,) = shown["inspections"]
+    per_call = (400 * 0.15 + 60 * 0.60) / 1e6  # gpt-4o-mini's price in workers/llm/prices.toml
+    assert (
+        inspection["summary"] == f"inspector dollar budget reached: ${2 * per_call:.4f} of $0.0001"
+    )
+    store = store_of(env)
+    with store.engine.connect() as conn:
+        rows = conn.execute(select(LEDGER).where(LEDGER.c.run == inspection["stream"])).all()
+    assert [r.kind for r in rows] == ["inspection"] * 2
+    assert sum(r.cost_usd for r in rows) == pytest.approx(2 * per_call)
+    assert all(r.cost_known for r in rows)
 
 
 def test_a_campaign_is_inspected_run_by_run_within_one_budget(env: Path) -> None:
