@@ -16,9 +16,7 @@ verdict that is not valid (an evidence id not in the run) is told to the model, 
 answer again within its turns.
 """
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +27,7 @@ from pydantic import ValidationError
 from analysis.finding import Finding
 from analysis.inspection_tools import TOOL_NAMES, TOOLS, Answer, Inspected, Trajectory
 from events import Event, EventStore
-from events.ids import derived_id, new_id, utcnow
+from events.ids import new_id
 from events.payloads import (
     InspectionConcluded,
     InspectionConfig,
@@ -37,19 +35,15 @@ from events.payloads import (
     InspectionLooked,
     InspectionStarted,
     InspectionStopped,
-    ModelCalled,
-    ModelFailed,
     ModelResponded,
     Payload,
     RunStarted,
 )
 from events.payloads.inspection import Verdict
 from events.spend import NOTHING, Spend, spend_of_payload
-from workers.llm import Gateway, ModelRequest, driver
+from workers.llm import Gateway, ModelRequest, in_place
+from workers.llm.in_place import Record, StreamWriter
 from workers.llm.reply import Reply, parse_reply
-
-Record = Callable[[list[Event], dict[str, bytes]], None]
-"""Publish events (and blobs) and return once the log holds them."""
 
 SYSTEM = (
     "You inspect the trajectory of an AI research agent (a lab) after it ran, as a "
@@ -103,9 +97,9 @@ class InspectRun:
     record: Record
     budget: Budget
     stream: str = field(default_factory=lambda: f"inspect-{new_id().hex[:12]}")
-    version: int = -1
-    started: datetime | None = None
     messages: list[dict[str, Any]] = field(default_factory=list)
+    out: StreamWriter = field(init=False)
+    """The inspection's stream, written through `record` (set when `inspect` begins)."""
     last: ModelResponded | None = None
     """The inspector's last answer (its model and price go into the verdict)."""
 
@@ -113,7 +107,9 @@ class InspectRun:
         """Inspect the run: the verdict, or how the inspection ended without one."""
         config = self.budget.config
         through = self.events[-1].version
-        self._write(
+        campaign = self.events[0].correlation_id
+        self.out = StreamWriter(self.stream, "inspector", self.record, campaign)
+        self.out.write(
             [
                 InspectionStarted(
                     run=self.run,
@@ -167,7 +163,7 @@ class InspectRun:
         """One model call, written ahead and sent; its reply, or why there is none."""
         config = self.budget.config
         request = ModelRequest(
-            request_id=f"{self.stream}:{self.version + 1}",
+            request_id=f"{self.stream}:{self.out.version + 1}",
             model=config.model,
             messages=list(self.messages),
             tools=TOOLS,
@@ -175,29 +171,14 @@ class InspectRun:
             max_tokens=config.max_tokens,
             seed=turn,
         )
-        prepared = driver.write_ahead(self.gateway, request)
-        called = prepared.called
-        self._write([called], prepared.blobs)
-        while True:
-            sent, blobs = driver.send(self.gateway, self.store, self.inflight, called, self.stream)
-            outcome = sent[-1]
-            self._write(sent, blobs)
-            if isinstance(outcome, ModelCalled):  # an interrupted call: its next attempt
-                called = outcome
-                continue
-            if isinstance(outcome, ModelFailed):
-                if not outcome.will_retry:
-                    return f"the model failed: {outcome.error} {outcome.detail}"[:2000]
-                again, _ = driver.after_failure(self.gateway, called, outcome, utcnow(), final=True)
-                called = again[0]  # type: ignore[assignment]
-                self._write([called], {})
-                continue
-            assert isinstance(outcome, ModelResponded)
-            self.budget.spent = self.budget.spent + (spend_of_payload(outcome) or NOTHING)
-            self.last = outcome
-            sha = outcome.response.sha256 if outcome.response else None
-            body = blobs.get(sha) if sha else None
-            return _reply(body)
+        answered = in_place.call(self.gateway, self.store, self.inflight, request, self.out)
+        if isinstance(answered, str):
+            return answered
+        outcome, blobs = answered
+        self.budget.spent = self.budget.spent + (spend_of_payload(outcome) or NOTHING)
+        self.last = outcome
+        sha = outcome.response.sha256 if outcome.response else None
+        return _reply(blobs.get(sha) if sha else None)
 
     def _act(self, reply: Reply) -> Inspected | None:
         """Use the tools the reply asks for; the inspection's end when it answered."""
@@ -216,7 +197,7 @@ class InspectRun:
             if call.name == "verdict":
                 answer = self.trajectory.answer(call.arguments)
                 if isinstance(answer, Answer):
-                    self._write(looked, {})
+                    self.out.write(looked, {})
                     return self._conclude(answer)
                 result = answer
             else:
@@ -230,13 +211,13 @@ class InspectRun:
                     )
                 )
             self.messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
-        self._write(looked, {})
+        self.out.write(looked, {})
         return None
 
     def _conclude(self, answer: Answer) -> Inspected:
         last = self.last
         assert last is not None  # a verdict comes in an answer
-        self._write(
+        self.out.write(
             [
                 InspectionConcluded(
                     run=self.run,
@@ -255,28 +236,8 @@ class InspectRun:
         )
 
     def _end(self, payload: InspectionFailed | InspectionStopped) -> Inspected:
-        self._write([payload], {})
+        self.out.write([payload], {})
         return Inspected(self.run, self.stream, None, payload.reason, self.detectors_verdict)
-
-    def _write(self, payloads: list[Payload], blobs: dict[str, bytes]) -> None:
-        if not payloads:
-            return
-        self.started = self.started or utcnow()
-        events = []
-        for payload in payloads:
-            self.version += 1
-            events.append(
-                Event(
-                    id=derived_id(f"{self.stream}:{self.version}", self.started),
-                    stream=self.stream,
-                    version=self.version,
-                    occurred_at=utcnow(),
-                    correlation_id=self.events[0].correlation_id,
-                    actor="inspector",
-                    payload=payload,
-                )
-            )
-        self.record(events, blobs)
 
 
 def _reply(body: bytes | None) -> Reply | str:

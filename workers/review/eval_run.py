@@ -10,29 +10,16 @@ outcome, as for a lab.
 """
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
-from events import Event, EventStore
-from events.ids import derived_id, utcnow
-from events.payloads import (
-    ModelCalled,
-    ModelFailed,
-    ModelResponded,
-    Payload,
-    ReviewConfig,
-    ReviewFailed,
-    ReviewStopped,
-    ReviewSubmitted,
-)
+from events import EventStore
+from events.payloads import ReviewConfig, ReviewFailed, ReviewStopped, ReviewSubmitted
 from events.spend import NOTHING, Spend, spend_of_payload
-from workers.llm import Gateway, driver
+from workers.llm import Gateway, in_place
+from workers.llm.in_place import Record, StreamWriter
 from workers.review import llm_reviewer
-
-Record = Callable[[list[Event], dict[str, bytes]], None]
-"""Publish events (and blobs) and return once the log holds them."""
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]")
 
@@ -56,9 +43,10 @@ class EvalRun:
     inflight: Path
     record: Record
     config: ReviewConfig
-    version: int = -1
     spent: Spend = NOTHING
-    started: datetime | None = None
+
+    def __post_init__(self) -> None:
+        self.out = StreamWriter(self.stream, "llm-0", self.record)
 
     def review_all(self, papers: Sequence[tuple[str, str]]) -> tuple[list[Reviewed], str | None]:
         """Review each (id, text) in turn; stops at a budget (the reason is returned and
@@ -67,53 +55,37 @@ class EvalRun:
         for index, (paper_id, text) in enumerate(papers):
             over = self._over_budget()
             if over is not None:
-                self._write([ReviewStopped(paper_id=safe_id(paper_id), reason=over)], {})
+                self.out.write([ReviewStopped(paper_id=safe_id(paper_id), reason=over)], {})
                 return out, over
             out.append(self._review(index, paper_id, text))
         return out, None
 
     def _review(self, index: int, paper_id: str, text: str) -> Reviewed:
-        request_id = f"{self.stream}:{self.version + 1}"
-        prepared = driver.write_ahead(
-            self.gateway, llm_reviewer.text_request(text, [], self.config, request_id, index)
+        request_id = f"{self.stream}:{self.out.version + 1}"
+        request = llm_reviewer.text_request(text, [], self.config, request_id, index)
+        answered = in_place.call(self.gateway, self.store, self.inflight, request, self.out)
+        if isinstance(answered, str):
+            self.out.write([_failed(paper_id, answered)], {})
+            return Reviewed(paper_id, None, answered)
+        outcome, blobs = answered
+        self.spent = self.spent + (spend_of_payload(outcome) or NOTHING)
+        sha = outcome.response.sha256 if outcome.response else None
+        text_said = llm_reviewer.answer_text(blobs.get(sha) if sha else None, outcome.preview)
+        form = llm_reviewer.parse(text_said)
+        if isinstance(form, str):
+            self.out.write([_failed(paper_id, form)], {})
+            return Reviewed(paper_id, None, form)
+        review = ReviewSubmitted(
+            paper_id=safe_id(paper_id),
+            reviewer="llm-0",
+            kind="llm",
+            model=outcome.model,
+            price=outcome.price,
+            cost_usd=outcome.cost_usd if outcome.cost_known else None,
+            form=form,
         )
-        called = prepared.called
-        self._write([called], prepared.blobs)
-        while True:
-            sent, blobs = driver.send(self.gateway, self.store, self.inflight, called, self.stream)
-            outcome = sent[-1]
-            self._write(sent, blobs)
-            if isinstance(outcome, ModelCalled):  # an interrupted call: its next attempt
-                called = outcome
-                continue
-            if isinstance(outcome, ModelFailed):
-                if not outcome.will_retry:
-                    reason = f"the model failed: {outcome.error} {outcome.detail}"[:2000]
-                    self._write([_failed(paper_id, reason)], {})
-                    return Reviewed(paper_id, None, reason)
-                again, _ = driver.after_failure(self.gateway, called, outcome, utcnow(), final=True)
-                called = again[0]  # type: ignore[assignment]
-                self._write([called], {})
-                continue
-            assert isinstance(outcome, ModelResponded)
-            self.spent = self.spent + (spend_of_payload(outcome) or NOTHING)
-            sha = outcome.response.sha256 if outcome.response else None
-            text_said = llm_reviewer.answer_text(blobs.get(sha) if sha else None, outcome.preview)
-            form = llm_reviewer.parse(text_said)
-            if isinstance(form, str):
-                self._write([_failed(paper_id, form)], {})
-                return Reviewed(paper_id, None, form)
-            review = ReviewSubmitted(
-                paper_id=safe_id(paper_id),
-                reviewer="llm-0",
-                kind="llm",
-                model=outcome.model,
-                price=outcome.price,
-                cost_usd=outcome.cost_usd if outcome.cost_known else None,
-                form=form,
-            )
-            self._write([review], {})
-            return Reviewed(paper_id, form.rating)
+        self.out.write([review], {})
+        return Reviewed(paper_id, form.rating)
 
     def _over_budget(self) -> str | None:
         tokens, dollars = self.config.tokens, self.config.dollars
@@ -124,23 +96,6 @@ class EvalRun:
         if dollars is not None and self.spent.dollars >= dollars:
             return f"reviewer dollar budget reached: ${self.spent.dollars:.4f} of ${dollars:.4f}"
         return None
-
-    def _write(self, payloads: list[Payload], blobs: dict[str, bytes]) -> None:
-        self.started = self.started or utcnow()
-        events = []
-        for payload in payloads:
-            self.version += 1
-            events.append(
-                Event(
-                    id=derived_id(f"{self.stream}:{self.version}", self.started),
-                    stream=self.stream,
-                    version=self.version,
-                    occurred_at=utcnow(),
-                    actor="llm-0",
-                    payload=payload,
-                )
-            )
-        self.record(events, blobs)
 
 
 def _failed(paper_id: str, reason: str) -> ReviewFailed:
