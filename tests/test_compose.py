@@ -324,6 +324,14 @@ def test_every_compose_variable_is_documented() -> None:
         assert f"`{name}`" in DEPLOY_DOC, f"{name} is used in the compose file, not in deploy.md"
 
 
+def need_docker_compose() -> None:
+    """Debian's docker-compose 1.29 validates and merges compose files with no daemon."""
+    if shutil.which("docker-compose") is None:
+        if IN_CI:
+            pytest.fail("docker-compose is missing: `apt-get install docker-compose` (.ci/run)")
+        pytest.skip("docker-compose is not installed (`apt-get install docker-compose`)")
+
+
 def validate(command: list[str]) -> None:
     result = subprocess.run(
         [*command, "--file", str(COMPOSE_FILE), "config", "--quiet"],
@@ -337,10 +345,7 @@ def validate(command: list[str]) -> None:
 
 
 def test_compose_file_is_valid_for_docker_compose_v1() -> None:
-    if shutil.which("docker-compose") is None:
-        if IN_CI:
-            pytest.fail("docker-compose is missing: `apt-get install docker-compose` (.ci/run)")
-        pytest.skip("docker-compose is not installed (`apt-get install docker-compose`)")
+    need_docker_compose()
     validate(["docker-compose"])
 
 
@@ -360,10 +365,7 @@ def test_the_offline_override_runs_the_same_stack_on_local_images() -> None:
     """compose/offline/ (docs/deploy.md, "How this is checked"): every service but
     Grafana on images built from Debian's packages, the labrxiv image on the local base,
     and the steps workers without `privileged`, merged by docker-compose as it runs them."""
-    if shutil.which("docker-compose") is None:
-        if IN_CI:
-            pytest.fail("docker-compose is missing: `apt-get install docker-compose` (.ci/run)")
-        pytest.skip("docker-compose is not installed (`apt-get install docker-compose`)")
+    need_docker_compose()
     files = [COMPOSE_FILE, COMPOSE_DIR / "offline" / "docker-compose.offline.yml"]
     files.append(COMPOSE_DIR / "offline" / "steps-narrow.yml")
     result = subprocess.run(
