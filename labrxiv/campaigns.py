@@ -18,6 +18,7 @@ from rich.live import Live
 from rich.table import Table
 
 from events import EventStore
+from labrxiv.interrupt import check_ctrl_c, pause
 from labrxiv.report import RunEnding, run_endings
 from projections.runner import ProjectionRunner
 from projections.runs import RunsProjector, RunView, runs_of
@@ -128,6 +129,7 @@ def watch_campaign(
     views: list[RunView] = []
     with live_display(console) as live:
         while True:
+            check_ctrl_c()
             try:
                 # The end is looked for before the catch-up, and then the catch-up goes to
                 # the head: the last table shown holds every event up to the campaign's end.
@@ -151,7 +153,7 @@ def watch_campaign(
                 log.warning("campaign %s: database or broker away, next tick: %s", campaign, reason)
                 if time.monotonic() - started >= timeout:
                     break
-            time.sleep(0.25)
+            pause(0.25)
     try:
         endings = tuple(run_endings(store, views))
     except Exception as exc:

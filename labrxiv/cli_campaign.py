@@ -16,7 +16,12 @@ from rich.markup import escape
 from events.payloads import Budget, LlmConfig, ReviewConfig
 from labrxiv.campaigns import CampaignOutcome, run_campaign
 from labrxiv.console import make_console
-from labrxiv.interrupt import EXIT_INTERRUPTED, say_stopped, stop_embedded
+from labrxiv.interrupt import (
+    EXIT_INTERRUPTED,
+    ctrl_c_between_ticks,
+    say_stopped,
+    stop_embedded,
+)
 from labrxiv.report import count_endings, every_run_errored, print_endings
 from labrxiv.settings import Settings
 from labrxiv.wiring import gym_dirs
@@ -256,17 +261,18 @@ def _run(settings: Settings, plan: CampaignPlan, timeout: float):  # type: ignor
         require_sandbox()
         system = open_embedded(settings, threads=max(2, plan.labs))
         try:
-            outcome = run_campaign(
-                system.bus,
-                system.store,
-                plan,
-                console,
-                timeout,
-                stall_seconds=settings.stall_seconds,
-                reactor=system.ctx.reactor,
-                leases=system.ctx.leases,
-            )
-            system.settle()
+            with ctrl_c_between_ticks():
+                outcome = run_campaign(
+                    system.bus,
+                    system.store,
+                    plan,
+                    console,
+                    timeout,
+                    stall_seconds=settings.stall_seconds,
+                    reactor=system.ctx.reactor,
+                    leases=system.ctx.leases,
+                )
+                system.settle()
             return outcome
         except KeyboardInterrupt:
             # This process is the only worker: say which runs it leaves, and how to go on.

@@ -14,6 +14,7 @@ from labrxiv.cli_errors import err
 from labrxiv.errors import NotFound
 from labrxiv.interrupt import (
     EXIT_INTERRUPTED,
+    ctrl_c_between_ticks,
     resume_runs,
     say_stopped,
     stop_embedded,
@@ -105,18 +106,19 @@ def follow(
     if settings.embedded:
         system = open_embedded(settings, threads=2)
         try:
-            outcome = _watch(
-                system.bus,
-                system.store,
-                act(system.bus),
-                settings,
-                timeout,
-                title,
-                until,
-                system.ctx.reactor,
-                system.ctx.leases,
-            )
-            system.settle()
+            with ctrl_c_between_ticks():
+                outcome = _watch(
+                    system.bus,
+                    system.store,
+                    act(system.bus),
+                    settings,
+                    timeout,
+                    title,
+                    until,
+                    system.ctx.reactor,
+                    system.ctx.leases,
+                )
+                system.settle()
         except KeyboardInterrupt:
             console.print("stopping: the steps being taken end first (Ctrl-C again to quit now)")
             say_stopped(console, stop_embedded(system, "Ctrl-C in labrxiv"))

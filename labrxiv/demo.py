@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from labrxiv.campaigns import run_campaign
-from labrxiv.interrupt import Stopped, stop_embedded
+from labrxiv.interrupt import Stopped, ctrl_c_between_ticks, stop_embedded
 from labrxiv.plots import Plot, report_curves
 from labrxiv.report import (
     CampaignSummary,
@@ -97,7 +97,10 @@ def run_demo(
             for mode in ("isolated", "archive")
         ]
         try:
-            campaigns, endings = _run_campaigns(system, plans, console, demo_settings.stall_seconds)
+            with ctrl_c_between_ticks():
+                campaigns, endings = _run_campaigns(
+                    system, plans, console, demo_settings.stall_seconds
+                )
         except KeyboardInterrupt:
             console.print("stopping: the steps being taken end first (Ctrl-C again to quit now)")
             raise Stopped(stop_embedded(system, "Ctrl-C in labrxiv demo")) from None

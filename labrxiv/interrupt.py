@@ -9,8 +9,12 @@ caught up before the process exits. Nothing is lost by stopping there: a step's 
 that were not recorded are taken again from the log when the run is resumed.
 """
 
-from collections.abc import Iterable
+import signal
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from types import FrameType
 
 from rich.console import Console
 
@@ -24,6 +28,49 @@ from workers.lab.step import LAB_STEP_TASK
 
 EXIT_INTERRUPTED = 130
 """What a shell expects of a command stopped by Ctrl-C (128 + SIGINT)."""
+
+
+_PRESSED = threading.Event()
+"""Set by a Ctrl-C inside `ctrl_c_between_ticks`, until it is raised."""
+
+
+@contextmanager
+def ctrl_c_between_ticks() -> Iterator[None]:
+    """Inside: a first Ctrl-C is raised as `KeyboardInterrupt` only where the watcher looks
+    for it (`check_ctrl_c`, between its ticks) or when the block ends, never in the middle
+    of a database transaction or inside a lock a library holds; a second Ctrl-C is raised
+    at once. (Raised anywhere, it once left an embedded campaign hung for minutes under
+    load: the worker threads the stop waits for can wait on what the main thread held.)
+    Main thread only, as signal handlers are."""
+
+    def pressed(signum: int, frame: FrameType | None) -> None:
+        if _PRESSED.is_set():
+            signal.default_int_handler(signum, frame)  # the second: quit now
+        _PRESSED.set()
+
+    if threading.current_thread() is not threading.main_thread():
+        yield  # no handler can be set here: Ctrl-C is the main thread's
+        return
+    _PRESSED.clear()
+    previous = signal.signal(signal.SIGINT, pressed)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    check_ctrl_c()
+
+
+def check_ctrl_c() -> None:
+    """Raise the Ctrl-C noted by `ctrl_c_between_ticks`, if there was one."""
+    if _PRESSED.is_set():
+        _PRESSED.clear()
+        raise KeyboardInterrupt
+
+
+def pause(seconds: float) -> None:
+    """Sleep `seconds`, or less when Ctrl-C is pressed; then raise it if it was."""
+    _PRESSED.wait(seconds)
+    check_ctrl_c()
 
 
 @dataclass(frozen=True)
