@@ -78,6 +78,10 @@ def main() -> None:
             f"{backend}: every projector at {every.rate / raw.rate:.2f} of the raw read"
             f" ({every.rate:,.0f} against {raw.rate:,.0f} events/s, same run)"
         )
+        spent = SPENT.get(backend, {})
+        if spent:  # where the every-projector rebuild's time went, read model by read model
+            parts = ", ".join(f"{name} {s / every.events * 1e6:.2f}" for name, s in spent.items())
+            print(f"{backend}: CPU of each read model's apply, µs an event: {parts}")
 
 
 def _parse_args() -> argparse.Namespace:
@@ -97,13 +101,14 @@ def _bench_backend(backend: str, args: argparse.Namespace, workdir: Path) -> lis
         store = EventStore.from_url(url, create=False)
         count = store.count()
         page = args.page
+        every = _timed(all_projectors(), SPENT.setdefault(backend, {}))
         measured = [
             _measure(backend, url, RAW, count, lambda: _raw_read(store, page)),
             _measure(backend, url, "EventStore.iter_records (no projector)", count,
                      lambda: sum(1 for _ in store.iter_records(page=page))),
             _measure(backend, url, "rebuild(): runs projector", count,
                      _rebuild(store, [RunsProjector()], page)),
-            _measure(backend, url, EVERY, count, _rebuild(store, all_projectors(), page)),
+            _measure(backend, url, EVERY, count, _rebuild(store, every, page)),
         ]  # fmt: skip
         store.engine.dispose()
         return measured
@@ -126,6 +131,25 @@ def _measure(backend: str, url: str, what: str, count: int, work: Callable[[], i
     row = Measurement(backend, what, count, timer.seconds, client, db)
     print(f"{backend}: {what}: {row.rate:,.0f} events/s", flush=True)
     return row
+
+
+SPENT: dict[str, dict[str, float]] = {}
+"""Per backend, the thread CPU seconds each read model's `apply` took in the
+every-projector rebuild (its writes included; the reader thread's work is not in it)."""
+
+
+def _timed(projectors: list[Projector], spent: dict[str, float]) -> list[Projector]:
+    """`projectors`, each `apply` adding its thread CPU time to `spent` by name."""
+    for projector in projectors:
+        apply = projector.apply
+
+        def timed(conn: Any, events: Any, apply: Any = apply, name: str = projector.name) -> None:
+            began = time.thread_time()
+            apply(conn, events)
+            spent[name] = spent.get(name, 0.0) + time.thread_time() - began
+
+        projector.apply = timed  # type: ignore[method-assign]
+    return projectors
 
 
 def _rebuild(store: EventStore, projectors: list[Projector], page: int) -> Callable[[], int]:
