@@ -30,7 +30,7 @@ demo: $(BIN)/.installed
 test: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=15
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check --fix .

@@ -13,7 +13,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from html.parser import HTMLParser
@@ -33,6 +33,7 @@ from runstate.trajectory import steps
 from tests.analysis.lab_script import CRASH, EVALUATE, GOOD, patch, python
 from tests.analysis.labelled import labelled_runs
 from tests.analysis.scenarios import PLAN, Scenario, experiment, good_paper
+from tests.llm.fake_server import FakeServer, Received, Scripted, completion, usage
 
 SCRIPT = "</script><script>document.title='XSS1'</script>"
 IMAGE = "<img src=x onerror=\"document.title='XSS2'\">"
@@ -194,6 +195,17 @@ class Opened:
     screenshot: Path
 
 
+def inspector(cited: str) -> Callable[[Received], Scripted]:
+    """An inspector model that fails the run at once, citing `cited`, its summary hostile."""
+
+    def answer(received: Received) -> Scripted:
+        evidence = [{"event": cited, "why": "x"}]
+        verdict = {"verdict": "FAIL", "summary": HOSTILE, "evidence": evidence}
+        return completion(tool_calls=[("verdict", json.dumps(verdict))], usage=usage(50, 10))
+
+    return answer
+
+
 @pytest.fixture(scope="module")
 def opened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Opened]:
     """An `llm` run through the real system (answered by the local fake model server) that
@@ -212,13 +224,22 @@ def opened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Opened]:
         assert made.problem is None, made.problem
         events = made.events
     run, page = events[0].stream, tmp / "page.html"
-    with pytest.MonkeyPatch.context() as env:
+    cited = str(events[-1].id)  # the inspector's evidence: the run's last event
+    with (
+        pytest.MonkeyPatch.context() as env,
+        FakeServer(default=inspector(cited), models=("judge",)) as server,
+    ):
         for name in [n for n in os.environ if n.startswith("LABRXIV_")]:
             env.delenv(name)
         said = CliRunner().invoke(
             app,
-            ["analyze", run, "--html", str(page)],
-            env={"LABRXIV_DATA_DIR": str(tmp / "data"), "COLUMNS": "200"},
+            ["analyze", run, "--html", str(page), "--inspector", "judge"]
+            + ["--inspector-base-url", server.url],
+            env={
+                "LABRXIV_DATA_DIR": str(tmp / "data"),
+                "COLUMNS": "200",
+                "OPENAI_API_KEY": "sk-html-inspector-0123456789",
+            },
         )
     assert said.exit_code == 0, said.output
     common = [
@@ -286,6 +307,16 @@ def test_a_finding_renders_and_links_to_the_step_holding_its_event(opened: Opene
         target = link["href"].removeprefix("#")
         assert opened.dom.ids[target]["tag"] == "tr", f"{target} is not a step"
         assert target == f"r0-step-{holding[link['data-event']]}"
+
+
+@pytest.mark.slow
+def test_the_inspectors_verdict_renders_with_its_evidence_linked(opened: Opened) -> None:
+    shown = " ".join(" ".join(opened.dom.text).split())
+    assert "LLM inspector: FAIL" in shown
+    cited = str(opened.events[-1].id)
+    holding = {str(e): s.number for s, _ in steps(opened.events) for e in s.events}
+    (link,) = [link for link in opened.dom.links if link["data-event"] == cited]
+    assert link["href"] == f"#r0-step-{holding[cited]}"
 
 
 @pytest.mark.slow
