@@ -31,6 +31,7 @@ from events import Event, EventStore
 from events.payloads import InspectionConfig
 from events.payloads.inspection import Verdict
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
+from labrxiv.cli_errors import say_error
 from labrxiv.console import make_console
 from labrxiv.errors import CannotWrite, NotFound
 from labrxiv.html_report import page
@@ -123,10 +124,16 @@ def analyze(
             written.append(path)
     if as_json:
         emit_json(document)
-        return
-    console.print(_shown(result))
-    for path in written:
-        console.print(f"wrote {path}")
+    else:
+        console.print(_shown(result))
+        for path in written:
+            console.print(f"wrote {path}")
+    unanswered = [i for i in result.inspections if i.verdict is None]
+    if unanswered:  # the analysis is shown; the inspection asked for did not happen
+        for item in unanswered:
+            why = f"{item.summary} (its stream: {item.stream})"
+            say_error(f"the inspector gave no verdict on {item.run}: {why}")
+        raise typer.Exit(1)
 
 
 def _inspect(

@@ -85,12 +85,20 @@ def careful(received: Received) -> Scripted:
 
 
 def inspect(
-    data: Path, server: FakeServer, *extra: str, target: str | None = None, model: str = "judge"
+    data: Path,
+    server: FakeServer,
+    *extra: str,
+    target: str | None = None,
+    model: str = "judge",
+    code: int = 0,
 ) -> Any:
+    """The analysis' JSON; `code`: the exit code expected (1 when a run got no verdict)."""
     target = target or the_run(data)
     args = ["analyze", target, "--inspector", model, "--inspector-base-url", server.url]
     result = CliRunner().invoke(app, [*args, *extra, "--json"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == code, result.output
+    if code:
+        assert "the inspector gave no verdict on" in result.stderr
     return orjson.loads(result.stdout)
 
 
@@ -145,7 +153,7 @@ def test_a_verdict_citing_an_event_outside_the_run_is_refused_and_then_given_up(
             completion(text="It looks fine to me.", usage=usage(100, 10)),
             completion(tool_calls=[("verdict", json.dumps(stranger))], usage=usage(100, 10)),
         )
-        shown = inspect(env, server, "--inspector-turns", "2")
+        shown = inspect(env, server, "--inspector-turns", "2", code=1)
         second = server.completions()[1].body["messages"]
     (inspection,) = shown["inspections"]
     assert inspection["verdict"] is None
@@ -158,7 +166,7 @@ def test_a_verdict_citing_an_event_outside_the_run_is_refused_and_then_given_up(
 
 def test_a_model_that_fails_ends_the_inspection_with_the_reason(env: Path) -> None:
     with FakeServer(default=server_error(500), models=("judge",)) as server:
-        shown = inspect(env, server)
+        shown = inspect(env, server, code=1)
     (inspection,) = shown["inspections"]
     assert inspection["verdict"] is None and "the model failed" in inspection["summary"]
     types = [e.type for e in store_of(env).read_stream(inspection["stream"])]
@@ -167,7 +175,7 @@ def test_a_model_that_fails_ends_the_inspection_with_the_reason(env: Path) -> No
 
 def test_the_token_budget_stops_the_inspector_with_the_numbers(env: Path) -> None:
     with FakeServer(default=careful, models=("judge",)) as server:
-        shown = inspect(env, server, "--inspector-tokens", "500")
+        shown = inspect(env, server, "--inspector-tokens", "500", code=1)
         assert len(server.completions()) == 2  # 460 tokens after one call, 920 after two
     (inspection,) = shown["inspections"]
     assert inspection["summary"] == "inspector token budget reached: 920 of 500"
@@ -177,7 +185,7 @@ def test_the_token_budget_stops_the_inspector_with_the_numbers(env: Path) -> Non
 
 def test_a_priced_inspector_is_priced_in_the_ledger_and_held_to_its_dollars(env: Path) -> None:
     with FakeServer(default=careful, models=("gpt-4o-mini",)) as server:
-        shown = inspect(env, server, "--inspector-dollars", "0.0001", model="gpt-4o-mini")
+        shown = inspect(env, server, "--inspector-dollars", "0.0001", model="gpt-4o-mini", code=1)
         assert len(server.completions()) == 2
     (inspection,) = shown["inspections"]
     per_call = (400 * 0.15 + 60 * 0.60) / 1e6  # gpt-4o-mini's price in workers/llm/prices.toml
@@ -196,7 +204,7 @@ def test_a_campaign_is_inspected_run_by_run_within_one_budget(env: Path) -> None
     campaign = store_of(env).read_stream(the_run(env))[0].correlation_id
     assert campaign is not None
     with FakeServer(default=careful, models=("judge",)) as server:
-        shown = inspect(env, server, "--inspector-tokens", "1300", target=campaign)
+        shown = inspect(env, server, "--inspector-tokens", "1300", target=campaign, code=1)
         assert len(server.completions()) == 3  # the first run's three calls: 1,380 tokens
     first, second = shown["inspections"]
     assert [first["run"], second["run"]] == the_runs(env)
