@@ -14,7 +14,7 @@ from events.payloads.inspection import Verdict
 from labrxiv.cli_common import settings_or_exit
 from labrxiv.wiring import gateways, open_bus, open_embedded, open_store
 from workers.bus.base import publish
-from workers.inspect.run import Budget, InspectRun
+from workers.inspect.run import Budget, InspectRun, new_stream
 from workers.llm import PriceTable
 
 RECORDED_WITHIN_S = 120.0
@@ -53,20 +53,19 @@ def inspect_runs(
     out = []
     try:
         for run, findings, verdict in runs:
-            events = load(run, None)
+            stream = new_stream()
             inspection = InspectRun(
                 run=run,
-                events=events,
-                trajectory=Trajectory(events, load),
+                trajectory=Trajectory(load(run, None), load),
                 findings=findings,
                 detectors_verdict=verdict,
                 gateway=gateway,
                 store=store,
                 inflight=(settings.data_dir / "inflight").resolve(),
-                record=lambda e, b: None,
+                record=recorder(stream),
                 budget=budget,
+                stream=stream,
             )
-            inspection.record = recorder(inspection.stream)
             out.append(inspection.inspect())
     finally:
         if embedded is not None:

@@ -114,12 +114,13 @@ class FindingsProjector(Projector):
         born = born_streams(events)
         earlier = self._earlier(conn, by_run, events[0].position)
         runs, findings = [], []
+        parents = self._parents(conn)
         for run, group in by_run.items():
             stream = earlier.get(run, []) + [record.typed() for record in group]
             self._keep(run, stream)
             if stream[0].type != "run.started":
                 continue  # not a run the detectors can read (its stream must begin so)
-            found = detect(stream, self._parents(conn))
+            found = detect(stream, parents)
             campaign = stream[0].correlation_id
             last = stream[-1]
             runs.append(

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from analysis.finding import Finding
 from analysis.inspection_tools import TOOL_NAMES, TOOLS, Answer, Inspected, Trajectory
-from events import Event, EventStore
+from events import EventStore
 from events.ids import new_id
 from events.payloads import (
     InspectionConcluded,
@@ -81,14 +81,18 @@ class Budget:
         return None
 
 
+def new_stream() -> str:
+    """A new inspection's stream name."""
+    return f"inspect-{new_id().hex[:12]}"
+
+
 @dataclass
 class InspectRun:
     """One inspection's stream, written call by call."""
 
     run: str
-    events: list[Event]
-    """The run's events the inspector may read (version order, up to `through_version`)."""
     trajectory: Trajectory
+    """The run's events the inspector may read (version order, up to `through_version`)."""
     findings: tuple[Finding, ...]
     detectors_verdict: Verdict
     gateway: Gateway
@@ -96,19 +100,21 @@ class InspectRun:
     inflight: Path
     record: Record
     budget: Budget
-    stream: str = field(default_factory=lambda: f"inspect-{new_id().hex[:12]}")
+    stream: str = field(default_factory=new_stream)
     messages: list[dict[str, Any]] = field(default_factory=list)
     out: StreamWriter = field(init=False)
-    """The inspection's stream, written through `record` (set when `inspect` begins)."""
+    """The inspection's stream, written through `record`."""
     last: ModelResponded | None = None
     """The inspector's last answer (its model and price go into the verdict)."""
+
+    def __post_init__(self) -> None:
+        campaign = self.trajectory.events[0].correlation_id
+        self.out = StreamWriter(self.stream, "inspector", self.record, campaign)
 
     def inspect(self) -> Inspected:
         """Inspect the run: the verdict, or how the inspection ended without one."""
         config = self.budget.config
-        through = self.events[-1].version
-        campaign = self.events[0].correlation_id
-        self.out = StreamWriter(self.stream, "inspector", self.record, campaign)
+        through = self.trajectory.events[-1].version
         self.out.write(
             [
                 InspectionStarted(
@@ -138,7 +144,7 @@ class InspectRun:
         return self._end(InspectionFailed(run=self.run, reason=reason))
 
     def _brief(self) -> str:
-        first = self.events[0].payload
+        first = self.trajectory.events[0].payload
         lines = [f"Run {self.run}, {len(self.trajectory.lines)} steps."]
         if isinstance(first, RunStarted):
             model = first.llm.model if first.llm is not None else None
@@ -147,7 +153,7 @@ class InspectRun:
                 + (f", model {model}" if model else "")
                 + f", budget {first.budget.model_dump(exclude_none=True)}."
             )
-        last = self.events[-1]
+        last = self.trajectory.events[-1]
         ended = getattr(last.payload, "reason", None) if last.type == "run.finished" else None
         lines.append(f"It finished: {ended}." if ended else "It has not finished.")
         lines.append(f"The detectors' verdict: {self.detectors_verdict}.")
