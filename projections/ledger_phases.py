@@ -67,7 +67,7 @@ class RunPhases:
     def tag(self, event: Recorded) -> Recorded:
         """`event` (a `tool.invoked`) with its run's phase under `PHASE_KEY`."""
         phase = self._phase.get(event.stream)
-        if phase is not None:
+        if event.stream in self._phase:  # known (a phase, or none yet): recently used
             self._phase.move_to_end(event.stream)
         return event._replace(payload={**event.payload, PHASE_KEY: phase})
 
