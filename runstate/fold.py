@@ -28,11 +28,12 @@ from events.payloads import (
     ToolInvoked,
     ToolReturned,
 )
+from events.recorded import Fact
 from events.spend import spend_of_payload
 from runstate.state import Attempt, Exchange, RunState
 
 
-def start(event: Event) -> RunState:
+def start(event: Fact) -> RunState:
     """The state of a run whose stream so far is its `run.started` event."""
     if not isinstance(event.payload, RunStarted):
         raise ValueError(f"{event.stream} does not begin with run.started")
@@ -48,7 +49,7 @@ def start(event: Event) -> RunState:
     )
 
 
-def fold(events: Iterable[Event]) -> RunState:
+def fold(events: Iterable[Fact]) -> RunState:
     """The state of the run whose whole stream is `events` (version order)."""
     iterator = iter(events)
     first = next(iterator, None)
@@ -57,11 +58,19 @@ def fold(events: Iterable[Event]) -> RunState:
     return fold_from(start(first), iterator)
 
 
-def fold_from(state: RunState, events: Iterable[Event]) -> RunState:
-    """`state` with the events that follow it applied in order."""
+def fold_from(state: RunState, events: Iterable[Fact]) -> RunState:
+    """`state` with the events that follow it applied in order: what `apply` gives
+    event by event, built as one new state. The first event's changes make a copy of
+    `state`; each later event's are set on that copy, which nobody else sees until it is
+    returned (a handler reads the state and makes new values; it never keeps the state).
+    A copy an event cost ~1.5 µs, a third of the fold (bench/rebuild.py's findings)."""
+    draft: RunState | None = None
     for event in events:
-        state = apply(state, event)
-    return state
+        if draft is None:
+            draft = apply(state, event)
+        else:
+            draft.__dict__.update(_changes(draft, event))
+    return state if draft is None else draft
 
 
 def ahead(state: RunState, payloads: Sequence[Payload], at: datetime) -> RunState:
@@ -80,8 +89,14 @@ def ahead(state: RunState, payloads: Sequence[Payload], at: datetime) -> RunStat
     return state
 
 
-def apply(state: RunState, event: Event) -> RunState:
+def apply(state: RunState, event: Fact) -> RunState:
     """The run's state after `event`, the event that follows `state.version`."""
+    return _changed(state, _changes(state, event))
+
+
+def _changes(state: RunState, event: Fact) -> dict[str, Any]:
+    """The fields `event` changes in `state`, with their new values (checked: fields of
+    `RunState`)."""
     if event.version != state.version + 1:
         raise ValueError(
             f"{state.stream}: event version {event.version} does not follow {state.version}"
@@ -122,7 +137,9 @@ def apply(state: RunState, event: Event) -> RunState:
     elif isinstance(payload, ReviewReceived):
         changes["received"] = state.received.append(payload)
         changes["awaiting"] = None
-    return _changed(state, changes)
+    if not changes.keys() <= _FIELDS:  # what `replace` would refuse
+        raise TypeError(f"RunState has no field {sorted(changes.keys() - _FIELDS)}")
+    return changes
 
 
 _FIELDS = frozenset(f.name for f in fields(RunState))
@@ -136,8 +153,6 @@ def _changed(state: RunState, changes: dict[str, Any]) -> RunState:
     `__post_init__` and no derived fields, so copying its fields and setting the changed
     ones gives the same value; the state stays frozen to its users.
     """
-    if not changes.keys() <= _FIELDS:  # what `replace` would refuse
-        raise TypeError(f"RunState has no field {sorted(changes.keys() - _FIELDS)}")
     new = object.__new__(RunState)
     values = new.__dict__
     values.update(state.__dict__)

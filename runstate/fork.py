@@ -7,19 +7,19 @@ model calls and spend, the phase), so no model or tool call is made again, and t
 takes the fork's settings (policy, model, budget) from its `run.started`.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from events import Event
 from events.payloads import RunStarted
+from events.recorded import Fact
 from runstate.fold import fold_from, start
 from runstate.state import RunState
 
-Load = Callable[[str, int], list[Event]]
+Load = Callable[[str, int], Sequence[Fact]]
 """A stream's events from version 0 up to and including a version."""
 
 
-def begin(first: Event, load: Load) -> RunState:
+def begin(first: Fact, load: Load) -> RunState:
     """The state of a run whose first event is `first`: `start` for a run, its parent's
     state at the fork point rebased onto `first` for a fork (a fork of a fork too)."""
     payload = first.payload
@@ -36,7 +36,7 @@ def begin(first: Event, load: Load) -> RunState:
     return rebase(parent, first)
 
 
-def rebase(parent: RunState, started: Event) -> RunState:
+def rebase(parent: RunState, started: Fact) -> RunState:
     """The fork whose `run.started` is `started`, from its parent's state at the fork
     point. The elapsed time goes on from the parent's (a wall-time budget counts the
     whole trajectory, as the other budgets do); the last payload is the fork's start,

@@ -12,11 +12,11 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from events import Event
 from events.payloads import ExperimentScored, ModelCalled, RunStarted, ToolInvoked, ToolReturned
 from events.payloads.model import Phase
+from events.recorded import Fact
 from events.spend import NOTHING, Spend, spend_of_payload
-from runstate.fold import apply, start
+from runstate.fold import fold_from, start
 from runstate.fork import Load, rebase
 from runstate.state import RunState
 
@@ -68,7 +68,7 @@ class Step:
     """The run's best normalized score after the step."""
 
 
-def steps(events: Iterable[Event], load: Load | None = None) -> Iterator[tuple[Step, RunState]]:
+def steps(events: Iterable[Fact], load: Load | None = None) -> Iterator[tuple[Step, RunState]]:
     """Each step of the run whose stream is `events` (version order), with the state
     after it. For a fork, given `load` (a stream's events up to a version), the
     parent's steps up to the fork point come first (their `stream` is the parent's),
@@ -78,8 +78,8 @@ def steps(events: Iterable[Event], load: Load | None = None) -> Iterator[tuple[S
 
 
 def groups(
-    events: Iterable[Event], load: Load | None = None
-) -> Iterator[tuple[int, list[Event], RunState]]:
+    events: Iterable[Fact], load: Load | None = None
+) -> Iterator[tuple[int, list[Fact], RunState]]:
     """What `steps` gives, as each step's number and events with the state after it,
     without describing the step (the failure-mode detectors need only the events)."""
     iterator = iter(events)
@@ -100,21 +100,21 @@ def groups(
         state, number = start(first), 0
     yield number, [first], state
     number += 1
-    group: list[Event] = []
+    group: list[Fact] = []
     for event in iterator:
         if group and event.causation_id != group[-1].causation_id:
-            state = _fold(state, group)
+            state = fold_from(state, group)
             yield number, group, state
             number += 1
             group = []
         group.append(event)
     if group:
-        state = _fold(state, group)
+        state = fold_from(state, group)
         yield number, group, state
 
 
 def state_at(
-    events: Iterable[Event],
+    events: Iterable[Fact],
     step: int | None = None,
     position: int | None = None,
     load: Load | None = None,
@@ -135,13 +135,7 @@ def state_at(
     return taken, state
 
 
-def _fold(state: RunState, group: list[Event]) -> RunState:
-    for event in group:
-        state = apply(state, event)
-    return state
-
-
-def _step(number: int, group: list[Event], state: RunState) -> Step:
+def _step(number: int, group: list[Fact], state: RunState) -> Step:
     actions: dict[str, Action] = {}
     spend = NOTHING
     scored: list[float | None] = []

@@ -26,7 +26,7 @@ from analysis.detectors.parallel import concurrent_runs, config_mismatch, overwr
 from analysis.detectors.silent import silent_failure
 from analysis.detectors.view import read_run
 from analysis.finding import Finding
-from events import Event
+from events.recorded import Fact
 from runstate.fork import Load
 
 DETECTORS: dict[str, ViewDetector] = {
@@ -54,7 +54,7 @@ DETECTORS: dict[str, ViewDetector] = {
 """Every detector, by name."""
 
 
-def detect(events: Sequence[Event], load: Load | None = None) -> list[Finding]:
+def detect(events: Sequence[Fact], load: Load | None = None) -> list[Finding]:
     """Every detector's findings for the run whose stream is `events` (version order),
     reading the run once; a fork on its parent's events up to the fork point too, given
     `load` (`runstate.fork.Load`)."""

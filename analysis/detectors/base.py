@@ -7,7 +7,7 @@ from uuid import UUID
 
 from analysis.detectors.view import RunView, read_run
 from analysis.finding import Finding, Mode, Severity
-from events import Event
+from events.recorded import Fact
 
 Seen = tuple[Severity, str, Iterable[UUID | None]]
 """What a detector saw: severity, a one-sentence summary with the numbers, and its proof."""
@@ -24,7 +24,7 @@ class ViewDetector:
     mode: Mode
     find: Find
 
-    def __call__(self, events: Sequence[Event]) -> list[Finding]:
+    def __call__(self, events: Sequence[Fact]) -> list[Finding]:
         return self.on(read_run(events))
 
     def on(self, run: RunView) -> list[Finding]:

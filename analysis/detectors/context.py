@@ -8,7 +8,6 @@ repetition, and FM-1.4, loss of conversation history).
   nothing it depends on changed: a lab that forgot it already did it.
 """
 
-import json
 from collections.abc import Iterator
 from uuid import UUID
 
@@ -34,7 +33,7 @@ def near_window(run: RunView) -> Iterator[Seen]:
     if window is None:
         return
     near: list[tuple[UUID, int]] = []
-    for event in run.events:
+    for event in run.of(ModelResponded):
         answer = event.payload
         if isinstance(answer, ModelResponded) and answer.usage is not None:
             if answer.usage.input_tokens >= NEAR * window:
@@ -53,7 +52,7 @@ def near_window(run: RunView) -> Iterator[Seen]:
 def truncations(run: RunView) -> Iterator[Seen]:
     """Truncations that became a habit, or that came after the window was outgrown."""
     window = _window(run)
-    cuts = [e for e in run.events if isinstance(e.payload, ContextTruncated)]
+    cuts = run.of(ContextTruncated)
     outgrown = [
         e
         for e in cuts
@@ -81,7 +80,7 @@ def repetition(run: RunView) -> Iterator[Seen]:
     for call in run.calls:
         path = _read_path(call)
         streaks = others if path is None else reads.setdefault(path, {})
-        streaks.setdefault(_action(call), []).append(call)
+        streaks.setdefault(call.action, []).append(call)
         changed = _changes(call, digests)
         if not changed:
             continue
@@ -95,10 +94,6 @@ def repetition(run: RunView) -> Iterator[Seen]:
         first = streak[0]
         summary = f"{first.tool} {first.text[:80]!r} was repeated {len(streak)} times unchanged"
         yield "medium", summary, [call.invoked for call in streak]
-
-
-def _action(call: Call) -> str:
-    return f"{call.tool} {json.dumps(call.args, sort_keys=True)}"
 
 
 def _read_path(call: Call) -> str | None:

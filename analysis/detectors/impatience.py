@@ -55,7 +55,7 @@ def budget_waste(run: RunView) -> Iterator[Seen]:
     end = run.end
     if end is None or end.reason != "budget" or run.scored or run.finished is None:
         return
-    exceeded = next((e for e in run.events if isinstance(e.payload, BudgetExceeded)), None)
+    exceeded = next(iter(run.of(BudgetExceeded)), None)
     which = exceeded.payload.budget if exceeded else "a"  # type: ignore[union-attr]
     failed = sum(1 for c in run.calls if c.tool == "evaluate")
     tried = f"{failed} evaluations, none scored" if failed else "no evaluation"
@@ -81,4 +81,6 @@ def waits_only(call: Call) -> bool:
     """Whether a call does nothing but wait (`sleep`, `wait`, `time.sleep`)."""
     if call.tool not in ("bash", "python"):
         return False
+    if "sleep" not in call.text and "wait" not in call.text:
+        return False  # what every pattern needs, checked without a regular expression
     return any(pattern.match(call.text) for pattern in WAITS)

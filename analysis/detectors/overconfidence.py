@@ -58,7 +58,7 @@ def weak_conclusion(run: RunView) -> Iterator[Seen]:
 @detector("unmeasured_claim", "overconfidence")
 def unmeasured_claim(run: RunView) -> Iterator[Seen]:
     """Each paper number given without the attempt that measured it."""
-    for event in run.events:
+    for event in run.of(PaperSubmitted):
         if not isinstance(event.payload, PaperSubmitted):
             continue
         loose = [c for c in event.payload.claims if c.attempt is None]
@@ -75,11 +75,14 @@ def unmeasured_claim(run: RunView) -> Iterator[Seen]:
 def misreported_claim(run: RunView) -> Iterator[Seen]:
     """Each paper number whose attempt was not scored before the paper, or scored
     something else (claims and the experiments table alike)."""
+    if not run.of(PaperSubmitted):
+        return  # most runs: no paper, no claim
     order = {event.id: index for index, event in enumerate(run.events)}
-    for index, event in enumerate(run.events):
+    for event in run.of(PaperSubmitted):
         paper = event.payload
         if not isinstance(paper, PaperSubmitted):
             continue
+        index = order[event.id]
         reported = [(c.attempt, c.subtask, c.value) for c in paper.claims if c.attempt]
         for experiment in paper.experiments:
             reported += [(experiment.attempt, k, v) for k, v in experiment.scores.items()]

@@ -164,8 +164,9 @@ def _differ(a: str | None, b: str | None) -> bool:
 @detector("config_mismatch", "parallel_trouble")
 def config_mismatch(run: RunView) -> Iterator[Seen]:
     """Each attempt a paper credits to a configuration it was not scored with."""
-    scored_with = configs_scored(run)
-    for event in run.events:
+    papers = run.of(PaperSubmitted)
+    scored_with = configs_scored(run) if papers else {}
+    for event in papers:
         paper = event.payload
         if not isinstance(paper, PaperSubmitted):
             continue

@@ -5,13 +5,11 @@ then" mean what the lab itself saw."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 from uuid import UUID
 
 import orjson
 
-from events import Event
 from events.payloads import (
     ExperimentScored,
     IntegrityViolation,
@@ -21,6 +19,7 @@ from events.payloads import (
     ToolInvoked,
     ToolReturned,
 )
+from events.recorded import Fact
 from runstate import RunState
 from runstate.fork import Load
 from runstate.trajectory import groups
@@ -43,18 +42,19 @@ class Call:
     returned: UUID | None
     result: ToolReturned | None
     """None when the run has no result for it (it ended mid-call)."""
-    caused: tuple[Event, ...]
+    caused: tuple[Fact, ...]
     state: RunState
     """The run's state after the call's step."""
+    text: str
+    """What the call runs or names, as text: a command, code, a path, else its args."""
+    action: str
+    """The tool and its arguments as one key: equal for the same action."""
+    written: dict[str, str | None]
+    """Files the call wrote, path → sha256 (None: not hashed). Not to be changed: every
+    detector reads the same one.
 
-    @cached_property
-    def text(self) -> str:
-        """What the call runs or names, as text: a command, code, a path, else its args."""
-        for key in ("command", "code", "path"):
-            value = self.args.get(key)
-            if isinstance(value, str):
-                return value
-        return orjson.dumps(self.args, option=orjson.OPT_SORT_KEYS).decode()
+    The three are made with the call (every detector run reads them of nearly every
+    call; a `cached_property` took a lock on each first read)."""
 
     @property
     def ids(self) -> tuple[UUID, ...]:
@@ -65,14 +65,7 @@ class Call:
     def ok(self) -> bool:
         return self.result is not None and self.result.exit_code == 0
 
-    @property
-    def written(self) -> dict[str, str | None]:
-        """Files the call wrote, path → sha256 (None: not hashed)."""
-        if self.result is None:
-            return {}
-        return {f.path: f.sha256 for f in self.result.files_written}
-
-    def scored(self) -> tuple[Event, ExperimentScored] | None:
+    def scored(self) -> tuple[Fact, ExperimentScored] | None:
         """The `experiment.scored` the call caused (an evaluate that was graded)."""
         for event in self.caused:
             if isinstance(event.payload, ExperimentScored):
@@ -84,13 +77,20 @@ class Call:
 class RunView:
     """A run's events, read once for every detector."""
 
-    events: Sequence[Event]
-    started: Event
+    events: Sequence[Fact]
+    started: Fact
     calls: tuple[Call, ...]
-    scored: tuple[Event, ...]
+    scored: tuple[Fact, ...]
     """Its `experiment.scored` events, in order."""
-    finished: Event | None
+    finished: Fact | None
     final: RunState
+    by_type: dict[type, tuple[Fact, ...]]
+    """The trajectory's events by payload type, in order (`of`)."""
+
+    def of(self, payload: type) -> tuple[Fact, ...]:
+        """The trajectory's events whose payload is of type `payload`, in order: what a
+        detector that looks at one kind of event reads, without walking every event."""
+        return self.by_type.get(payload, ())
 
     @property
     def start(self) -> RunStarted:
@@ -110,7 +110,7 @@ class RunView:
                 return event.payload.baseline_normalized
         return None
 
-    def scored_attempt(self, attempt: int) -> Event | None:
+    def scored_attempt(self, attempt: int) -> Fact | None:
         """The `experiment.scored` event of `attempt`, if it was graded."""
         for event in self.scored:
             assert isinstance(event.payload, ExperimentScored)
@@ -140,7 +140,7 @@ def used(state: RunState) -> dict[str, float]:
     return {name: n / limit for name, (n, limit) in counts.items() if limit}
 
 
-def read_run(events: Sequence[Event], load: Load | None = None) -> RunView:
+def read_run(events: Sequence[Fact], load: Load | None = None) -> RunView:
     """The run whose whole stream (so far) is `events`, in version order. A fork, given
     `load`, is read on its whole trajectory: its parent's events up to the fork point
     (what it stands on), then its own; its `run.started` (its own settings) is `started`."""
@@ -149,7 +149,7 @@ def read_run(events: Sequence[Event], load: Load | None = None) -> RunView:
     parts: list[dict[str, Any]] = []
     by_call: dict[str, dict[str, Any]] = {}
     final: RunState | None = None
-    trajectory: list[Event] = []
+    trajectory: list[Fact] = []
     for number, group, state in groups(events, load):
         trajectory.extend(group)
         final = state
@@ -170,14 +170,25 @@ def read_run(events: Sequence[Event], load: Load | None = None) -> RunView:
                 last = None
     assert final is not None
     calls = tuple(_call(index, part) for index, part in enumerate(parts))
-    scored = tuple(e for e in trajectory if isinstance(e.payload, ExperimentScored))
+    by_type: dict[type, list[Fact]] = {}
+    for event in trajectory:
+        kind = type(event.payload)
+        found = by_type.get(kind)
+        if found is None:
+            by_type[kind] = [event]
+        else:
+            found.append(event)
+    scored = tuple(by_type.get(ExperimentScored, ()))
     finished = next((e for e in events if isinstance(e.payload, RunFinished)), None)
-    return RunView(trajectory, events[0], calls, scored, finished, final)
+    typed = {kind: tuple(found) for kind, found in by_type.items()}
+    return RunView(trajectory, events[0], calls, scored, finished, final, typed)
 
 
 def _call(index: int, parts: dict[str, Any]) -> Call:
     invoked: ToolInvoked = parts["invoked"].payload
-    returned: Event | None = parts["returned"]
+    returned: Fact | None = parts["returned"]
+    args = orjson.dumps(invoked.args, option=orjson.OPT_SORT_KEYS).decode()
+    result: ToolReturned | None = returned.payload if returned else None  # type: ignore[assignment]
     return Call(
         index=index,
         step=parts["step"],
@@ -185,7 +196,19 @@ def _call(index: int, parts: dict[str, Any]) -> Call:
         args=dict(invoked.args),
         invoked=parts["invoked"].id,
         returned=returned.id if returned else None,
-        result=returned.payload if returned else None,  # type: ignore[arg-type]
+        result=result,
         caused=tuple(parts["caused"]),
         state=parts["state"],
+        text=_text(invoked.args, args),
+        action=f"{invoked.tool} {args}",
+        written={} if result is None else {f.path: f.sha256 for f in result.files_written},
     )
+
+
+def _text(args: dict[str, Any], dumped: str) -> str:
+    """What a call runs or names: a command, code, a path, else its args (`dumped`)."""
+    for key in ("command", "code", "path"):
+        value = args.get(key)
+        if isinstance(value, str):
+            return value
+    return dumped

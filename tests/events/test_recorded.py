@@ -1,10 +1,12 @@
 """`Recorded.typed()`: a stored event as a typed `Event`, its payload validated and its
-envelope trusted (the store's typed columns), equal to a full validation."""
+envelope trusted (the store's typed columns), equal to a full validation; and
+`Recorded.typed_record()`: the same fields and payload without the envelope."""
 
 import pytest
 from pydantic import ValidationError
 
 from events import EventStore
+from events.recorded import TypedRecord
 from tests.analysis.runlog import RunLog
 
 
@@ -26,6 +28,21 @@ def test_typed_equals_a_full_validation_of_what_was_stored(tmp_path) -> None:
             typed.version = 99  # type: ignore[misc]
 
 
+def test_a_typed_record_has_the_typed_events_fields_and_payload(tmp_path) -> None:
+    store = EventStore.from_url(f"sqlite:///{tmp_path / 'log.db'}")
+    log = RunLog()
+    log.call("bash", {"command": "ls"}, written=[("notes.txt", "cd" * 32)])
+    log.evaluate(0.25)
+    log.finish()
+    store.append(log.events)
+    records = store.read_records(after=0, limit=100)
+    for record in records:
+        typed, light = record.typed(), record.typed_record()
+        assert type(light.payload) is type(typed.payload) and light.payload == typed.payload
+        for name in TypedRecord._fields:
+            assert getattr(light, name) == getattr(typed, name), name
+
+
 def test_a_stored_payload_of_the_wrong_shape_is_refused_with_its_field(tmp_path) -> None:
     store = EventStore.from_url(f"sqlite:///{tmp_path / 'log.db'}")
     log = RunLog()
@@ -34,6 +51,10 @@ def test_a_stored_payload_of_the_wrong_shape_is_refused_with_its_field(tmp_path)
     broken = record._replace(payload={**record.payload, "lab": 7})
     with pytest.raises(ValidationError, match="lab"):
         broken.typed()
+    with pytest.raises(ValidationError, match="lab"):
+        broken.typed_record()
     unknown = record._replace(type="no.such", payload={**record.payload, "type": "no.such"})
     with pytest.raises(ValidationError):
         unknown.typed()
+    with pytest.raises(ValidationError):
+        unknown.typed_record()
