@@ -22,6 +22,10 @@ class Projector(ABC):
     """Unique name; the checkpoint's key."""
     tables: Sequence[Table]
     """The tables it owns; `rebuild` drops and recreates them."""
+    cost: float = 1.0
+    """Its CPU an event in a rebuild, relative to the others (µs an event on the bench's
+    log, bench/rebuild.py): how a rebuild on several cores splits the read models
+    (`projections.parallel`)."""
 
     @abstractmethod
     def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:

@@ -22,6 +22,7 @@ from projections.checkpoints import (
     read_checkpoints,
 )
 from projections.pages import PAGES_AHEAD, batches, prefetched_pages
+from projections.parallel import catch_up_elsewhere, default_jobs, parallel_capable, split
 from projections.projector import Projector
 
 log = logging.getLogger(__name__)
@@ -185,12 +186,30 @@ class ProjectionRunner:
             if self.catch_up() == 0:
                 time.sleep(poll_seconds)
 
-    def rebuild(self) -> int:
-        """Drop every read model and its checkpoint, then replay the log from position 0."""
+    def rebuild(self, jobs: int | None = None) -> int:
+        """Drop every read model and its checkpoint, then replay the log from position 0,
+        in `jobs` processes (`projections.parallel`; default: `default_jobs`)."""
+        jobs = default_jobs(self.store) if jobs is None else jobs
+        if jobs < 1:
+            raise ValueError(f"a rebuild needs at least one process, not {jobs}")
+        if jobs > 1 and not parallel_capable(self.store):
+            raise ValueError(
+                f"a rebuild in {jobs} processes needs PostgreSQL: "
+                f"{self.store.engine.dialect.name} takes one writer at a time"
+            )
         self.create_schema()
         for projector in self.projectors:
             self._reset(projector)
-        return self.catch_up()
+        groups = split(self.projectors, jobs)
+        if len(groups) == 1:
+            return self.catch_up()
+        # The costliest group here (this process is warm), the others spawned beside it.
+        pool, elsewhere = catch_up_elsewhere(self.store, groups[1:], self.page, self.batch_pages)
+        try:
+            here = ProjectionRunner(self.store, groups[0], self.page, self.batch_pages)
+            return here.catch_up() + sum(future.result() for future in elsewhere)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def lag(self) -> list[Lag]:
         """Each projector's checkpoint against the head of the log."""
