@@ -43,6 +43,7 @@ from common import (  # noqa: E402
 )
 
 from events import EventStore  # noqa: E402
+from events.gc_pause import gc_paused  # noqa: E402
 from events.ids import utcnow  # noqa: E402
 from projections.catalogue import all_projectors  # noqa: E402
 from projections.parallel import default_jobs  # noqa: E402
@@ -236,11 +237,14 @@ def _fill(backend: str, url: str, count: int) -> None:
 
 def _raw_read(store: EventStore, page: int) -> int:
     """Every row in position order, page by page, as the driver returns it (on a pooled
-    connection of the store's engine, so with its JSON loader: orjson)."""
+    connection of the store's engine, so with its JSON loader: orjson), with the cyclic
+    collector paused as the rebuild and `iter_records` pause it: with it on, the
+    collector's walks of the page's rows took half this read's CPU, and the rebuild's
+    share of this read looked twice what it was (docs/benchmarks.md)."""
     marks = "%s" if store.engine.dialect.name == "postgresql" else "?"
     query = f"SELECT {COLUMNS} FROM events WHERE position > {marks} ORDER BY position LIMIT {marks}"
     seen, after = 0, 0
-    with store.engine.connect() as conn:
+    with gc_paused(), store.engine.connect() as conn:
         cursor = conn.connection.driver_connection.cursor()
         while rows := _fetch(cursor.execute(query, (after, page))):
             seen += len(rows)
