@@ -242,7 +242,18 @@ def rebuild(
         raise typer.Exit(2)
     processes = default_jobs(runner.store) if jobs is None else jobs
     started = time.perf_counter()
-    runner.rebuild(processes)
+    try:
+        runner.rebuild(processes)
+    except KeyboardInterrupt:
+        from labrxiv.interrupt import EXIT_INTERRUPTED
+
+        console.print(
+            "stopped: the read models are part-built (each up to the last page it "
+            "committed); `labrxiv rebuild` starts them over, `labrxiv projector --once` "
+            "goes on from there",
+            soft_wrap=True,
+        )
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     seconds = time.perf_counter() - started
     # Each read model replays the whole log: count the log's events once, not once each.
     events = runner.store.count()

@@ -4,26 +4,24 @@ the log in a process of its own.
 Read models are independent (each writes only its own tables, `projections.projector`)
 and each has its own checkpoint, so a group replays the log exactly as the one-process
 rebuild would: same pages, same transactions for its read models, same rows. What a
-group costs is one more read of the log (~7 µs of client CPU an event and ~3 of the
+group costs is one more read of the log (~5–6 µs of client CPU an event and ~3 of the
 database's), so groups are made only where a core is free to take them, and balanced by
 each read model's measured CPU an event (`Projector.cost`): the findings read model
-alone costs more than the six others together (docs/benchmarks.md, "Rebuild").
+alone costs as much as the six others together (docs/benchmarks.md, "Rebuild").
 
 PostgreSQL only: SQLite has one writer at a time, so a second process would wait for the
 first's transactions (and an in-memory database cannot be shared at all).
 """
 
-import logging
 import multiprocessing
 import os
+import pickle
+import signal
 from collections.abc import Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
+from multiprocessing.connection import Connection
 
 from events import EventStore
 from projections.projector import Projector
-
-log = logging.getLogger(__name__)
-
 
 PARALLEL_FROM = 50_000
 """Log positions from which a rebuild is shared out by default: a spawned process takes
@@ -60,29 +58,73 @@ def split(projectors: Sequence[Projector], jobs: int) -> list[list[Projector]]:
     return sorted(kept, key=lambda g: -sum(p.cost for p in g))
 
 
-def catch_up_elsewhere(
-    store: EventStore,
-    groups: list[list[Projector]],
-    page: int,
-    batch_pages: int,
-) -> tuple[ProcessPoolExecutor, list[Future[int]]]:
-    """Start each group's catch-up in a process of its own (spawned: the parent may hold
-    threads and pooled connections a fork would copy mid-use); the caller waits on the
-    futures and shuts the pool down."""
-    url = store.engine.url.render_as_string(hide_password=False)
-    context = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=len(groups), mp_context=context)
-    futures = [pool.submit(_catch_up, url, group, page, batch_pages) for group in groups]
-    return pool, futures
+class Elsewhere:
+    """A spawned process catching up one group of read models; `result()` waits for it.
+
+    Spawned, not forked: the parent may hold threads and pooled connections a fork would
+    copy mid-use. The child ignores Ctrl-C: the parent, which gets it too, stops every
+    child (`stop`); a child stopped mid-page leaves neither that page's rows nor its
+    checkpoint (one transaction), like any projector killed mid-page."""
+
+    def __init__(
+        self, store: EventStore, projectors: list[Projector], page: int, batch_pages: int
+    ) -> None:
+        self.names = ", ".join(p.name for p in projectors)
+        context = multiprocessing.get_context("spawn")
+        self._receive, send = context.Pipe(duplex=False)
+        url = store.engine.url.render_as_string(hide_password=False)
+        self._process = context.Process(
+            target=_catch_up,
+            args=(url, projectors, page, batch_pages, send),
+            name=f"labrxiv-rebuild ({self.names})",
+            daemon=True,
+        )
+        self._process.start()
+        send.close()  # the child's end: EOF here once the child is gone
+
+    def result(self) -> int:
+        """The events × read models the child applied; its error, raised here, if it
+        failed; a `RuntimeError` naming its read models if it died without a word."""
+        try:
+            outcome, value = self._receive.recv()
+        except EOFError:
+            self._process.join()
+            raise RuntimeError(
+                f"the rebuild process for {self.names} died (exit code {self._process.exitcode})"
+            ) from None
+        self._process.join()
+        if outcome == "error":
+            raise value
+        return int(value)
+
+    def stop(self) -> None:
+        """End the child if it still runs (Ctrl-C, or the parent's own group failed)."""
+        if self._process.is_alive():
+            self._process.terminate()
+        self._process.join()
+        self._receive.close()
 
 
-def _catch_up(url: str, projectors: list[Projector], page: int, batch_pages: int) -> int:
-    """In a child: replay the log to `projectors` from their checkpoints."""
+def _catch_up(
+    url: str, projectors: list[Projector], page: int, batch_pages: int, send: Connection
+) -> None:
+    """In a child: replay the log to `projectors` from their checkpoints; send back
+    `("done", applied)` or `("error", exception)`."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     from projections.runner import ProjectionRunner
 
-    store = EventStore.from_url(url, create=False)
     try:
-        runner = ProjectionRunner(store, projectors, page=page, batch_pages=batch_pages)
-        return runner.catch_up()
-    finally:
-        store.engine.dispose()
+        store = EventStore.from_url(url, create=False)
+        try:
+            runner = ProjectionRunner(store, projectors, page=page, batch_pages=batch_pages)
+            applied = runner.catch_up()
+        finally:
+            store.engine.dispose()
+    except BaseException as error:  # noqa: BLE001 - every failure goes back to the parent
+        try:  # as it is if it survives the trip (the parent unpickles it), else its text
+            sent: BaseException = pickle.loads(pickle.dumps(error))
+        except Exception:  # noqa: BLE001
+            sent = RuntimeError(f"{type(error).__name__}: {error}")
+        send.send(("error", sent))
+        return
+    send.send(("done", applied))

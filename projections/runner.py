@@ -22,7 +22,7 @@ from projections.checkpoints import (
     read_checkpoints,
 )
 from projections.pages import PAGES_AHEAD, batches, prefetched_pages
-from projections.parallel import catch_up_elsewhere, default_jobs, parallel_capable, split
+from projections.parallel import Elsewhere, default_jobs, parallel_capable, split
 from projections.projector import Projector
 
 log = logging.getLogger(__name__)
@@ -204,12 +204,13 @@ class ProjectionRunner:
         if len(groups) == 1:
             return self.catch_up()
         # The costliest group here (this process is warm), the others spawned beside it.
-        pool, elsewhere = catch_up_elsewhere(self.store, groups[1:], self.page, self.batch_pages)
+        elsewhere = [Elsewhere(self.store, g, self.page, self.batch_pages) for g in groups[1:]]
         try:
             here = ProjectionRunner(self.store, groups[0], self.page, self.batch_pages)
-            return here.catch_up() + sum(future.result() for future in elsewhere)
+            return here.catch_up() + sum(child.result() for child in elsewhere)
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            for child in elsewhere:
+                child.stop()
 
     def lag(self) -> list[Lag]:
         """Each projector's checkpoint against the head of the log."""

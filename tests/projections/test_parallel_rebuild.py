@@ -3,7 +3,9 @@ groups of near-equal cost, each group replaying the log in a process of its own,
 the rows a one-process rebuild gives; SQLite refuses it before anything is dropped; a
 read model that fails in another process fails the rebuild, saying why."""
 
+import multiprocessing
 import os
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,8 +17,10 @@ from typer.testing import CliRunner
 from events import EventStore
 from events.recorded import Recorded
 from labrxiv.cli import app
+from labrxiv.interrupt import EXIT_INTERRUPTED
 from projections import parallel
 from projections.catalogue import all_projectors
+from projections.checkpoints import read_checkpoints
 from projections.parallel import default_jobs, split
 from projections.projector import Projector
 from projections.runner import ProjectionRunner
@@ -32,6 +36,49 @@ class Refusing(Projector):
 
     def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:
         raise RuntimeError(f"refusing read model: cannot apply {len(events)} events")
+
+
+class Dying(Projector):
+    """A read model whose process dies at its first page, with no word to the parent."""
+
+    name = "dying"
+    tables = ()
+    cost = 0.01
+
+    def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:
+        os._exit(3)
+
+
+class Blocking(Projector):
+    """Says it has begun (a file), then waits until its process is stopped."""
+
+    name = "blocking"
+    tables = ()
+    cost = 0.01
+
+    def __init__(self, began: Path) -> None:
+        self.began = began
+
+    def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:
+        self.began.touch()
+        while True:
+            time.sleep(0.05)
+
+
+class Interrupted(Projector):
+    """Once the other process's read model has begun, gets Ctrl-C (as its process would)."""
+
+    name = "interrupted"
+    tables = ()
+    cost = 1.0
+
+    def __init__(self, began: Path) -> None:
+        self.began = began
+
+    def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:
+        while not self.began.exists():
+            time.sleep(0.01)
+        raise KeyboardInterrupt
 
 
 def logged(url: str) -> EventStore:
@@ -96,6 +143,50 @@ def test_a_read_model_failing_in_another_process_fails_the_rebuild(pg_url: str) 
     with pytest.raises(RuntimeError, match="refusing read model: cannot apply"):
         runner.rebuild(2)
     store.engine.dispose()
+
+
+@pytest.mark.postgres
+def test_a_process_that_dies_fails_the_rebuild_naming_its_read_models(pg_url: str) -> None:
+    store = logged(pg_url)
+    runner = ProjectionRunner(store, [RunsProjector(), Dying()], page=50)
+    with pytest.raises(RuntimeError, match=r"rebuild process for dying died \(exit code 3\)"):
+        runner.rebuild(2)
+    assert multiprocessing.active_children() == []
+    store.engine.dispose()
+
+
+@pytest.mark.postgres
+def test_ctrl_c_stops_the_other_processes_mid_page(pg_url: str, tmp_path: Path) -> None:
+    store = logged(pg_url)
+    began = tmp_path / "began"
+    runner = ProjectionRunner(store, [Interrupted(began), Blocking(began)], page=50)
+    with pytest.raises(KeyboardInterrupt):
+        runner.rebuild(2)
+    assert began.exists()  # the other process was in its page when it was stopped
+    assert multiprocessing.active_children() == []
+    with store.engine.connect() as conn:  # neither moved past its first page
+        assert read_checkpoints(conn, ["interrupted", "blocking"]) == {
+            "interrupted": 0,
+            "blocking": 0,
+        }
+    store.engine.dispose()
+
+
+def test_ctrl_c_in_labrxiv_rebuild_says_what_is_left(
+    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    logged(sqlite_url)
+
+    def interrupted(self: ProjectionRunner, jobs: int | None = None) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ProjectionRunner, "rebuild", interrupted)
+    monkeypatch.setenv("LABRXIV_DATABASE_URL", sqlite_url)
+    monkeypatch.setenv("LABRXIV_DATA_DIR", str(tmp_path))
+    result = CliRunner().invoke(app, ["rebuild"])
+    assert result.exit_code == EXIT_INTERRUPTED
+    assert "stopped: the read models are part-built" in result.output
+    assert "Traceback" not in result.output
 
 
 def test_a_sqlite_rebuild_runs_in_one_process_and_refuses_more(
