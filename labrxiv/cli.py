@@ -224,13 +224,13 @@ def rebuild(
         None,
         min=1,
         help="Processes replaying the log, each for a share of the read models "
-        "(PostgreSQL only; default on PostgreSQL: one a core, at most 2, from 50,000 "
-        "events on; 1 on SQLite).",
+        "(PostgreSQL only; default on PostgreSQL: one a core, at most 2, once the log's "
+        "head is at position 50,000; 1 on SQLite).",
     ),
 ) -> None:
     """Drop every read model and replay the log from position 0."""
     from labrxiv.wiring import open_runner
-    from projections.parallel import default_jobs, parallel_capable
+    from projections.parallel import default_jobs, parallel_capable, split
 
     runner = open_runner(_settings())
     if jobs is not None and jobs > 1 and not parallel_capable(runner.store):
@@ -258,7 +258,8 @@ def rebuild(
     # Each read model replays the whole log: count the log's events once, not once each.
     events = runner.store.count()
     rate = events / seconds if seconds else 0.0
-    shared = f" in {processes} processes" if processes > 1 else ""
+    used = len(split(runner.projectors, processes))  # no more than the read models
+    shared = f" in {used} processes" if used > 1 else ""
     console.print(
         f"rebuilt {len(runner.projectors)} read models from {events} events "
         f"in {seconds:.2f}s{shared} ({rate:,.0f} events/s)"

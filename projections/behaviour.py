@@ -74,7 +74,7 @@ class BehaviourProjector(Projector):
     """Folds every `run-*` stream into its tally, one row per run."""
 
     name = "behaviour"
-    cost = 3.0
+    cost = 2.8
     tables = (BEHAVIOUR,)
 
     def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:

@@ -91,7 +91,7 @@ class FindingsProjector(Projector):
     """Runs the detectors on every run a page touches and replaces its findings."""
 
     name = "findings"
-    cost = 20.0
+    cost = 12.1
     tables = (FINDINGS, FINDINGS_RUNS)
 
     def __init__(self) -> None:

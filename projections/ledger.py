@@ -122,7 +122,7 @@ class LedgerProjector(Projector):
     """Folds tool and model call events into `ledger` rows."""
 
     name = "ledger"
-    cost = 4.8
+    cost = 4.3
     tables = (LEDGER,)
 
     def __init__(self) -> None:

@@ -12,7 +12,9 @@ import threading
 from collections.abc import Iterator
 from typing import Any, TypeVar
 
+import psycopg
 from sqlalchemy import select
+from sqlalchemy.exc import DBAPIError
 
 from events import EventStore
 from events.recorded import Recorded
@@ -117,7 +119,11 @@ class _PageReader:
 
     def __call__(self, after: int, limit: int) -> list[Recorded]:
         if self.cursor is not None:
-            return rows_to_records(self.cursor.execute(_PAGE, (after, limit)).fetchall())
+            try:
+                rows = self.cursor.execute(_PAGE, (after, limit)).fetchall()
+            except psycopg.Error as error:  # as SQLAlchemy raises it on its own path
+                raise DBAPIError.instance(_PAGE, (after, limit), error, psycopg.Error) from error
+            return rows_to_records(rows)
         query = select(EVENTS).where(EVENTS.c.position > after)
         rows = self.conn.execute(query.order_by(EVENTS.c.position).limit(limit)).all()
         if not self.autocommit:

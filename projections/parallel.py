@@ -17,6 +17,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import traceback
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 
@@ -29,12 +30,12 @@ PARALLEL_FROM = 50_000
 
 
 def default_jobs(store: EventStore) -> int:
-    """Processes a rebuild uses when not told: on PostgreSQL, one a core, at most two (the
-    read models' costs make two groups worth a read of the log each), once the log holds
-    `PARALLEL_FROM` positions; one on SQLite."""
+    """Processes a rebuild uses when not told: on PostgreSQL, one a core this process may
+    run on, at most two (the read models' costs make two groups worth a read of the log
+    each), once the log's head is at position `PARALLEL_FROM`; one on SQLite."""
     if not parallel_capable(store) or store.max_position() < PARALLEL_FROM:
         return 1
-    return max(1, min(os.cpu_count() or 1, 2))
+    return max(1, min(len(os.sched_getaffinity(0)), 2))
 
 
 def parallel_capable(store: EventStore) -> bool:
@@ -81,21 +82,38 @@ class Elsewhere:
         )
         self._process.start()
         send.close()  # the child's end: EOF here once the child is gone
+        self._outcome: tuple[str, object, str] | None = None
+
+    def check(self) -> None:
+        """Raise the child's failure if it has failed (or died) by now; else return at
+        once. The parent checks between its own pages, so a child that fails at its first
+        page stops the rebuild then, not once the parent's own group is done."""
+        if self._outcome is None and not self._receive.poll():
+            return
+        if self._outcome is None or self._outcome[0] == "error":
+            self.result()
 
     def result(self) -> int:
-        """The events × read models the child applied; its error, raised here, if it
-        failed; a `RuntimeError` naming its read models if it died without a word."""
-        try:
-            outcome, value = self._receive.recv()
-        except EOFError:
+        """The events × read models the child applied; its error, raised here (with the
+        child's traceback as a note), if it failed; a `RuntimeError` naming its read
+        models if it died without a word."""
+        if self._outcome is None:
+            try:
+                self._outcome = self._receive.recv()
+            except EOFError:
+                self._process.join()
+                raise RuntimeError(
+                    f"the rebuild process for {self.names} died "
+                    f"(exit code {self._process.exitcode})"
+                ) from None
             self._process.join()
-            raise RuntimeError(
-                f"the rebuild process for {self.names} died (exit code {self._process.exitcode})"
-            ) from None
-        self._process.join()
-        if outcome == "error":
+        outcome, value, trace = self._outcome
+        if isinstance(value, BaseException):
+            if trace and trace not in getattr(value, "__notes__", ()):
+                value.add_note(trace)
             raise value
-        return int(value)
+        assert outcome == "done" and isinstance(value, int)
+        return value
 
     def stop(self) -> None:
         """End the child if it still runs (Ctrl-C, or the parent's own group failed)."""
@@ -109,7 +127,7 @@ def _catch_up(
     url: str, projectors: list[Projector], page: int, batch_pages: int, send: Connection
 ) -> None:
     """In a child: replay the log to `projectors` from their checkpoints; send back
-    `("done", applied)` or `("error", exception)`."""
+    `("done", applied, "")` or `("error", exception, the child's traceback)`."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     from projections.runner import ProjectionRunner
 
@@ -125,6 +143,7 @@ def _catch_up(
             sent: BaseException = pickle.loads(pickle.dumps(error))
         except Exception:  # noqa: BLE001
             sent = RuntimeError(f"{type(error).__name__}: {error}")
-        send.send(("error", sent))
+        trace = f"in the rebuild process for {', '.join(p.name for p in projectors)}:\n"
+        send.send(("error", sent, trace + traceback.format_exc()))
         return
-    send.send(("done", applied))
+    send.send(("done", applied, ""))

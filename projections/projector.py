@@ -23,9 +23,9 @@ class Projector(ABC):
     tables: Sequence[Table]
     """The tables it owns; `rebuild` drops and recreates them."""
     cost: float = 1.0
-    """Its CPU an event in a rebuild, relative to the others (µs an event on the bench's
-    log, bench/rebuild.py): how a rebuild on several cores splits the read models
-    (`projections.parallel`)."""
+    """Its CPU an event in a rebuild, relative to the others: how a rebuild on several
+    cores splits the read models (`projections.parallel`). The shipped ones give the µs
+    of CPU an event bench/rebuild.py measured (docs/benchmarks.md, 2026-11-26 13:40)."""
 
     @abstractmethod
     def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:

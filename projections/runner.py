@@ -2,7 +2,7 @@
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 
@@ -66,6 +66,9 @@ class ProjectionRunner:
         self.batch_pages = batch_pages
         """Pages applied in one transaction (fewer when fewer are left to apply)."""
         self._schema_checked = False
+        self.between_batches: Callable[[], object] | None = None
+        """Called after each transaction of a catch-up (a parallel rebuild checks its
+        other processes there); what it raises stops the catch-up."""
 
     def create_schema(self) -> None:
         """Create the checkpoint table and every projector's tables (idempotent).
@@ -144,6 +147,8 @@ class ProjectionRunner:
                 total += len(page) * len(active)
                 seen = to
                 applied += len(page)
+                if self.between_batches is not None:
+                    self.between_batches()
         return total
 
     def _apply_page(
@@ -204,9 +209,12 @@ class ProjectionRunner:
         if len(groups) == 1:
             return self.catch_up()
         # The costliest group here (this process is warm), the others spawned beside it.
-        elsewhere = [Elsewhere(self.store, g, self.page, self.batch_pages) for g in groups[1:]]
+        elsewhere: list[Elsewhere] = []
         try:
+            for group in groups[1:]:
+                elsewhere.append(Elsewhere(self.store, group, self.page, self.batch_pages))
             here = ProjectionRunner(self.store, groups[0], self.page, self.batch_pages)
+            here.between_batches = lambda: [child.check() for child in elsewhere]
             return here.catch_up() + sum(child.result() for child in elsewhere)
         finally:
             for child in elsewhere:

@@ -122,7 +122,7 @@ class RunsProjector(Projector):
     """Folds every `run-*` stream into one `runs` row."""
 
     name = "runs"
-    cost = 1.5
+    cost = 1.4
     tables = (RUNS,)
 
     def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:

@@ -3,6 +3,7 @@ its scored attempts, and the run's state after each step (`runstate.trajectory.s
 the fold the lab steps use), so "the best score at that moment" or "the attempts left
 then" mean what the lab itself saw."""
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -187,7 +188,7 @@ def read_run(events: Sequence[Fact], load: Load | None = None) -> RunView:
 def _call(index: int, parts: dict[str, Any]) -> Call:
     invoked: ToolInvoked = parts["invoked"].payload
     returned: Fact | None = parts["returned"]
-    args = orjson.dumps(invoked.args, option=orjson.OPT_SORT_KEYS).decode()
+    args = _dumped(invoked.args)
     result: ToolReturned | None = returned.payload if returned else None  # type: ignore[assignment]
     return Call(
         index=index,
@@ -203,6 +204,15 @@ def _call(index: int, parts: dict[str, Any]) -> Call:
         action=f"{invoked.tool} {args}",
         written={} if result is None else {f.path: f.sha256 for f in result.files_written},
     )
+
+
+def _dumped(args: dict[str, Any]) -> str:
+    """A call's arguments as canonical JSON text (sorted keys). An integer beyond 64 bits
+    (valid JSON, which orjson does not write) goes through the standard library."""
+    try:
+        return orjson.dumps(args, option=orjson.OPT_SORT_KEYS).decode()
+    except orjson.JSONEncodeError:
+        return json.dumps(args, sort_keys=True, separators=(",", ":"))
 
 
 def _text(args: dict[str, Any], dumped: str) -> str:

@@ -2,12 +2,16 @@
 
 from datetime import UTC, datetime
 
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
 from test_rebuild import mixed_log, model_rows
 
 from events import EventStore
+from labrxiv.cli_errors import explain
 from projections.catalogue import all_projectors
 from projections.checkpoints import read_checkpoint
-from projections.pages import batches, prefetched_pages
+from projections.pages import _PageReader, batches, prefetched_pages
 from projections.runner import ProjectionRunner
 from workers.simulated import simulated_run
 
@@ -49,4 +53,23 @@ def test_a_transaction_of_several_pages_stops_at_the_limit(store_url: str) -> No
     one_page_each = ProjectionRunner(store, all_projectors(), page=2, batch_pages=1)
     one_page_each.rebuild()
     assert model_rows(store) == batched
+    store.engine.dispose()
+
+
+@pytest.mark.postgres
+def test_a_page_read_the_database_refuses_raises_sqlalchemys_error(pg_url: str) -> None:
+    """The PostgreSQL page reader reads through the driver's cursor; what the database
+    does to it (here: its session ended by an administrator) surfaces as SQLAlchemy's
+    error, which `labrxiv` turns into one line (`cli_errors.explain`)."""
+    store = EventStore.from_url(pg_url)
+    store.append(list(simulated_run("a", START, attempts=2)))
+    with _PageReader(store) as read_page:
+        assert [r.position for r in read_page(0, 3)] == [1, 2, 3]
+        pid = read_page.conn.connection.driver_connection.info.backend_pid
+        with store.engine.connect() as admin:
+            admin.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        with pytest.raises(OperationalError) as refused:
+            read_page(3, 3)
+    said = explain(refused.value)
+    assert said is not None and said.startswith("cannot use the database")
     store.engine.dispose()

@@ -81,6 +81,23 @@ class Interrupted(Projector):
         raise KeyboardInterrupt
 
 
+class Outlasting(Projector):
+    """Applies its second batch only once every other process has ended, then counts on."""
+
+    name = "outlasting"
+    tables = ()
+    cost = 1.0
+
+    def __init__(self) -> None:
+        self.applied = 0
+
+    def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:
+        self.applied += 1
+        if self.applied == 2:
+            while any(child.is_alive() for child in multiprocessing.active_children()):
+                time.sleep(0.01)
+
+
 def logged(url: str) -> EventStore:
     store = EventStore.from_url(url)
     events = mixed_log()
@@ -142,6 +159,24 @@ def test_a_read_model_failing_in_another_process_fails_the_rebuild(pg_url: str) 
     runner = ProjectionRunner(store, [RunsProjector(), Refusing()], page=50)
     with pytest.raises(RuntimeError, match="refusing read model: cannot apply"):
         runner.rebuild(2)
+    store.engine.dispose()
+
+
+@pytest.mark.postgres
+def test_a_failure_elsewhere_stops_the_rebuild_at_the_next_batch_with_its_traceback(
+    pg_url: str,
+) -> None:
+    store = logged(pg_url)
+    here = Outlasting()
+    runner = ProjectionRunner(store, [here, Refusing()], page=5, batch_pages=1)
+    with pytest.raises(RuntimeError, match="refusing read model: cannot apply") as failed:
+        runner.rebuild(2)
+    # Told after the batch in which the other process had ended, not after the last.
+    assert here.applied == 2 < store.count() // 5
+    notes = "\n".join(getattr(failed.value, "__notes__", ()))
+    assert "in the rebuild process for refusing" in notes
+    assert "in apply" in notes and "Traceback" in notes
+    assert multiprocessing.active_children() == []
     store.engine.dispose()
 
 
