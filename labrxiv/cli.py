@@ -169,7 +169,9 @@ def projector(
     if once:
         console.print(f"applied {runner.catch_up()} events")
         return
-    runner.follow(poll_seconds=poll)
+    from labrxiv.projecting import follow
+
+    follow(runner, poll_seconds=poll)
 
 
 @app.command()
