@@ -1,7 +1,6 @@
 """Runs projectors over the log: catch up, follow, rebuild from position 0."""
 
 import logging
-import time
 from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import dataclass
@@ -183,13 +182,6 @@ class ProjectionRunner:
         if len(applying) == 1:
             return []
         return [p for p in applying if self._apply_page(conn, [p], page, seen, to)]
-
-    def follow(self, poll_seconds: float = 0.5, stop_after: float | None = None) -> None:
-        """Keep applying new events as they are recorded (Ctrl-C to stop)."""
-        started = time.monotonic()
-        while stop_after is None or time.monotonic() - started < stop_after:
-            if self.catch_up() == 0:
-                time.sleep(poll_seconds)
 
     def rebuild(self, jobs: int | None = None) -> int:
         """Drop every read model and its checkpoint, then replay the log from position 0,
