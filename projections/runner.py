@@ -1,4 +1,4 @@
-"""Runs projectors over the log: catch up, follow, rebuild from position 0."""
+"""Runs projectors over the log: catch up, rebuild (`labrxiv.projecting` follows it)."""
 
 import logging
 from collections.abc import Callable, Sequence
