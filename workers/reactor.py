@@ -43,7 +43,7 @@ from events.engines import WRITER_OPTIONS
 from events.recorded import Recorded
 from events.schema import create_tables
 from workers.bus.base import Bus
-from workers.retry import DEFAULT, RetryPolicy, is_transient
+from workers.retry import DEFAULT, RetryPolicy, keep_going
 
 log = logging.getLogger(__name__)
 
@@ -161,26 +161,11 @@ def run_reactor(
     any other error is a bug in a reaction and stops the reactor, as it stops the
     campaign watcher: looping on it would hold every later reaction behind it silently.
     """
-    stop = stop or threading.Event()
-    failures = 0
-    while not stop.is_set():
-        try:
-            reactor.catch_up()
-            if tick is not None:
-                tick()
-            failures = 0
-        except Exception as exc:
-            if not is_transient(exc):
-                raise
-            wait = policy.wait(failures)
-            failures += 1
-            log.warning(
-                "reactor: %s: %s (%d in a row); trying again in %.1fs",
-                type(exc).__name__,
-                exc,
-                failures,
-                wait,
-            )
-            stop.wait(wait)
-            continue
-        stop.wait(interval)
+
+    def work() -> float:
+        reactor.catch_up()
+        if tick is not None:
+            tick()
+        return interval
+
+    keep_going("reactor", work, stop or threading.Event(), policy)

@@ -12,7 +12,10 @@ LLM gateway (the wait before a model's next attempt, the same in lab steps and i
 `Gateway.call`) and by the campaign watcher (`labrxiv.campaigns`).
 """
 
+import logging
 import random
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import kombu.exceptions
@@ -21,6 +24,8 @@ import redis.exceptions
 import sqlalchemy.exc
 
 from workers.backoff import backoff_seconds
+
+log = logging.getLogger(__name__)
 
 TRANSIENT: tuple[type[BaseException], ...] = (
     sqlalchemy.exc.OperationalError,  # refused, terminated, timed out; SQLite busy
@@ -88,3 +93,36 @@ class RetryPolicy:
 DEFAULT = RetryPolicy()
 """The policy of the task wrapper and the campaign watcher; the LLM gateway takes its
 numbers from its settings."""
+
+
+def keep_going(
+    name: str,
+    work: Callable[[], float],
+    stop: threading.Event,
+    policy: RetryPolicy = DEFAULT,
+) -> None:
+    """Call `work` until `stop` is set, waiting the seconds it returns before the next
+    call: the loop of a process that follows the log (`labrxiv reactor`, `labrxiv
+    projector`). A transient fault (`is_transient`) is logged as `name`'s and tried again
+    after `policy`'s wait, for as long as it lasts; any other error is a bug and stops
+    the loop (looping on it would hide it, and hold up all that comes after)."""
+    failures = 0
+    while not stop.is_set():
+        try:
+            wait = work()
+            failures = 0
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
+            wait = policy.wait(failures)
+            failures += 1
+            said = str(exc).strip().splitlines()
+            log.warning(
+                "%s: %s: %s (%d in a row); trying again in %.1fs",
+                name,
+                type(exc).__name__,
+                said[0] if said else "",
+                failures,
+                wait,
+            )
+        stop.wait(wait)
