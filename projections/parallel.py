@@ -17,8 +17,10 @@ import multiprocessing
 import os
 import pickle
 import signal
+import threading
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from multiprocessing.connection import Connection
 
 from events import EventStore
@@ -63,9 +65,11 @@ class Elsewhere:
     """A spawned process catching up one group of read models; `result()` waits for it.
 
     Spawned, not forked: the parent may hold threads and pooled connections a fork would
-    copy mid-use. The child ignores Ctrl-C: the parent, which gets it too, stops every
-    child (`stop`); a child stopped mid-page leaves neither that page's rows nor its
-    checkpoint (one transaction), like any projector killed mid-page."""
+    copy mid-use. The child ignores Ctrl-C from its start (a terminal sends it to the
+    whole process group; one pressed while the child still imported labrxiv printed its
+    traceback): the parent, which gets it too, stops every child (`stop`); a child
+    stopped mid-page leaves neither that page's rows nor its checkpoint (one
+    transaction), like any projector killed mid-page."""
 
     def __init__(
         self, store: EventStore, projectors: list[Projector], page: int, batch_pages: int
@@ -80,9 +84,15 @@ class Elsewhere:
             name=f"labrxiv-rebuild ({self.names})",
             daemon=True,
         )
-        self._process.start()
+        with _ctrl_c_ignored():  # inherited: the child ignores it from its first import on
+            self._process.start()
         send.close()  # the child's end: EOF here once the child is gone
         self._outcome: tuple[str, object, str] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id (None before it started)."""
+        return self._process.pid
 
     def check(self) -> None:
         """Raise the child's failure if it has failed (or died) by now; else return at
@@ -123,12 +133,26 @@ class Elsewhere:
         self._receive.close()
 
 
+@contextmanager
+def _ctrl_c_ignored() -> Iterator[None]:
+    """SIGINT ignored while a child is started (main thread only, where handlers are
+    set): a process begun with it ignored keeps it so."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _catch_up(
     url: str, projectors: list[Projector], page: int, batch_pages: int, send: Connection
 ) -> None:
     """In a child: replay the log to `projectors` from their checkpoints; send back
     `("done", applied, "")` or `("error", exception, the child's traceback)`."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # if started from another thread
     from projections.runner import ProjectionRunner
 
     try:

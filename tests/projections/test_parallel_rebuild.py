@@ -5,6 +5,7 @@ read model that fails in another process fails the rebuild, saying why."""
 
 import multiprocessing
 import os
+import signal
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,7 +22,7 @@ from labrxiv.interrupt import EXIT_INTERRUPTED
 from projections import parallel
 from projections.catalogue import all_projectors
 from projections.checkpoints import read_checkpoints
-from projections.parallel import default_jobs, split
+from projections.parallel import Elsewhere, default_jobs, split
 from projections.projector import Projector
 from projections.runner import ProjectionRunner
 from projections.runs import RunsProjector
@@ -195,6 +196,20 @@ def test_ctrl_c_stops_the_other_processes_mid_page(pg_url: str, tmp_path: Path) 
             "interrupted": 0,
             "blocking": 0,
         }
+    store.engine.dispose()
+
+
+@pytest.mark.postgres
+def test_another_process_ignores_ctrl_c_from_its_start(pg_url: str) -> None:
+    """A terminal sends Ctrl-C to the whole process group: a child still importing
+    labrxiv died of it, printing its traceback. The parent alone decides (and stops it)."""
+    store = logged(pg_url)
+    child = Elsewhere(store, [RunsProjector()], page=50, batch_pages=1)
+    try:
+        os.kill(child.pid, signal.SIGINT)  # at once: while it starts
+        assert child.result() == store.count()  # it went on and applied the whole log
+    finally:
+        child.stop()
     store.engine.dispose()
 
 
