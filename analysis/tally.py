@@ -17,7 +17,7 @@ run into thirds and bins once its end is known), never with the log.
 from array import array
 from collections import Counter
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, TypeAlias
 from uuid import UUID
 
 from analysis.figures import (
@@ -34,6 +34,7 @@ from analysis.figures import (
     UsefulWindow,
 )
 from analysis.stats import density_bins, per_hour, quantile, third
+from events.recorded import EventLike
 from events.spend import NOTHING, Spend, spend_of
 
 BINS = 10
@@ -41,23 +42,8 @@ BINS = 10
 OFFLINE_NOTE = "no phase.entered: this run's policy has no research phases (offline runs)"
 
 
-class Record(Protocol):
-    """What the tally reads of a stored event (`Recorded` has it)."""
-
-    @property
-    def stream(self) -> str: ...
-    @property
-    def version(self) -> int: ...
-    @property
-    def type(self) -> str: ...
-    @property
-    def occurred_at(self) -> datetime: ...
-    @property
-    def causation_id(self) -> UUID | None: ...
-    @property
-    def correlation_id(self) -> str | None: ...
-    @property
-    def payload(self) -> dict[str, Any]: ...
+Record: TypeAlias = EventLike[dict[str, Any]]
+"""What the tally reads of a stored event (`Recorded` is one): its payload as stored."""
 
 
 class BehaviourTally:
