@@ -196,7 +196,7 @@ def _rebuild(
     """`rebuild()` with `projectors` in `jobs` processes, returning events replayed (it
     counts each projector's)."""
     runner = ProjectionRunner(store, projectors, page=page)
-    return lambda: runner.rebuild(jobs) // len(projectors)
+    return lambda: runner.rebuild(jobs).applied // len(projectors)
 
 
 # -- filling the log ---------------------------------------------------------------

@@ -232,20 +232,19 @@ def rebuild(
 ) -> None:
     """Drop every read model and replay the log from position 0."""
     from labrxiv.wiring import open_runner
-    from projections.parallel import default_jobs, parallel_capable, split
+    from projections.parallel import OneWriter
 
     runner = open_runner(_settings())
-    if jobs is not None and jobs > 1 and not parallel_capable(runner.store):
+    started = time.perf_counter()
+    try:
+        rebuilt = runner.rebuild(jobs)
+    except OneWriter:
         console.print(
             f"[red]--jobs {jobs} needs PostgreSQL: a SQLite log takes one writer at a time, "
             "so its rebuild runs in one process (leave --jobs out)[/]",
             soft_wrap=True,
         )
-        raise typer.Exit(2)
-    processes = default_jobs(runner.store) if jobs is None else jobs
-    started = time.perf_counter()
-    try:
-        runner.rebuild(processes)
+        raise typer.Exit(2) from None
     except KeyboardInterrupt:
         from labrxiv.interrupt import EXIT_INTERRUPTED
 
@@ -260,8 +259,7 @@ def rebuild(
     # Each read model replays the whole log: count the log's events once, not once each.
     events = runner.store.count()
     rate = events / seconds if seconds else 0.0
-    used = len(split(runner.projectors, processes))  # no more than the read models
-    shared = f" in {used} processes" if used > 1 else ""
+    shared = f" in {rebuilt.processes} processes" if rebuilt.processes > 1 else ""
     console.print(
         f"rebuilt {len(runner.projectors)} read models from {events} events "
         f"in {seconds:.2f}s{shared} ({rate:,.0f} events/s)"

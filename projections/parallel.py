@@ -45,6 +45,21 @@ def parallel_capable(store: EventStore) -> bool:
     return store.engine.dialect.name == "postgresql"
 
 
+class OneWriter(ValueError):
+    """A rebuild in several processes asked of a database that takes one writer at a time."""
+
+
+def plan(store: EventStore, projectors: Sequence[Projector], jobs: int) -> list[list[Projector]]:
+    """The groups a rebuild in `jobs` processes runs (`split`), or `OneWriter` where
+    `store` cannot take them: checked before anything is dropped."""
+    if jobs > 1 and not parallel_capable(store):
+        raise OneWriter(
+            f"a rebuild in {jobs} processes needs PostgreSQL: "
+            f"{store.engine.dialect.name} takes one writer at a time"
+        )
+    return split(projectors, jobs)
+
+
 def split(projectors: Sequence[Projector], jobs: int) -> list[list[Projector]]:
     """`projectors` in at most `jobs` groups of near-equal cost, the costliest first
     (longest processing time first); each group keeps the catalogue's order."""

@@ -4,6 +4,7 @@ import logging
 from collections.abc import Callable, Sequence
 from contextlib import closing
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from sqlalchemy import Connection, delete, inspect
 
@@ -21,7 +22,7 @@ from projections.checkpoints import (
     read_checkpoints,
 )
 from projections.pages import PAGES_AHEAD, batches, prefetched_pages
-from projections.parallel import Elsewhere, default_jobs, parallel_capable, split
+from projections.parallel import Elsewhere, default_jobs, plan
 from projections.projector import Projector
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,15 @@ class Lag:
     def behind(self) -> int:
         """Positions not yet applied (an upper bound on events: positions may have gaps)."""
         return max(0, self.head - self.checkpoint)
+
+
+class Rebuilt(NamedTuple):
+    """What a rebuild did."""
+
+    applied: int
+    """Events applied, summed over the read models (each replays the whole log)."""
+    processes: int
+    """Processes it ran in: no more than the read models."""
 
 
 class ProjectionRunner:
@@ -183,23 +193,18 @@ class ProjectionRunner:
             return []
         return [p for p in applying if self._apply_page(conn, [p], page, seen, to)]
 
-    def rebuild(self, jobs: int | None = None) -> int:
+    def rebuild(self, jobs: int | None = None) -> Rebuilt:
         """Drop every read model and its checkpoint, then replay the log from position 0,
-        in `jobs` processes (`projections.parallel`; default: `default_jobs`)."""
+        in `jobs` processes (`projections.parallel`; default: `default_jobs`); raises
+        `projections.parallel.OneWriter`, before dropping anything, where the database
+        cannot take them."""
         jobs = default_jobs(self.store) if jobs is None else jobs
-        if jobs < 1:
-            raise ValueError(f"a rebuild needs at least one process, not {jobs}")
-        if jobs > 1 and not parallel_capable(self.store):
-            raise ValueError(
-                f"a rebuild in {jobs} processes needs PostgreSQL: "
-                f"{self.store.engine.dialect.name} takes one writer at a time"
-            )
+        groups = plan(self.store, self.projectors, jobs)
         self.create_schema()
         for projector in self.projectors:
             self._reset(projector)
-        groups = split(self.projectors, jobs)
         if len(groups) == 1:
-            return self.catch_up()
+            return Rebuilt(self.catch_up(), 1)
         # The costliest group here (this process is warm), the others spawned beside it.
         elsewhere: list[Elsewhere] = []
         try:
@@ -207,7 +212,8 @@ class ProjectionRunner:
                 elsewhere.append(Elsewhere(self.store, group, self.page, self.batch_pages))
             here = ProjectionRunner(self.store, groups[0], self.page, self.batch_pages)
             here.between_batches = lambda: [child.check() for child in elsewhere]
-            return here.catch_up() + sum(child.result() for child in elsewhere)
+            applied = here.catch_up() + sum(child.result() for child in elsewhere)
+            return Rebuilt(applied, len(groups))
         finally:
             for child in elsewhere:
                 child.stop()

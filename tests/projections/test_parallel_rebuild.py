@@ -22,9 +22,9 @@ from labrxiv.interrupt import EXIT_INTERRUPTED
 from projections import parallel
 from projections.catalogue import all_projectors
 from projections.checkpoints import read_checkpoints
-from projections.parallel import Elsewhere, default_jobs, split
+from projections.parallel import Elsewhere, OneWriter, default_jobs, split
 from projections.projector import Projector
-from projections.runner import ProjectionRunner
+from projections.runner import ProjectionRunner, Rebuilt
 from projections.runs import RunsProjector
 
 
@@ -135,8 +135,8 @@ def test_a_rebuild_in_several_processes_equals_one_in_one(
     assert all(alone.values()), "the mixed log fills every read model"
     head = store.max_position()
     for jobs in (2, 3):
-        applied = ProjectionRunner(store, all_projectors(), page=7).rebuild(jobs)
-        assert applied == head * len(all_projectors())
+        applied, processes = ProjectionRunner(store, all_projectors(), page=7).rebuild(jobs)
+        assert applied == head * len(all_projectors()) and processes == jobs
         assert model_rows(store) == alone
         assert set(checkpoints(store).values()) == {head}
     # Shared out by default only where it pays: a log of 50,000 positions or more.
@@ -218,7 +218,7 @@ def test_ctrl_c_in_labrxiv_rebuild_says_what_is_left(
 ) -> None:
     logged(sqlite_url)
 
-    def interrupted(self: ProjectionRunner, jobs: int | None = None) -> int:
+    def interrupted(self: ProjectionRunner, jobs: int | None = None) -> Rebuilt:
         raise KeyboardInterrupt
 
     monkeypatch.setattr(ProjectionRunner, "rebuild", interrupted)
@@ -238,7 +238,7 @@ def test_a_sqlite_rebuild_runs_in_one_process_and_refuses_more(
     runner.catch_up()
     built = model_rows(store)
     assert default_jobs(store) == 1
-    with pytest.raises(ValueError, match="needs PostgreSQL"):
+    with pytest.raises(OneWriter, match="needs PostgreSQL"):
         runner.rebuild(2)
     assert model_rows(store) == built  # refused before anything was dropped
 
