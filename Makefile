@@ -30,7 +30,7 @@ demo: $(BIN)/.installed
 test: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/pytest -q --durations=15
+	$(BIN)/pytest -q --durations=30
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check --fix .
