@@ -74,11 +74,6 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
     return engine
 
 
-def is_postgres(engine: Engine) -> bool:
-    """Whether the engine talks to PostgreSQL."""
-    return engine.dialect.name == "postgresql"
-
-
 def lock_for_append(conn: Connection) -> Connection:
     """Serialize appenders so positions are committed in order (see DESIGN: the log).
 

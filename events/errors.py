@@ -19,7 +19,3 @@ class UpgradeFailed(EventError):
 
 class BlobMismatch(EventError):
     """A blob's content does not hash to the name it was sent under."""
-
-
-class MessageRejected(EventError):
-    """A published message cannot be read at all (not JSON, wrong shape, too large)."""

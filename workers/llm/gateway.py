@@ -216,14 +216,15 @@ class Gateway:
 
 
 def _completion(body: bytes) -> ChatCompletion:
-    """The answer as the SDK would parse it (`construct`: no validation, fields kept)."""
+    """The answer as the SDK would parse it (its `model_construct`, the SDK's own: nested
+    objects built, no validation, fields kept)."""
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise MalformedResponse(f"the response is not JSON ({exc}): {body[:200]!r}") from exc
     if not isinstance(data, dict):
         raise MalformedResponse(f"the response is not a JSON object: {body[:200]!r}")
-    return ChatCompletion.construct(**data)
+    return ChatCompletion.model_construct(**data)
 
 
 def provider_of(base_url: str) -> str:

@@ -51,7 +51,7 @@ def _completion(sha256: str, read_blob: BlobReader) -> ChatCompletion | None:
     data = read_blob(sha256)
     if data is None:
         return None
-    completion = ChatCompletion.construct(**orjson.loads(data))
+    completion = ChatCompletion.model_construct(**orjson.loads(data))
     with _PARSED_LOCK:
         _PARSED[sha256] = completion
         while len(_PARSED) > _PARSED_MAX:
