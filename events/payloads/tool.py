@@ -37,7 +37,9 @@ class ToolInvoked(Payload):
 
     type: Literal["tool.invoked"] = "tool.invoked"
     call_id: str
-    """Pairs this event with its `tool.returned`."""
+    """Pairs this event with its `tool.returned`; unique in the run. An `llm` lab's is the
+    model server's id and the model call that asked for it: `call_1@12/1` (servers reuse
+    their ids from one answer to the next)."""
     tool: ToolName
     """The tool's name (bash, python, read_file, evaluate…)."""
     args: dict[str, JsonValue] = {}

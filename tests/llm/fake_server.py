@@ -210,6 +210,27 @@ class FakeServer:
         return self.default or error(500, "the fake server's script ran out")
 
 
+def conversation_problem(body: Any) -> str | None:
+    """Why OpenAI's API would refuse the messages of a chat-completion request, as far as
+    tool calls go: each `tool` message must answer, by its `tool_call_id`, one of the
+    `tool_calls` of the assistant message before it."""
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        return None
+    asked: set[str] = set()
+    for number, message in enumerate(body["messages"]):
+        if not isinstance(message, dict):
+            continue
+        if message.get("role") == "assistant":
+            asked = {c.get("id") for c in message.get("tool_calls") or () if isinstance(c, dict)}
+        elif message.get("role") == "tool" and message.get("tool_call_id") not in asked:
+            return (
+                f"Invalid parameter: messages[{number}] with role 'tool' must be a response "
+                f"to a preceding message with 'tool_calls' (tool_call_id "
+                f"{message.get('tool_call_id')!r} is not one of {sorted(asked)})"
+            )
+    return None
+
+
 def _handler_for(server: FakeServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -235,6 +256,10 @@ def _handler_for(server: FakeServer) -> type[BaseHTTPRequestHandler]:
             received = self._received(body)
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 self._send(error(404, f"no route {self.path}"))
+                return
+            problem = conversation_problem(body)
+            if problem is not None:  # as OpenAI's API refuses it
+                self._send(error(400, problem))
                 return
             reply = server._next(received)
             if reply.hang:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from fake_server import FakeServer, Received, Scripted, completion, usage
 
-from events.payloads import LlmConfig
+from events.payloads import LlmConfig, ToolReturned
 from labrxiv.settings import load_settings
 from labrxiv.wiring import Embedded, open_embedded
 from projections.curves import curve_points
@@ -136,6 +136,15 @@ def test_curve_points_count_what_the_ledger_counts_up_to_each_attempt(
         assert point.unknown_cost_calls == len(unknown)
         assert point.tokens > 0 and point.cost_usd > 0, "model use is counted, not flat at 0"
     assert points[1].tokens > points[0].tokens
+    # The fake server names its tool calls call_0, call_1… in every answer, as some
+    # servers do: the ledger still has a row for each call, with its own seconds.
+    invoked = [e for e in events if e.type == "tool.invoked"]
+    returned = [e.payload for e in events if isinstance(e.payload, ToolReturned)]
+    tools = [c for c in calls if c["kind"] == "tool"]
+    assert len({e.payload.call_id for e in invoked}) == len(invoked) > 2
+    assert len(tools) == len(invoked)
+    assert sorted(c["tool"] for c in tools) == sorted(e.payload.tool for e in invoked)
+    assert sum(c["duration_s"] for c in tools) == pytest.approx(sum(r.duration_s for r in returned))
     state = fold(events)
     assert state.spend.tokens == totals.tokens
     assert state.spend.dollars == pytest.approx(totals.dollars, rel=1e-12)

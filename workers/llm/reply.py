@@ -34,10 +34,18 @@ class ToolCall:
     """The parsed arguments; None when they are not a JSON object."""
     problem: str | None = None
     """Why the call cannot run (bad JSON, unknown tool), in words the model can act on."""
+    server_id: str | None = None
+    """The id the model's server gave the call, where the log records it under another
+    (`id`: `workers.lab.policies.llm.history.logged_call_id`)."""
+
+    @property
+    def answer_id(self) -> str:
+        """The id a `tool` message answering the call carries: the server's own."""
+        return self.server_id or self.id
 
     def problem_message(self) -> dict[str, Any]:
         """The `tool` message that tells the model what was wrong with this call."""
-        return {"role": "tool", "tool_call_id": self.id, "content": f"error: {self.problem}"}
+        return {"role": "tool", "tool_call_id": self.answer_id, "content": f"error: {self.problem}"}
 
 
 @dataclass(frozen=True)

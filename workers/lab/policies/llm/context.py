@@ -83,15 +83,18 @@ def group_messages(exchange: Exchange, config: LlmConfig, read_blob: BlobReader)
     group = [reply.message]
     if not reply.tool_calls:
         group.append({"role": "user", "content": NUDGE})
-    called = {call.id for call in reply.tool_calls}
+    called = {call.id: call for call in reply.tool_calls}
+    # A run recorded before tool calls were logged under their own ids has the server's.
+    called |= {call.server_id: call for call in reply.tool_calls if call.server_id}
     for result in exchange.results:
-        if result.call_id not in called:
+        call = called.get(result.call_id)
+        if call is None:
             continue
         content = result.preview or "(no output)"
         if config.tool_protocol == "text":
             group.append({"role": "user", "content": f"Result of {result.tool}:\n{content}"})
         else:
-            group.append({"role": "tool", "tool_call_id": result.call_id, "content": content})
+            group.append({"role": "tool", "tool_call_id": call.answer_id, "content": content})
     return group
 
 

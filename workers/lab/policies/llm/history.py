@@ -1,8 +1,10 @@
 """The replies of an `llm` run's model, parsed from their recorded response bodies."""
 
+import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import replace
 
 import orjson
 from openai.types.chat import ChatCompletion
@@ -29,7 +31,36 @@ def reply_of(
     if protocol == "text":
         calls = text_protocol.parse(reply.text, responded.call_id, names)
         return Reply(reply.text, calls, reply.finish_reason, _text(reply.text or ""))
-    return reply
+    seen: set[str] = set()
+    logged = []
+    for call in reply.tool_calls:
+        logged_id = logged_call_id(
+            responded.call_id, call.id, len(logged) if call.id in seen else None
+        )
+        seen.add(call.id)
+        logged.append(replace(call, id=logged_id, server_id=call.id))
+    return replace(reply, tool_calls=tuple(logged))
+
+
+SERVER_ID_CHARS = 64
+"""A server's tool call id longer than this is cut, with a digest of the whole."""
+
+
+def logged_call_id(model_call_id: str, server_id: str, index: int | None = None) -> str:
+    """The id a tool call is recorded under: the server's, with the model call that asked
+    for it (its request's version and attempt: `12/1`), so it is unique in the run.
+
+    Servers reuse ids from one answer to the next (some send call_0, call_1… in every
+    answer), and the ledger keys a tool call, and pairs its `tool.returned` with its
+    `tool.invoked`, by id within the run: one row stood for all the calls of one id.
+    `index`, the call's place in its answer, is added when the answer gave the id twice.
+    """
+    if len(server_id) > SERVER_ID_CHARS:
+        digest = hashlib.sha256(server_id.encode()).hexdigest()[:16]
+        server_id = f"{server_id[: SERVER_ID_CHARS - 17]}~{digest}"
+    request = model_call_id.rsplit(":", 1)[-1][:40]
+    suffix = "" if index is None else f"#{index}"
+    return f"{server_id}@{request}{suffix}"
 
 
 def _text(text: str) -> dict[str, object]:
