@@ -80,6 +80,13 @@ class Settings(BaseSettings):
     def _prices_file(cls, value: Path | None) -> Path | None:
         if value is not None and not value.is_file():
             raise ValueError("no such file")
+        if value is not None:  # read now, not when a run first prices a call
+            from workers.llm.prices import PriceTable, PriceTableError
+
+            try:
+                PriceTable.load(value, builtin=None)
+            except PriceTableError as exc:
+                raise ValueError(str(exc)) from None
         return value
 
     @field_validator("log_level")
@@ -122,4 +129,5 @@ def _problem(err: dict[str, object]) -> str:
     field = str(err["loc"][0])  # type: ignore[index]
     name = field if field.startswith("OPENAI_") else f"LABRXIV_{field.upper()}"
     shown = "<hidden>" if "KEY" in name else repr(err.get("input"))
-    return f"{name}={shown}: {err['msg']}"
+    message = str(err["msg"]).removeprefix("Value error, ")  # pydantic's, for a ValueError
+    return f"{name}={shown}: {message}"

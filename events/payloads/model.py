@@ -35,9 +35,9 @@ class Usage(_Strict):
 class Price(_Strict):
     """Dollars per million tokens, frozen into the event from the price table used."""
 
-    input_per_mtok: float = Field(ge=0)
-    cached_input_per_mtok: float = Field(ge=0)
-    output_per_mtok: float = Field(ge=0)
+    input_per_mtok: float = Field(ge=0, allow_inf_nan=False)
+    cached_input_per_mtok: float = Field(ge=0, allow_inf_nan=False)
+    output_per_mtok: float = Field(ge=0, allow_inf_nan=False)
     source: str
     """Which price table and entry (e.g. `builtin:gpt-4o-mini` or a user file)."""
 

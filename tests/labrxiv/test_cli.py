@@ -288,6 +288,31 @@ def test_wrong_setting_names_the_variable(
     assert list(tmp_path.iterdir()) == []  # nothing was started
 
 
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        (b"[models.m]\ninput = inf\noutput = 1\n", "input: must be a finite number, not inf"),
+        (b"[models.m]\ninput = 1\noutput = -2\n", "output: must be at least 0, not -2"),
+        (b"\xff\xfe[models.m]\n", "not UTF-8"),
+    ],
+)
+def test_a_broken_price_table_stops_the_command_before_any_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: bytes, problem: str
+) -> None:
+    """Checked when the command starts, not when a run first prices a call: a run that
+    got there ended in an error, and an infinite price made every answer unrecordable."""
+    prices = tmp_path / "prices.toml"
+    prices.write_bytes(text)
+    (tmp_path / "data").mkdir()
+    monkeypatch.chdir(tmp_path)
+    command = ["campaign", "--task", "math-prompting", "--policy", "llm", "--model", "m"]
+    code, out = invoke(*command, LABRXIV_PRICES=str(prices), LABRXIV_DATA_DIR="data")
+    assert code == 2, out
+    assert "bad setting: LABRXIV_PRICES=" in said(out) and problem in said(out)
+    assert "Traceback" not in out and len(out.strip().splitlines()) <= 3
+    assert list((tmp_path / "data").iterdir()) == []  # nothing was started
+
+
 def test_worker_without_redis(tmp_path: Path) -> None:
     code, out = invoke("worker", LABRXIV_DATA_DIR=str(tmp_path))
     assert code == 2

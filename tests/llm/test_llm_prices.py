@@ -73,7 +73,10 @@ def test_a_user_pattern_wins_over_a_shipped_pattern(tmp_path: Path) -> None:
         ("[models.x]\ninput = 1\n", "missing 'output'"),
         ("[models.x]\ninput = 1\noutput = 1\ncost = 3\n", "unknown fields ['cost']"),
         ("[models.x]\npattern = '('\ninput = 1\noutput = 1\n", "models.'x'"),
-        ("[models.x]\ninput = -1\noutput = 1\n", "greater than or equal to 0"),
+        ("[models.x]\ninput = -1\noutput = 1\n", "input: must be at least 0, not -1"),
+        ("[models.x]\ninput = 1\noutput = 'abc'\n", "output: must be a number, not 'abc'"),
+        ("[models.x]\ninput = inf\noutput = 1\n", "input: must be a finite number, not inf"),
+        ("[models.x]\ninput = 1\noutput = 1\ncached_input = nan\n", "cached_input: must"),
         ("[models\n", "cannot read"),
     ],
 )
@@ -81,6 +84,14 @@ def test_a_broken_user_file_names_the_problem(tmp_path: Path, text: str, problem
     with pytest.raises(PriceTableError, match="prices.toml") as raised:
         PriceTable.load(write(tmp_path, text))
     assert problem in str(raised.value)
+    assert "\n" not in str(raised.value), "one line"
+
+
+def test_a_user_file_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "prices.toml"
+    path.write_bytes(b"\xff\xfe[models.x]\n")
+    with pytest.raises(PriceTableError, match="prices.toml.*not UTF-8"):
+        PriceTable.load(path)
 
 
 def test_a_missing_user_file_is_an_error_not_a_silent_default(tmp_path: Path) -> None:

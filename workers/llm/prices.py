@@ -6,6 +6,7 @@ reasoning tokens part of the output tokens, so each token is priced once (langfu
 #5312, #10592 double-counted cached tokens).
 """
 
+import math
 import re
 import tomllib
 from dataclasses import dataclass
@@ -82,9 +83,17 @@ def cost_usd(usage: Usage, price: Price) -> float:
     return round(dollars, 12)
 
 
+FIELDS = ("input", "cached_input", "output")
+"""A table entry's prices, in dollars per million tokens."""
+
+
 def _read(path: Path, origin: str) -> list[PriceEntry]:
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_bytes().decode())
+    except UnicodeDecodeError as exc:
+        raise PriceTableError(
+            f"cannot read the price table {path}: not UTF-8 text (byte {exc.start})"
+        ) from None
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise PriceTableError(f"cannot read the price table {path}: {exc}") from None
     models = data.get("models", {})
@@ -98,20 +107,37 @@ def _entry(path: Path, source: str, key: str, fields: Any) -> PriceEntry:
     where = f"{path}: models.{key!r}"
     if not isinstance(fields, dict):
         raise PriceTableError(f"{where} must be a table")
-    unknown = set(fields) - {"pattern", "input", "cached_input", "output"}
+    unknown = set(fields) - {"pattern", *FIELDS}
     if unknown:
         raise PriceTableError(f"{where}: unknown fields {sorted(unknown)}")
+    for name in ("input", "output"):
+        if name not in fields:
+            raise PriceTableError(f"{where}: missing {name!r}")
+    for name, value in fields.items():
+        if name in FIELDS and (problem := _price_problem(value)) is not None:
+            raise PriceTableError(f"{where}: {name}: {problem}, not {value!r}")
     try:
         pattern = re.compile(fields["pattern"]) if "pattern" in fields else None
-        price = Price(
-            input_per_mtok=fields["input"],
-            # A provider without a cache discount bills cached tokens as input tokens.
-            cached_input_per_mtok=fields.get("cached_input", fields["input"]),
-            output_per_mtok=fields["output"],
-            source=f"{source}:{key}",
-        )
-    except KeyError as exc:
-        raise PriceTableError(f"{where}: missing {exc.args[0]!r}") from None
-    except (re.error, ValueError) as exc:
-        raise PriceTableError(f"{where}: {exc}") from None
+    except (re.error, TypeError) as exc:
+        raise PriceTableError(f"{where}: pattern: {exc}") from None
+    price = Price(
+        input_per_mtok=fields["input"],
+        # A provider without a cache discount bills cached tokens as input tokens.
+        cached_input_per_mtok=fields.get("cached_input", fields["input"]),
+        output_per_mtok=fields["output"],
+        source=f"{source}:{key}",
+    )
     return PriceEntry(key, pattern, price)
+
+
+def _price_problem(value: object) -> str | None:
+    """Why `value` is not a price in dollars per million tokens (None: it is one).
+    An infinite or NaN price cannot be recorded (JSON has neither), so every answer
+    priced with it would be refused by the log after the provider billed it."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "must be a number"
+    if not math.isfinite(value):
+        return "must be a finite number"
+    if value < 0:
+        return "must be at least 0"
+    return None
