@@ -13,8 +13,9 @@ import typer
 from pydantic import ValidationError
 from rich.markup import escape
 
-from events.payloads import Budget, LlmConfig, ReviewConfig
+from events.payloads import LlmConfig, ReviewConfig
 from labrxiv.campaigns import CampaignOutcome, run_campaign
+from labrxiv.cli_checks import budget_or_exit, http_url_or_exit
 from labrxiv.console import make_console
 from labrxiv.interrupt import (
     EXIT_INTERRUPTED,
@@ -115,6 +116,13 @@ def campaign(
     settings: Settings = _settings()
     if stall_seconds is not None:
         settings = settings.model_copy(update={"stall_seconds": stall_seconds})
+    budget_or_exit(
+        attempts=attempts, wall_seconds=wall_seconds, tokens=tokens, dollars=dollars, steps=steps
+    )
+    campaign_budget = budget_or_exit(
+        "--campaign-", tokens=campaign_tokens, dollars=campaign_dollars
+    )
+    http_url_or_exit("--review-base-url", review_base_url)
     llm = None
     if policy == "llm":
         llm = _llm_config(model, phase_model, base_url, temperature, tool_protocol, context_tokens)
@@ -130,7 +138,7 @@ def campaign(
         tokens=tokens,
         dollars=dollars,
         steps=steps,
-        campaign_budget=Budget(tokens=campaign_tokens, dollars=campaign_dollars),
+        campaign_budget=campaign_budget,
         llm=llm,
         review=_review_config(
             review,
@@ -229,7 +237,7 @@ def _llm_config(
         return LlmConfig(
             model=model,
             phase_models=phases,  # type: ignore[arg-type]
-            base_url=base_url,
+            base_url=http_url_or_exit("--base-url", base_url),
             temperature=temperature,
             tool_protocol=tool_protocol,  # type: ignore[arg-type]
             context_tokens=context_tokens,

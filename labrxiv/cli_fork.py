@@ -5,8 +5,9 @@ stronger model have recovered from here?"."""
 import typer
 
 from events import EventStore
-from events.payloads import Budget, LlmConfig
+from events.payloads import LlmConfig
 from labrxiv.cli_campaign import check_task, console, require_sandbox
+from labrxiv.cli_checks import budget_or_exit, http_url_or_exit
 from labrxiv.cli_common import settings_or_exit
 from labrxiv.cli_errors import err
 from labrxiv.cli_resume import Watched, follow
@@ -53,12 +54,12 @@ def fork(
     check_task(settings, parent.task, chosen)
     llm = _llm(parent.llm, chosen, model, base_url, temperature)
     old = parent.budget
-    budget = Budget(
-        attempts=attempts or old.attempts,
-        tokens=tokens or old.tokens,
-        dollars=dollars or old.dollars,
-        steps=steps or old.steps,
-        wall_seconds=wall_seconds or old.wall_seconds,
+    budget = budget_or_exit(
+        attempts=old.attempts if attempts is None else attempts,
+        tokens=old.tokens if tokens is None else tokens,
+        dollars=old.dollars if dollars is None else dollars,
+        steps=old.steps if steps is None else steps,
+        wall_seconds=old.wall_seconds if wall_seconds is None else wall_seconds,
     )
     started = store.read_records(types=["campaign.started"], correlation=_campaign(store, stream))
     mode = started[0].payload["mode"] if started else "isolated"
@@ -103,7 +104,11 @@ def _llm(
     base = parent or LlmConfig(model=model or "")
     changes = {
         key: value
-        for key, value in (("model", model), ("base_url", base_url), ("temperature", temperature))
+        for key, value in (
+            ("model", model),
+            ("base_url", http_url_or_exit("--base-url", base_url)),
+            ("temperature", temperature),
+        )
         if value is not None
     }
     return base.model_copy(update=changes)

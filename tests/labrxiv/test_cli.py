@@ -313,6 +313,33 @@ def test_a_broken_price_table_stops_the_command_before_any_run(
     assert list((tmp_path / "data").iterdir()) == []  # nothing was started
 
 
+@pytest.mark.parametrize(
+    "option",
+    [
+        ["--dollars", "-1"],
+        ["--tokens", "0"],
+        ["--steps", "0"],
+        ["--wall-seconds", "-3"],
+        ["--campaign-dollars", "0"],
+        ["--campaign-tokens", "0"],
+        ["--base-url", "ftp://x"],
+        ["--review", "llm", "--review-base-url", "file:///x"],
+    ],
+)
+def test_a_wrong_budget_or_endpoint_is_one_line_before_any_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, option: list[str]
+) -> None:
+    (tmp_path / "data").mkdir()
+    monkeypatch.chdir(tmp_path)
+    command = ["campaign", "--task", "continual-digits", "--policy", "llm", "--model", "m"]
+    code, out = invoke(*command, "--labs", "1", *option, LABRXIV_DATA_DIR="data")
+    assert code == 2, out
+    assert said(out).startswith(f"{option[-2]} ") and "Traceback" not in out
+    assert "greater than" in out or "must start with http:// or https://" in out
+    assert len(out.strip().splitlines()) == 1, out
+    assert list((tmp_path / "data").iterdir()) == []  # nothing was started
+
+
 def test_worker_without_redis(tmp_path: Path) -> None:
     code, out = invoke("worker", LABRXIV_DATA_DIR=str(tmp_path))
     assert code == 2

@@ -96,6 +96,11 @@ def test_what_cannot_be_forked_is_one_line(parent: tuple[str, Path], cli: Cli) -
         (("fork", "run-nope", "--at", "1"), "no run"),
         (("fork", run, "--at", "999"), "has no step 999"),
         (("fork", run, "--at", "2", "--policy", "nope"), "not nope"),
+        (("fork", run, "--at", "2", "--dollars", "-1"), "--dollars -1.0: Input should be"),
+        (
+            ("fork", run, "--at", "2", "--policy", "llm", "--model", "m", "--base-url", "x"),
+            "--base-url 'x': must start",
+        ),
     ]:
         said = cli(*args, LABRXIV_DATA_DIR=str(data))
         assert said.code != 0 and words in said.text, said.out

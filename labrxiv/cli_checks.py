@@ -1,0 +1,32 @@
+"""Checks of command options that build event payloads: a wrong value is one line naming
+the option, and exit code 2, before anything is written."""
+
+import typer
+from pydantic import ValidationError
+
+from events.payloads import Budget
+from labrxiv.cli_errors import say_error
+
+
+def budget_or_exit(prefix: str = "--", **limits: float | None) -> Budget:
+    """A `Budget` of `limits` (its field names), each an option `prefix` + the field
+    name with dashes (`--dollars`, `--campaign-tokens`)."""
+    try:
+        return Budget(**limits)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            field = str(error["loc"][0])
+            option = prefix + field.replace("_", "-")
+            problems.append(f"{option} {limits.get(field)!r}: {error['msg']}")
+        say_error("; ".join(problems))
+        raise typer.Exit(2) from None
+
+
+def http_url_or_exit(option: str, value: str | None) -> str | None:
+    """`value`, an endpoint's URL, or exit 2 where it is not http(s) (as
+    `OPENAI_BASE_URL` is checked)."""
+    if value is not None and not value.startswith(("http://", "https://")):
+        say_error(f"{option} {value!r}: must start with http:// or https://")
+        raise typer.Exit(2)
+    return value
