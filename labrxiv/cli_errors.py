@@ -8,6 +8,7 @@ bug and keeps its traceback.
 """
 
 import errno
+from pathlib import Path
 
 import typer
 from rich.markup import escape
@@ -39,10 +40,12 @@ def explain(exc: BaseException) -> str | None:
         reached = not (exc.connection_invalidated or _is_connect(exc))
         return f"cannot {'use' if reached else 'reach'} the database {_database()}: {reason}"
     if isinstance(exc, OSError) and exc.filename and exc.errno in CANNOT_WRITE:
-        return (
-            f"cannot write {exc.filename}: {exc.strerror}; "
-            "set LABRXIV_DATA_DIR to a folder you can write"
-        )
+        told = f"cannot write {exc.filename}: {exc.strerror}"
+        if _in_data_dir(str(exc.filename)):
+            return f"{told}; set LABRXIV_DATA_DIR to a folder you can write"
+        return told  # a path the command was given (--out): the option names it
+    if isinstance(exc, FileNotFoundError) and exc.filename:
+        return f"cannot open {exc.filename}: {exc.strerror}"
     if _is_broker(exc):
         return f"cannot reach Redis at {_redis()}: {exc}"
     return None
@@ -77,6 +80,18 @@ def _is_broker(exc: BaseException) -> bool:
     except ImportError:  # pragma: no cover - both come with celery
         return False
     return isinstance(exc, redis.ConnectionError | kombu.exceptions.OperationalError)
+
+
+def _in_data_dir(path: str) -> bool:
+    """Whether `path` is the data folder or inside it (or the setting cannot be read)."""
+    from labrxiv.settings import SettingsError, load_settings
+
+    try:
+        data = load_settings().data_dir.resolve()
+    except SettingsError:
+        return True
+    found = Path(path).resolve()
+    return found == data or data in found.parents or found in data.parents
 
 
 def _database() -> str:

@@ -297,6 +297,13 @@ def test_unparsable_card_names_the_toml_error(bundle_copy: MakeCopy) -> None:
     assert "line 6" in problem
 
 
+def test_a_card_that_is_not_utf8_is_named(bundle_copy: MakeCopy) -> None:
+    folder = bundle_copy()
+    (folder / "task.toml").write_bytes(b"\xff\xfe\x00bad")
+    (problem,) = validate_bundle(folder)
+    assert problem == "task.toml: not valid TOML: not UTF-8 text (byte 0)"
+
+
 def test_search_space_keys_must_be_starter_config_keys(bundle_copy: MakeCopy) -> None:
     folder = bundle_copy()
     edit_card(folder, "[search_space]\n", "[search_space]\nmomentum = [0.0, 0.9]\n")

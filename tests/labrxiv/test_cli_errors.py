@@ -116,6 +116,24 @@ def test_an_unwritable_data_folder_is_named(workdir: Path, cli: Cli) -> None:
         assert "cannot write taken/data" in line and "LABRXIV_DATA_DIR" in line
 
 
+@pytest.mark.parametrize(
+    ("command", "told"),
+    [
+        (["curves", "--out", "afile/plots"], "cannot write afile/plots: Not a directory"),
+        (["export", "preferences", "-o", "gone/p.jsonl"], "cannot open gone/p.jsonl: No such file"),
+    ],
+)
+def test_an_output_path_that_cannot_be_written_is_named(
+    two_campaigns: EventStore, workdir: Path, cli: Cli, command: list[str], told: str
+) -> None:
+    """The option's path is named, not the data folder (which is fine)."""
+    (workdir / "afile").write_text("a file, not a folder")
+    said = cli(*command)
+    assert said.code == 1, said.out
+    line = one_line(said)
+    assert told in line and "LABRXIV_DATA_DIR" not in line
+
+
 @pytest.mark.timeout(120)
 def test_a_worker_whose_redis_does_not_answer_stops_at_once(
     tmp_path: Path, closed_port: int

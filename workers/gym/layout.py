@@ -21,9 +21,14 @@ OUTPUTS = "outputs"
 
 
 def read_card(bundle: Path) -> dict[str, Any]:
-    """The raw TOML of the bundle's card; raises OSError or `tomllib.TOMLDecodeError`."""
-    with (Path(bundle) / CARD_FILE).open("rb") as file:
-        return tomllib.load(file)
+    """The raw TOML of the bundle's card; raises OSError or `tomllib.TOMLDecodeError`
+    (text that is not UTF-8 too: TOML is UTF-8)."""
+    data = (Path(bundle) / CARD_FILE).read_bytes()
+    try:
+        text = data.decode()
+    except UnicodeDecodeError as exc:
+        raise tomllib.TOMLDecodeError(f"not UTF-8 text (byte {exc.start})") from None
+    return tomllib.loads(text)
 
 
 def with_interpreter(argv: list[str]) -> list[str]:
