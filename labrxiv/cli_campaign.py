@@ -30,6 +30,7 @@ from workers.errors import BundleError
 from workers.gym.registry import find_bundle
 from workers.lab.campaign import CampaignPlan
 from workers.lab.lease import Leases
+from workers.lab.policies import policy_names
 from workers.reactions import REACTIONS
 from workers.reactor import Reactor
 from workers.sandbox.base import SandboxUnavailable
@@ -209,10 +210,15 @@ def check_task(settings: Settings, task: str, policy: str, hint: str = "") -> No
     except BundleError as exc:
         console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
         raise typer.Exit(2) from None
+    known = policy_names()
+    if policy not in known:
+        console.print(f"[red]no policy {policy!r} (known: {', '.join(known)})[/]", soft_wrap=True)
+        raise typer.Exit(2)
     if policy not in card.policies:
-        supported = ", ".join(card.policies)
+        supported = " and ".join(card.policies)
+        kind = "policy" if len(card.policies) == 1 else "policies"
         console.print(
-            f"[red]task {task} supports the {supported} policy, not {policy}{escape(hint)}[/]",
+            f"[red]task {task} is for the {supported} {kind}, not {policy}{escape(hint)}[/]",
             soft_wrap=True,
         )
         raise typer.Exit(2)

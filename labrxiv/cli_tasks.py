@@ -12,7 +12,7 @@ from labrxiv.console import make_console
 from workers.errors import BundleError
 from workers.gym.bundle import Bundle, load_bundle, validate_bundle
 from workers.gym.registry import bundle_dirs, find_bundle
-from workers.lab.policies import policy_names
+from workers.lab.policies import policy_needs
 
 tasks_app = typer.Typer(help="Research task bundles: list, show, validate.", no_args_is_help=True)
 console = make_console()
@@ -131,7 +131,7 @@ def tasks_validate(
 ) -> None:
     """Check a bundle folder: print every problem and exit 1, or print ok. With --run,
     then run it once and print each check: exit 1 if one failed, 2 if it cannot run here."""
-    problems = validate_bundle(path, policies=policy_names())
+    problems = validate_bundle(path, policies=policy_needs())
     if problems:
         console.print(f"[red]{len(problems)} problem(s) in {escape(str(path))}:[/]", soft_wrap=True)
         for problem in problems:

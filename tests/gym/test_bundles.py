@@ -18,6 +18,7 @@ import pytest
 from workers.errors import BundleError
 from workers.gym.bundle import Bundle, load_bundle, validate_bundle
 from workers.gym.registry import builtin_gym_dir, bundle_dirs, find_bundle
+from workers.lab.policies import policy_needs
 
 BUILTIN = bundle_dirs()
 """Every built-in bundle by id: tests parametrized over it cover each new task."""
@@ -295,6 +296,25 @@ def test_unparsable_card_names_the_toml_error(bundle_copy: MakeCopy) -> None:
     (problem,) = validate_bundle(folder)
     assert problem.startswith("task.toml: not valid TOML: ")
     assert "line 6" in problem
+
+
+def test_a_cards_policies_are_checked_against_the_registry(bundle_copy: MakeCopy) -> None:
+    known = policy_needs()
+    folder = bundle_copy()
+    edit_card(folder, 'policies = ["search", "llm"]', "policies = []")
+    (problem,) = validate_bundle(folder, known)
+    assert problem.startswith("task.toml: policies: List should have at least 1 item")
+    edit_card(folder, "policies = []", 'policies = ["llm", "gpt-agent"]')
+    assert validate_bundle(folder, known) == [
+        "task.toml: policies: no policy 'gpt-agent' (known: llm, search)"
+    ]
+    card = (folder / "task.toml").read_text()
+    no_space = card.replace('policies = ["llm", "gpt-agent"]', 'policies = ["search"]')
+    (folder / "task.toml").write_text(no_space[: no_space.index("[search_space]")])
+    assert validate_bundle(folder, known) == [
+        "task.toml: policies: 'search' needs a search_space (the parameters it may set)"
+    ]
+    assert validate_bundle(folder) == [], "without the registry, the card alone is valid"
 
 
 def test_a_card_that_is_not_utf8_is_named(bundle_copy: MakeCopy) -> None:

@@ -340,6 +340,17 @@ def test_a_wrong_budget_or_endpoint_is_one_line_before_any_run(
     assert list((tmp_path / "data").iterdir()) == []  # nothing was started
 
 
+def test_a_policy_is_named_against_the_registry_and_the_task(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "data").mkdir()
+    monkeypatch.chdir(tmp_path)
+    code, out = invoke("campaign", "--task", "continual-digits", "--policy", "foo")
+    assert code == 2 and said(out) == "no policy 'foo' (known: llm, search)", out
+    code, out = invoke("campaign", "--task", "math-prompting", "--policy", "search")
+    assert code == 2 and said(out) == "task math-prompting is for the llm policy, not search", out
+
+
 def test_worker_without_redis(tmp_path: Path) -> None:
     code, out = invoke("worker", LABRXIV_DATA_DIR=str(tmp_path))
     assert code == 2

@@ -77,7 +77,7 @@ class TaskCard(_Strict):
     """The research goal, as a lab is told it."""
     primary: str
     """The subtask whose score is the run's score (best-so-far curves use it)."""
-    policies: list[PolicyName] = Field(default_factory=lambda: ["search", "llm"])
+    policies: list[PolicyName] = Field(default_factory=lambda: ["search", "llm"], min_length=1)
     """Which policies can work on the task."""
     subtasks: list[Subtask] = Field(min_length=1)
     budgets: Budgets = Budgets()

@@ -8,7 +8,7 @@ import hashlib
 import json
 import shlex
 import tomllib
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ def validate_bundle(path: Path, policies: Collection[str] = ()) -> list[str]:
     except (OSError, tomllib.TOMLDecodeError) as exc:
         return [f"{CARD_FILE}: not valid TOML: {exc}", *_check_folders(path, {})]
     return [
-        *_check_card(raw),
+        *_check_card(raw, policies),
         *_check_policies(raw, policies),
         *_check_id(raw, path),
         *_check_folders(path, raw),
@@ -47,22 +47,47 @@ def validate_bundle(path: Path, policies: Collection[str] = ()) -> list[str]:
 
 
 def _check_policies(raw: dict[str, Any], known: Collection[str]) -> list[str]:
-    """Policies the card names that no worker has (checked when `known` is given)."""
+    """Policies the card names that no worker has, and sections a named policy needs
+    that the card leaves empty (checked when `known` is given: names, or a mapping of
+    names to the sections each needs, `workers.lab.policies.policy_needs`)."""
     named = raw.get("policies")
     if not known or not isinstance(named, list):
         return []
-    return [
-        f"{CARD_FILE}: policies: no policy {name!r} (known: {', '.join(sorted(known))})"
-        for name in named
-        if isinstance(name, str) and name not in known
-    ]
+    needs: Mapping[str, Collection[str]] = known if isinstance(known, Mapping) else {}
+    problems = []
+    for name in named:
+        if not isinstance(name, str):
+            continue
+        if name not in known:
+            listed = ", ".join(sorted(known))
+            problems.append(f"{CARD_FILE}: policies: no policy {name!r} (known: {listed})")
+            continue
+        problems += [
+            f"{CARD_FILE}: policies: {name!r} needs a {section}{_WHY.get(section, '')}"
+            for section in needs.get(name, ())
+            if not raw.get(section)
+        ]
+    return problems
 
 
-def _check_card(raw: dict[str, Any]) -> list[str]:
+_WHY = {"search_space": " (the parameters it may set)"}
+"""What a section a policy needs holds, as a problem line says it."""
+
+
+def _unknown_policy_error(raw: dict[str, Any], known: Collection[str], error: Any) -> bool:
+    """Whether `error` is about a policy name the registry check names (its pattern)."""
+    loc = error["loc"]
+    if not known or len(loc) != 2 or loc[0] != "policies" or not isinstance(loc[1], int):
+        return False
+    named = raw.get("policies")
+    return isinstance(named, list) and named[loc[1]] not in known
+
+
+def _check_card(raw: dict[str, Any], policies: Collection[str] = ()) -> list[str]:
     try:
         TaskCard.model_validate(raw)
     except ValidationError as exc:
-        errors = exc.errors()
+        errors = [e for e in exc.errors() if not _unknown_policy_error(raw, policies, e)]
         problems = [_field_problem(error) for error in errors]
         if all(error["loc"] for error in errors):
             # The card's cross-field validator only runs once every field is valid.

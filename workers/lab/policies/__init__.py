@@ -12,7 +12,7 @@ from functools import cache
 
 from workers.lab.policies.base import Policy, StepInput, StepOutcome
 
-__all__ = ["Policy", "StepInput", "StepOutcome", "new_policies", "policy_names"]
+__all__ = ["Policy", "StepInput", "StepOutcome", "new_policies", "policy_names", "policy_needs"]
 
 
 @cache
@@ -34,6 +34,11 @@ def _classes() -> dict[str, type[Policy]]:
 def policy_names() -> list[str]:
     """The names of every policy found, sorted."""
     return sorted(_classes())
+
+
+def policy_needs() -> dict[str, tuple[str, ...]]:
+    """Every policy found, by name, with the task card sections it needs (`card_needs`)."""
+    return {name: tuple(getattr(cls, "card_needs", ())) for name, cls in _classes().items()}
 
 
 def new_policies() -> dict[str, Policy]:

@@ -56,6 +56,9 @@ class Policy(Protocol):
 
     name: ClassVar[str]
     """The name runs and task cards use (`RunStarted.policy`, `policies` of a card)."""
+    card_needs: ClassVar[tuple[str, ...]]
+    """The task card's sections it reads, which a card that names it must fill
+    (`search_space` for `search`); `labrxiv tasks validate` checks them."""
 
     def step(self, step: StepInput) -> StepOutcome:
         """The events of the run's next step and the blobs they reference."""

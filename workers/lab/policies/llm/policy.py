@@ -11,6 +11,7 @@ class LlmPolicy:
     """Any OpenAI-compatible model, through the gateway, in explicit research phases."""
 
     name = "llm"
+    card_needs = ()
 
     def __init__(self) -> None:
         self.sizes = ExchangeSizes()

@@ -54,6 +54,7 @@ class SearchPolicy:
     """Local search over the task's search space, reading and writing the archive."""
 
     name = "search"
+    card_needs = ("search_space",)
 
     def __init__(self) -> None:
         self._memories = Memories()
