@@ -36,6 +36,7 @@ from labrxiv.console import make_console
 from labrxiv.errors import CannotWrite, NotFound
 from labrxiv.html_report import page
 from labrxiv.lookup import campaign_ids, pick, resolve_run
+from labrxiv.money import dollars_text
 from projections.analysis_models import analysis_from_models
 
 console = make_console()
@@ -248,7 +249,7 @@ def _behaviour_table(b: Behaviour) -> Table:
             f"tools {_seconds(t.tools_s)}, model {_seconds(t.model_s)}, idle {_seconds(t.idle_s)}"
             + _top(t.by_tool_s, _seconds),
         ),
-        ("money", _money(m.dollars, m.unknown_cost) + _costs("by phase", m.by_phase)),
+        ("money", dollars_text(m.dollars, m.unknown_cost) + _costs("by phase", m.by_phase)),
         ("money by model", _costs("", m.by_model).lstrip("; ") or "-"),
         ("useful window", _useful(u.best, u.best_attempt, u.best_step, u.best_at_s, u.after_share)),
     ]
@@ -313,7 +314,7 @@ def _campaign_table(campaign: str, c: CampaignBehaviour) -> Table:
             "time",
             f"tools {_seconds(c.tools_s)}, model {_seconds(c.model_s)}, idle {_seconds(c.idle_s)}",
         ),
-        ("money", _money(c.dollars, c.unknown_cost) + _costs("by phase", c.money_by_phase)),
+        ("money", dollars_text(c.dollars, c.unknown_cost) + _costs("by phase", c.money_by_phase)),
         (
             "best score",
             f"{_num(c.best, 3)} ({c.scored_runs} runs scored; median share of a run after "
@@ -342,7 +343,7 @@ def _comparison_table(runs: tuple[RunAnalysis, ...], compared: Across) -> Table:
             _num(r.per_hour),
             _seconds(r.duration_s),
             str(r.tokens),
-            _money(r.dollars, r.unknown_cost),
+            dollars_text(r.dollars, r.unknown_cost),
             _share(r.best_after_share),
             *([verdicts.get(r.run, "")] if verdicts else []),
         )
@@ -386,17 +387,13 @@ def _useful(
 
 
 def _costs(label: str, costs: dict[str, Cost]) -> str:
-    parts = [f"{k} ${c.dollars:.4f}" for k, c in costs.items()]
+    parts = [f"{k} {dollars_text(c.dollars, c.unknown_cost)}" for k, c in costs.items()]
     return f"; {label} " + ", ".join(parts) if parts else ""
 
 
 def _top(values: Mapping[str, float], fmt: Callable[[float], str]) -> str:
     shown = [f"{k} {fmt(v)}" for k, v in list(values.items())[:6]]
     return "; " + ", ".join(shown) if shown else ""
-
-
-def _money(dollars: float, unknown: int) -> str:
-    return f"${dollars:.4f}" + (f" + {unknown} of unknown cost" if unknown else "")
 
 
 def _num(value: float | None, digits: int = 1) -> str:

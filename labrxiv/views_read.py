@@ -11,6 +11,7 @@ from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
+from labrxiv.money import dollars_cell
 from projections.archive import PaperDetail, PaperSummary
 from projections.archive_search import ClaimedPaper, SearchHit
 from projections.ledger import LedgerTotals
@@ -226,7 +227,7 @@ def ledger_table(
             f"{t.output_tokens:,}",
             f"{t.reasoning_tokens:,}",
             f"{t.tokens:,}",
-            f"{t.dollars:.4f}",
+            dollars_cell(t.dollars, t.unknown_cost_calls),
             str(t.unknown_cost_calls),
         )
     return table

@@ -402,7 +402,7 @@ def _ledger_metrics(conn: Connection, bounds: Bounds) -> list[Metric]:
         func.count(),
         func.max(c.position),
         *(func.coalesce(func.sum(getattr(c, col)), 0) for col in TOKEN_KINDS.values()),
-        func.coalesce(func.sum(_known_cost()), 0),
+        func.sum(_known_cost()),  # NULL where no call of the group has a known cost
         func.sum(unknown),
     ).group_by(c.kind, c.tool, c.lab, c.model, c.status, c.phase)
     groups = [tuple(row) for row in conn.execute(query)]
@@ -424,7 +424,8 @@ def _ledger_metrics(conn: Connection, bounds: Bounds) -> list[Metric]:
             _add(calls, (model_label, OUTCOMES.get(status, NONE)), count)
         for kind_label, value in zip(TOKEN_KINDS, sums[:4], strict=True):
             _add(tokens, (model_label, kind_label), int(value))
-        _add(dollars, (model_label, lab_label), float(sums[4]))
+        if sums[4] is not None:  # a model with no known cost has no dollars series, not 0
+            _add(dollars, (model_label, lab_label), float(sums[4]))
         _add(unknown_cost, (model_label, lab_label), int(sums[5]))
     return [
         _counter(

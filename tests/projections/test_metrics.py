@@ -92,6 +92,10 @@ def test_figures_are_the_read_models(store: EventStore) -> None:
     with store.engine.connect() as conn:
         query = select(func.count()).where(LEDGER.c.cost_known.is_(False))
         assert sum(unknown.values()) == conn.execute(query).scalar_one() > 0
+        # A model none of whose calls has a known cost has no dollars: not a series at 0.
+        priced = select(LEDGER.c.model, LEDGER.c.lab).where(LEDGER.c.cost_known.is_(True))
+        known = {(("lab", lab), ("model", model)) for model, lab in conn.execute(priced)}
+    assert set(dollars) == known and set(unknown) - known
     actions = of(found, "labrxiv_actions_total")
     assert actions[(("lab", "lab-b"), ("phase", "none"), ("tool", "bash"))] == 1
     assert actions[(("lab", "lab-s0"), ("phase", "none"), ("tool", "python"))] == 3
