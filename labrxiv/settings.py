@@ -16,7 +16,9 @@ class SettingsError(Exception):
 class Settings(BaseSettings):
     """How this labrxiv process finds its database and broker."""
 
-    model_config = SettingsConfigDict(env_prefix="LABRXIV_", extra="ignore", frozen=True)
+    model_config = SettingsConfigDict(
+        env_prefix="LABRXIV_", extra="ignore", frozen=True, allow_inf_nan=False
+    )
 
     data_dir: Path = Path(".labrxiv")
     """Where the embedded SQLite log and reports live."""

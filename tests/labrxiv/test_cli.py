@@ -274,6 +274,8 @@ def test_events_dead_and_status_show_what_the_recorder_rejected(tmp_path: Path) 
         ("LABRXIV_LOG_LEVEL", "loud"),
         ("LABRXIV_MAX_MESSAGE_BYTES", "12"),
         ("LABRXIV_GYM_PATH", "/data/tasks"),  # a JSON list, not a PATH-like string
+        ("LABRXIV_STALL_SECONDS", "inf"),
+        ("LABRXIV_LLM_TIMEOUT", "nan"),
     ],
 )
 @pytest.mark.parametrize("command", [["status"], ["demo"], ["events", "tail"], ["runs"]])
