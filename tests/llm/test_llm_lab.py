@@ -17,6 +17,7 @@ from labrxiv.settings import load_settings
 from labrxiv.wiring import Embedded, open_embedded
 from projections.ledger import LEDGER
 from workers.lab.campaign import CampaignPlan, start_campaign
+from workers.lab.policies.llm.step import IDLE_ANSWERS
 
 KEY = "sk-lab-test-key-0123456789abcdef"
 GOOD_CONFIG = json.dumps(
@@ -180,6 +181,21 @@ def test_a_model_that_keeps_failing_ends_the_run_with_a_reason(
     (events,) = _run(system, _plan())
     assert events[-1].payload.reason == "error"
     assert "failed 4 times" in events[-1].payload.detail
+
+
+def test_a_model_that_never_calls_a_tool_ends_its_run_with_a_reason(
+    system: Embedded, server: FakeServer
+) -> None:
+    """With no step, token, dollar or time budget, nothing else would end the run: the
+    model would be called without end (a wrong tool protocol, a model that only talks)."""
+    server.default = completion("I would rather just talk about it.", usage=usage(50, 10))
+    (events,) = _run(system, _plan())
+    answers = [e for e in events if e.type == "model.responded"]
+    assert len(answers) == IDLE_ANSWERS
+    assert events[-1].payload.reason == "error"
+    assert f"answered {IDLE_ANSWERS} times in a row without calling a tool" in (
+        events[-1].payload.detail
+    )
 
 
 def test_a_campaign_budget_ends_every_run_within_one_call(

@@ -113,6 +113,25 @@ def _reviews_note(revising: Revise) -> str:
     )
 
 
+IDLE_ANSWERS = 20
+"""Answers in a row without a tool call that end a run in error. A model that never
+calls one (a tool protocol it does not follow, an endpoint that only talks) was called
+without end by a run with no step, token, dollar or time budget."""
+
+
+def _answers_without_tools(state: RunState) -> int:
+    """The model's latest answers, back to the last that called a tool (phase
+    instructions between them do not count)."""
+    idle = 0
+    for exchange in reversed(state.exchanges):
+        if exchange.answer is None:
+            continue
+        if exchange.results:
+            break
+        idle += 1
+    return idle
+
+
 def _ahead(state: RunState, payloads: list[Payload]) -> RunState:
     return ahead(state, payloads, utcnow())
 
@@ -129,6 +148,13 @@ def _answered(step: LlmStep, seen: RunState, pending: dict[str, bytes]) -> Out:
     phase = seen.phase_at_call.get(last.call_id)
     reply = reply_of(last, phase, config.tool_protocol, _blob(step.store, pending))
     if not reply.tool_calls:
+        idle = _answers_without_tools(seen)
+        if idle >= IDLE_ANSWERS:
+            detail = (
+                f"the model answered {idle} times in a row without calling a tool "
+                f"(tool protocol {config.tool_protocol}: does the model support it?)"
+            )
+            return [RunFinished(reason="error", detail=detail)], {}
         return _new_call(step, seen, pending)
     ran, blobs = _run_tools(step, seen, reply, phase)
     if any(p.type in ("run.finished", "review.awaited") for p in ran):
