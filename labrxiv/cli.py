@@ -231,10 +231,9 @@ def rebuild(
     ),
 ) -> None:
     """Drop every read model and replay the log from position 0."""
-    from labrxiv.wiring import open_runner
     from projections.parallel import OneWriter
 
-    runner = open_runner(_settings())
+    runner = read_runner()  # the log there is: a rebuild never starts a new, empty one
     started = time.perf_counter()
     try:
         rebuilt = runner.rebuild(jobs)
