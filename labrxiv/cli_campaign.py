@@ -30,7 +30,7 @@ from workers.errors import BundleError
 from workers.gym.registry import find_bundle
 from workers.lab.campaign import CampaignPlan
 from workers.lab.lease import Leases
-from workers.lab.policies import policy_names
+from workers.lab.policies import policy_needs
 from workers.reactions import REACTIONS
 from workers.reactor import Reactor
 from workers.sandbox.base import SandboxUnavailable
@@ -210,7 +210,8 @@ def check_task(settings: Settings, task: str, policy: str, hint: str = "") -> No
     except BundleError as exc:
         console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
         raise typer.Exit(2) from None
-    known = policy_names()
+    needs = policy_needs()
+    known = sorted(needs)
     if policy not in known:
         console.print(f"[red]no policy {policy!r} (known: {', '.join(known)})[/]", soft_wrap=True)
         raise typer.Exit(2)
@@ -219,6 +220,14 @@ def check_task(settings: Settings, task: str, policy: str, hint: str = "") -> No
         kind = "policy" if len(card.policies) == 1 else "policies"
         console.print(
             f"[red]task {task} is for the {supported} {kind}, not {policy}{escape(hint)}[/]",
+            soft_wrap=True,
+        )
+        raise typer.Exit(2)
+    lacking = [section for section in needs[policy] if not getattr(card, section, None)]
+    if lacking:
+        console.print(
+            f"[red]task {task}: policy {policy!r} needs a {', '.join(lacking)} in its card "
+            f"(labrxiv tasks validate names every problem)[/]",
             soft_wrap=True,
         )
         raise typer.Exit(2)

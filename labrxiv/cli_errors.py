@@ -44,8 +44,6 @@ def explain(exc: BaseException) -> str | None:
         if _in_data_dir(str(exc.filename)):
             return f"{told}; set LABRXIV_DATA_DIR to a folder you can write"
         return told  # a path the command was given (--out): the option names it
-    if isinstance(exc, FileNotFoundError) and exc.filename:
-        return f"cannot open {exc.filename}: {exc.strerror}"
     if _is_broker(exc):
         return f"cannot reach Redis at {_redis()}: {exc}"
     return None

@@ -9,6 +9,7 @@ import typer
 from labrxiv.cli_common import read_runner, settings_or_exit
 from labrxiv.cli_errors import say_error
 from labrxiv.console import make_console
+from labrxiv.errors import CannotWrite
 from labrxiv.lookup import resolve_campaign
 from labrxiv.wiring import gym_dirs
 from projections.preferences import preference_pairs
@@ -46,7 +47,10 @@ def export_preferences(
         pairs, why = preference_pairs(conn, prompt_of, campaign=campaign, task=task)
     lines = "".join(pair.model_dump_json() + "\n" for pair in pairs)
     if out is not None:
-        out.write_text(lines)
+        try:
+            out.write_text(lines)
+        except OSError as exc:
+            raise CannotWrite(f"cannot write {out}: {exc.strerror}") from None
     elif lines:
         typer.echo(lines, nl=False)
     if why is not None:

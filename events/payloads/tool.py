@@ -37,9 +37,10 @@ class ToolInvoked(Payload):
 
     type: Literal["tool.invoked"] = "tool.invoked"
     call_id: str
-    """Pairs this event with its `tool.returned`; unique in the run. An `llm` lab's is the
-    model server's id and the model call that asked for it: `call_1@12/1` (servers reuse
-    their ids from one answer to the next)."""
+    """Pairs this event with its `tool.returned`. An `llm` lab's is the model server's id
+    and the model call that asked for it, `call_1@12/1`, unique in the run (servers reuse
+    their ids from one answer to the next; runs recorded before labrxiv logged it so
+    have the server's id alone)."""
     tool: ToolName
     """The tool's name (bash, python, read_file, evaluate…)."""
     args: dict[str, JsonValue] = {}

@@ -315,6 +315,16 @@ def test_a_cards_policies_are_checked_against_the_registry(bundle_copy: MakeCopy
         "task.toml: policies: 'search' needs a search_space (the parameters it may set)"
     ]
     assert validate_bundle(folder) == [], "without the registry, the card alone is valid"
+    # A card that names no policies is for every one (search and llm) and so needs one too.
+    card = (folder / "task.toml").read_text()
+    (folder / "task.toml").write_text(card.replace('policies = ["search"]', ""))
+    assert validate_bundle(folder, known) == [
+        "task.toml: policies: 'search' needs a search_space (the parameters it may set)"
+    ]
+    for odd in ("[1]", "[{ a = 1 }]"):
+        (folder / "task.toml").write_text(card.replace('["search"]', odd))
+        (problem,) = validate_bundle(folder, known)
+        assert problem.startswith("task.toml: policies.0: Input should be a valid string")
 
 
 def test_a_card_that_is_not_utf8_is_named(bundle_copy: MakeCopy) -> None:

@@ -7,6 +7,7 @@ read the log then run on the log it left.
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -351,6 +352,14 @@ def test_a_policy_is_named_against_the_registry_and_the_task(
     assert code == 2 and said(out) == "no policy 'foo' (known: llm, search)", out
     code, out = invoke("campaign", "--task", "math-prompting", "--policy", "search")
     assert code == 2 and said(out) == "task math-prompting is for the llm policy, not search", out
+    # A bundle never validated, whose card names search but gives it nothing to search.
+    gym = tmp_path / "gym"
+    shutil.copytree(Path(__file__).parents[2] / "gym" / "continual-digits", gym / "bare")
+    card = (gym / "bare" / "task.toml").read_text()
+    card = card.replace('id = "continual-digits"', 'id = "bare"')
+    (gym / "bare" / "task.toml").write_text(card[: card.index("[search_space]")])
+    code, out = invoke("campaign", "--task", "bare", LABRXIV_GYM_PATH=f'["{gym}"]')
+    assert code == 2 and "task bare: policy 'search' needs a search_space" in said(out), out
 
 
 def test_worker_without_redis(tmp_path: Path) -> None:

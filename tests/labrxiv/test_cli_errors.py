@@ -121,7 +121,7 @@ def test_an_unwritable_data_folder_is_named(workdir: Path, cli: Cli) -> None:
     ("command", "told"),
     [
         (["curves", "--out", "afile/plots"], "cannot write afile/plots: Not a directory"),
-        (["export", "preferences", "-o", "gone/p.jsonl"], "cannot open gone/p.jsonl: No such file"),
+        (["export", "preferences", "-o", "gone/p.jsonl"], "cannot write gone/p.jsonl: No such"),
     ],
 )
 def test_an_output_path_that_cannot_be_written_is_named(

@@ -213,21 +213,34 @@ class FakeServer:
 def conversation_problem(body: Any) -> str | None:
     """Why OpenAI's API would refuse the messages of a chat-completion request, as far as
     tool calls go: each `tool` message must answer, by its `tool_call_id`, one of the
-    `tool_calls` of the assistant message before it."""
+    `tool_calls` of the assistant message before it, and each of those calls must be
+    answered before any other message."""
     if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
         return None
     asked: set[str] = set()
+    unanswered: set[str] = set()
     for number, message in enumerate(body["messages"]):
         if not isinstance(message, dict):
             continue
-        if message.get("role") == "assistant":
-            asked = {c.get("id") for c in message.get("tool_calls") or () if isinstance(c, dict)}
-        elif message.get("role") == "tool" and message.get("tool_call_id") not in asked:
+        role = message.get("role")
+        if role != "tool" and unanswered:
             return (
-                f"Invalid parameter: messages[{number}] with role 'tool' must be a response "
-                f"to a preceding message with 'tool_calls' (tool_call_id "
-                f"{message.get('tool_call_id')!r} is not one of {sorted(asked)})"
+                f"Invalid parameter: messages[{number}]: an assistant message with "
+                "'tool_calls' must be followed by tool messages responding to each "
+                "'tool_call_id'. The following tool_call_ids did not have response "
+                f"messages: {', '.join(sorted(unanswered))}"
             )
+        if role == "assistant":
+            asked = {c.get("id") for c in message.get("tool_calls") or () if isinstance(c, dict)}
+            unanswered = set(asked)
+        elif role == "tool":
+            if message.get("tool_call_id") not in asked:
+                return (
+                    f"Invalid parameter: messages[{number}] with role 'tool' must be a "
+                    f"response to a preceding message with 'tool_calls' (tool_call_id "
+                    f"{message.get('tool_call_id')!r} is not one of {sorted(asked)})"
+                )
+            unanswered.discard(message.get("tool_call_id"))
     return None
 
 

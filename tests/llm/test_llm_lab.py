@@ -124,6 +124,28 @@ def test_an_llm_lab_goes_through_its_phases_and_publishes_a_paper(
     }
 
 
+def test_calls_after_one_that_ends_the_turn_are_answered_not_run(
+    system: Embedded, server: FakeServer
+) -> None:
+    """An answer that changes phase and then asks for more: every call of it is answered
+    in the next request (the fake server refuses one that is not, as OpenAI's API does)."""
+    first, *rest = _cycle()
+    plan_and_more = completion(
+        tool_calls=[("next_phase", "{}"), ("bash", '{"command": "ls"}'), ("evaluate", "{}")],
+        usage=usage(100, 20),
+    )
+    server.queue(plan_and_more, *rest)
+    (events,) = _run(system, _plan())
+    assert events[-1].type == "run.finished" and events[-1].payload.reason == "done"
+    told = [e.payload for e in events if e.type == "tool.returned" and not e.payload.ran]
+    skipped = [p for p in told if p.preview.startswith("not run")]
+    assert [(p.tool, p.preview) for p in skipped] == [
+        ("bash", "not run: the run entered phase experiment before it"),
+        ("evaluate", "not run: the run entered phase experiment before it"),
+    ]
+    assert sum(e.type == "experiment.scored" for e in events) == 1, "the skipped one did not run"
+
+
 def test_the_ledger_equals_what_the_server_reported(system: Embedded, server: FakeServer) -> None:
     server.queue(*_cycle(tokens=(1000, 200)))
     _run(system, _plan())

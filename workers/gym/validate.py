@@ -50,7 +50,7 @@ def _check_policies(raw: dict[str, Any], known: Collection[str]) -> list[str]:
     """Policies the card names that no worker has, and sections a named policy needs
     that the card leaves empty (checked when `known` is given: names, or a mapping of
     names to the sections each needs, `workers.lab.policies.policy_needs`)."""
-    named = raw.get("policies")
+    named = raw.get("policies", DEFAULT_POLICIES)
     if not known or not isinstance(named, list):
         return []
     needs: Mapping[str, Collection[str]] = known if isinstance(known, Mapping) else {}
@@ -71,6 +71,8 @@ def _check_policies(raw: dict[str, Any], known: Collection[str]) -> list[str]:
 
 
 _WHY = {"search_space": " (the parameters it may set)"}
+DEFAULT_POLICIES = TaskCard.model_fields["policies"].get_default(call_default_factory=True)
+"""The policies of a card that names none."""
 """What a section a policy needs holds, as a problem line says it."""
 
 
@@ -80,7 +82,9 @@ def _unknown_policy_error(raw: dict[str, Any], known: Collection[str], error: An
     if not known or len(loc) != 2 or loc[0] != "policies" or not isinstance(loc[1], int):
         return False
     named = raw.get("policies")
-    return isinstance(named, list) and named[loc[1]] not in known
+    if not isinstance(named, list) or not isinstance(named[loc[1]], str):
+        return False
+    return named[loc[1]] not in known
 
 
 def _check_card(raw: dict[str, Any], policies: Collection[str] = ()) -> list[str]:

@@ -54,6 +54,8 @@ def logged_call_id(model_call_id: str, server_id: str, index: int | None = None)
     answer), and the ledger keys a tool call, and pairs its `tool.returned` with its
     `tool.invoked`, by id within the run: one row stood for all the calls of one id.
     `index`, the call's place in its answer, is added when the answer gave the id twice.
+    A recorded run's results are matched to its answers' calls by these ids each time
+    its conversation is rebuilt: this format must never change.
     """
     if len(server_id) > SERVER_ID_CHARS:
         digest = hashlib.sha256(server_id.encode()).hexdigest()[:16]

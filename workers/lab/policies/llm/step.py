@@ -16,7 +16,7 @@
 """
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from events import EventStore
@@ -43,6 +43,7 @@ from workers.lab.policies.llm.history import reply_of
 from workers.lab.policies.llm.truncation import ExchangeSizes
 from workers.lab.reviews import WAIT, Revise, review_round
 from workers.llm import Gateway, ModelRequest, Reply, driver
+from workers.llm.reply import ToolCall
 from workers.tools.invoke import invoke
 
 log = logging.getLogger(__name__)
@@ -120,13 +121,14 @@ without end by a run with no step, token, dollar or time budget."""
 
 
 def _answers_without_tools(state: RunState) -> int:
-    """The model's latest answers, back to the last that called a tool (phase
-    instructions between them do not count)."""
+    """The run's latest answers, back to the last that called a tool (phase instructions
+    between them do not count; nor do a fork's parent's, made for another model perhaps)."""
+    own = f"{state.stream}:"  # this run's requests (`_new_call`)
     idle = 0
     for exchange in reversed(state.exchanges):
         if exchange.answer is None:
             continue
-        if exchange.results:
+        if exchange.results or not exchange.answer.call_id.startswith(own):
             break
         idle += 1
     return idle
@@ -180,7 +182,8 @@ def _run_tools(step: LlmStep, state: RunState, reply: Reply, phase: str | None) 
     blobs: dict[str, bytes] = {}
     papers = len(state.papers)
     attempts = len(state.attempts)
-    for call in reply.tool_calls:
+    for index, call in enumerate(reply.tool_calls):
+        later = reply.tool_calls[index + 1 :]
         if call.problem is not None:
             payloads += _told(
                 call.id, call.name, {"raw": call.raw_arguments}, f"error: {call.problem}"
@@ -190,6 +193,7 @@ def _run_tools(step: LlmStep, state: RunState, reply: Reply, phase: str | None) 
         if call.name == phases.NEXT_PHASE:
             following = phases.after(phase or "plan", state.started.reads_archive)  # type: ignore[arg-type]
             payloads += _told(call.id, call.name, arguments, f"entering phase {following}")
+            payloads += _not_run(later, f"the run entered phase {following} before it")
             payloads.append(PhaseEntered(phase=following))
             break
         if call.name == "evaluate":
@@ -211,18 +215,32 @@ def _run_tools(step: LlmStep, state: RunState, reply: Reply, phase: str | None) 
             if papers >= state.started.papers:
                 revised = sum(p.revises is not None for p in [*state.papers, *submitted])
                 if revised < state.started.review_rounds:  # its reviews may be answered
+                    payloads += _not_run(later, "the paper before it was submitted for review")
                     payloads.append(ReviewAwaited(paper_id=submitted[-1].paper_id))
                     return payloads, blobs
                 payloads.append(RunFinished(reason="done", detail=f"{papers} papers submitted"))
                 return payloads, blobs
-            payloads.append(
-                PhaseEntered(phase=phases.after("writeup", state.started.reads_archive))
-            )
+            following = phases.after("writeup", state.started.reads_archive)
+            payloads += _not_run(later, f"the paper was submitted and the run entered {following}")
+            payloads.append(PhaseEntered(phase=following))
             break
         if outcome.finish:
             payloads.append(RunFinished(reason="done", detail=outcome.output[:500]))
             return payloads, blobs
     return payloads, blobs
+
+
+def _not_run(calls: Sequence[ToolCall], why: str) -> list[Payload]:
+    """Results for the calls an answer made after one that ended its turn. Every call of
+    an answer must be answered in the conversation: OpenAI's API refuses one that is not
+    ("tool_call_ids did not have response messages")."""
+    return [
+        payload
+        for call in calls
+        for payload in _told(
+            call.id, call.name, call.arguments or {"raw": call.raw_arguments}, f"not run: {why}"
+        )
+    ]
 
 
 def _told(call_id: str, tool: str, args: dict[str, object], message: str) -> list[Payload]:
