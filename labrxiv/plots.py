@@ -218,13 +218,16 @@ def _efficiency(points: Sequence[CurvePoint], axis: Axis, by: LineBy, many: bool
         case "no points", False:
             empty = "No attempt has been scored yet"
         case "no points", True:
-            empty = f"Every run here made model calls of unknown price ({calls} calls)"
+            empty = (
+                f"Every run here made model calls of unknown price ({calls} calls up to "
+                "its last scored attempt)"
+            )
         case "all zero", False:
             empty = axis.all_zero
         case "all zero", True:
             empty = (
                 f"The runs of known cost spent no model dollars, and {names} made {calls} "
-                "model calls of unknown price"
+                "model calls of unknown price up to their last scored attempt"
             )
     drawing = _Drawing(axis.file, axis.title, axis.label, {}, {}, empty)
     if empty is not None:
@@ -239,7 +242,8 @@ def _efficiency(points: Sequence[CurvePoint], axis: Axis, by: LineBy, many: bool
     if unknown:
         caveat = (
             f"Left out of {axis.title}: {names}, whose runs made {calls} model calls "
-            "of unknown price, so their dollars are not known."
+            "of unknown price up to their last scored attempt (the ledger counts them "
+            "all), so their dollars are not known."
         )
     return replace(drawing, lines=dict(lines), labels=labels, caveat=caveat)
 

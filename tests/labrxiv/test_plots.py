@@ -138,7 +138,8 @@ def test_runs_of_unknown_cost_are_left_out_of_the_cost_plot(tmp_path: Path) -> N
     assert cost.drawn and (tmp_path / "best_vs_cost.png").is_file()
     assert cost.note == (
         "Left out of best score against cost: lab-b, whose runs made 2 model calls of "
-        "unknown price, so their dollars are not known."
+        "unknown price up to their last scored attempt (the ledger counts them all), so "
+        "their dollars are not known."
     )
     assert cost.markdown().endswith(cost.note)
     assert plots["best_vs_tokens.png"].note is None, "tokens of unknown price still count"
@@ -149,7 +150,8 @@ def test_cost_plot_left_out_when_no_run_has_a_known_cost(tmp_path: Path) -> None
     cost = by_file(report_curves(points, PAPERS, tmp_path))["best_vs_cost.png"]
     assert not cost.drawn and not (tmp_path / "best_vs_cost.png").exists()
     assert cost.note == (
-        "Every run here made model calls of unknown price (3 calls), so best score "
+        "Every run here made model calls of unknown price (3 calls up to its last scored "
+        "attempt), so best score "
         "against cost is not drawn."
     )
 
