@@ -205,17 +205,26 @@ def test_a_model_that_keeps_failing_ends_the_run_with_a_reason(
     assert "failed 4 times" in events[-1].payload.detail
 
 
-def test_a_model_that_never_calls_a_tool_ends_its_run_with_a_reason(
-    system: Embedded, server: FakeServer
+@pytest.mark.parametrize(
+    "answer",
+    [
+        completion("I would rather just talk about it.", usage=usage(50, 10)),
+        completion(tool_calls=[("teleport", "{}")], usage=usage(50, 10)),
+        completion(tool_calls=[("bash", "{not json")], usage=usage(50, 10)),
+    ],
+    ids=["talks", "unknown tool", "bad arguments"],
+)
+def test_a_model_that_never_runs_a_tool_ends_its_run_with_a_reason(
+    system: Embedded, server: FakeServer, answer: Scripted
 ) -> None:
     """With no step, token, dollar or time budget, nothing else would end the run: the
     model would be called without end (a wrong tool protocol, a model that only talks)."""
-    server.default = completion("I would rather just talk about it.", usage=usage(50, 10))
+    server.default = answer
     (events,) = _run(system, _plan())
     answers = [e for e in events if e.type == "model.responded"]
     assert len(answers) == IDLE_ANSWERS
     assert events[-1].payload.reason == "error"
-    assert f"answered {IDLE_ANSWERS} times in a row without calling a tool" in (
+    assert f"answered {IDLE_ANSWERS} times in a row without running a tool" in (
         events[-1].payload.detail
     )
 

@@ -115,20 +115,24 @@ def _reviews_note(revising: Revise) -> str:
 
 
 IDLE_ANSWERS = 20
-"""Answers in a row without a tool call that end a run in error. A model that never
-calls one (a tool protocol it does not follow, an endpoint that only talks) was called
-without end by a run with no step, token, dollar or time budget."""
+"""Answers in a row that ran no tool and end a run in error. A model that never calls
+one (a tool protocol it does not follow, an endpoint that only talks), or only calls
+tools that cannot run (unknown ones, arguments that are not JSON), was called without
+end by a run with no step, token, dollar or time budget."""
 
 
-def _answers_without_tools(state: RunState) -> int:
-    """The run's latest answers, back to the last that called a tool (phase instructions
-    between them do not count; nor do a fork's parent's, made for another model perhaps)."""
+def _idle_answers(state: RunState) -> int:
+    """The run's latest answers, back to the last whose calls ran a tool (phase
+    instructions between them do not count; nor do a fork's parent's, made for another
+    model perhaps)."""
     own = f"{state.stream}:"  # this run's requests (`_new_call`)
     idle = 0
     for exchange in reversed(state.exchanges):
         if exchange.answer is None:
             continue
-        if exchange.results or not exchange.answer.call_id.startswith(own):
+        if not exchange.answer.call_id.startswith(own):
+            break
+        if any(result.ran for result in exchange.results):
             break
         idle += 1
     return idle
@@ -150,13 +154,6 @@ def _answered(step: LlmStep, seen: RunState, pending: dict[str, bytes]) -> Out:
     phase = seen.phase_at_call.get(last.call_id)
     reply = reply_of(last, phase, config.tool_protocol, _blob(step.store, pending))
     if not reply.tool_calls:
-        idle = _answers_without_tools(seen)
-        if idle >= IDLE_ANSWERS:
-            detail = (
-                f"the model answered {idle} times in a row without calling a tool "
-                f"(tool protocol {config.tool_protocol}: does the model support it?)"
-            )
-            return [RunFinished(reason="error", detail=detail)], {}
         return _new_call(step, seen, pending)
     ran, blobs = _run_tools(step, seen, reply, phase)
     if any(p.type in ("run.finished", "review.awaited") for p in ran):
@@ -264,6 +261,13 @@ def _new_call(step: LlmStep, seen: RunState, pending: dict[str, bytes]) -> Out:
     `seen`: the run with this step's events so far (its spend counts them)."""
     config = seen.started.llm
     assert config is not None
+    idle = _idle_answers(seen)
+    if idle >= IDLE_ANSWERS:
+        detail = (
+            f"the model answered {idle} times in a row without running a tool "
+            f"(tool protocol {config.tool_protocol}: does the model follow it?)"
+        )
+        return [RunFinished(reason="error", detail=detail)], {}
     over = _over_model_budget(step, seen)
     if over is not None:
         return over, {}
