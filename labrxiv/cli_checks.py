@@ -6,6 +6,7 @@ from pydantic import ValidationError
 
 from events.payloads import Budget
 from labrxiv.cli_errors import say_error
+from labrxiv.settings import http_url_problem
 
 
 def budget_or_exit(prefix: str = "--", **limits: float | None) -> Budget:
@@ -24,9 +25,10 @@ def budget_or_exit(prefix: str = "--", **limits: float | None) -> Budget:
 
 
 def http_url_or_exit(option: str, value: str | None) -> str | None:
-    """`value`, an endpoint's URL, or exit 2 where it is not http(s) (as
-    `OPENAI_BASE_URL` is checked)."""
-    if value is not None and not value.startswith(("http://", "https://")):
-        say_error(f"{option} {value!r}: must start with http:// or https://")
+    """`value`, an endpoint's URL, or exit 2 where it is not one (as `OPENAI_BASE_URL`
+    is checked: `labrxiv.settings.http_url_problem`)."""
+    problem = None if value is None else http_url_problem(value)
+    if problem is not None:
+        say_error(f"{option} {value!r}: {problem}")
         raise typer.Exit(2)
     return value

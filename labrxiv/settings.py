@@ -73,8 +73,9 @@ class Settings(BaseSettings):
     @field_validator("openai_base_url")
     @classmethod
     def _http_url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError("must start with http:// or https://")
+        problem = http_url_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
         return value.rstrip("/")
 
     @field_validator("prices")
@@ -108,6 +109,14 @@ class Settings(BaseSettings):
     def embedded(self) -> bool:
         """True when no Redis is configured: everything runs in this process."""
         return self.redis_url is None
+
+
+def http_url_problem(value: str) -> str | None:
+    """Why `value` is not an endpoint's URL (None: it is one); `OPENAI_BASE_URL` and the
+    `--base-url` options are checked with it."""
+    if not value.startswith(("http://", "https://")):
+        return "must start with http:// or https://"
+    return None
 
 
 def load_settings(**overrides: object) -> Settings:

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from fake_server import completion, conversation_problem
+from llm_support import unpriced_answer
 
 from events.blobs import blob_ref
 from events.payloads import LlmConfig, ModelResponded, ToolReturned
@@ -24,17 +25,7 @@ def _answer(call_id: str, server_ids: list[str]) -> tuple[ModelResponded, dict[s
     for call, server_id in zip(calls, server_ids, strict=True):
         call["id"] = server_id
     data = json.dumps(body).encode()
-    responded = ModelResponded(
-        call_id=call_id,
-        model="m",
-        usage=None,
-        latency_s=0.1,
-        price=None,
-        cost_usd=None,
-        cost_known=False,
-        preview="",
-        response=blob_ref(data),
-    )
+    responded = unpriced_answer(call_id, response=blob_ref(data))
     return responded, {blob_ref(data).sha256: data}
 
 
@@ -72,3 +63,14 @@ def test_the_conversation_answers_each_call_with_the_servers_id() -> None:
         answers = [m for m in messages if m["role"] == "tool"]
         assert [m["tool_call_id"] for m in answers] == ["call_1", "call_2"]
         assert conversation_problem({"messages": messages}) is None
+
+
+def test_a_call_whose_server_gave_no_id_is_logged_and_answered() -> None:
+    responded, blobs = _answer("run-a:5/1", ["call_1"])
+    body = json.loads(blobs[responded.response.sha256])  # type: ignore[union-attr]
+    del body["choices"][0]["message"]["tool_calls"][0]["id"]
+    data = json.dumps(body).encode()
+    responded = responded.model_copy(update={"response": blob_ref(data)})
+    reply = reply_of(responded, "experiment", "native", {blob_ref(data).sha256: data}.get)
+    (call,) = reply.tool_calls
+    assert call.id == "@5/1" and call.answer_id == ""

@@ -54,10 +54,11 @@ from datetime import UTC, datetime, timedelta  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import orjson  # noqa: E402
+from llm_support import unpriced_answer  # noqa: E402
 
 from events import Event  # noqa: E402
 from events.ids import new_id  # noqa: E402
-from events.payloads import LlmConfig, ModelResponded, PhaseEntered, RunStarted  # noqa: E402
+from events.payloads import LlmConfig, PhaseEntered, RunStarted  # noqa: E402
 from runstate import Exchange, fold  # noqa: E402
 from workers.gym.bundle import load_bundle  # noqa: E402
 from workers.lab.policies.llm.context import build, group_messages  # noqa: E402
@@ -70,19 +71,7 @@ T0 = datetime(2026, 3, 1, tzinfo=UTC)
 def _run(answers: int, config: LlmConfig) -> list[Event]:
     started = RunStarted(task="continual-digits", lab="lab-0", policy="llm", llm=config)
     payloads = [started, PhaseEntered(phase="plan")]
-    payloads += [
-        ModelResponded(
-            call_id=f"c{i}",
-            model="m",
-            usage=None,
-            latency_s=0.1,
-            price=None,
-            cost_usd=None,
-            cost_known=False,
-            preview=f"answer {i} " + "x" * 900,
-        )
-        for i in range(answers)
-    ]
+    payloads += [unpriced_answer(f"c{i}", f"answer {i} " + "x" * 900) for i in range(answers)]
     return [
         Event(
             id=new_id(), stream="run-t", version=v, occurred_at=T0 + timedelta(seconds=v), payload=p

@@ -71,9 +71,9 @@ def _check_policies(raw: dict[str, Any], known: Collection[str]) -> list[str]:
 
 
 _WHY = {"search_space": " (the parameters it may set)"}
+"""What a section a policy needs holds, as a problem line says it."""
 DEFAULT_POLICIES = TaskCard.model_fields["policies"].get_default(call_default_factory=True)
 """The policies of a card that names none."""
-"""What a section a policy needs holds, as a problem line says it."""
 
 
 def _unknown_policy_error(raw: dict[str, Any], known: Collection[str], error: Any) -> bool:

@@ -41,7 +41,7 @@ class ToolCall:
     @property
     def answer_id(self) -> str:
         """The id a `tool` message answering the call carries: the server's own."""
-        return self.server_id or self.id
+        return self.id if self.server_id is None else self.server_id
 
     def problem_message(self) -> dict[str, Any]:
         """The `tool` message that tells the model what was wrong with this call."""

@@ -34,11 +34,11 @@ def reply_of(
     seen: set[str] = set()
     logged = []
     for call in reply.tool_calls:
-        logged_id = logged_call_id(
-            responded.call_id, call.id, len(logged) if call.id in seen else None
-        )
-        seen.add(call.id)
-        logged.append(replace(call, id=logged_id, server_id=call.id))
+        server_id = call.id or ""  # some servers leave a call's id out
+        twice = len(logged) if server_id in seen else None
+        seen.add(server_id)
+        logged_id = logged_call_id(responded.call_id, server_id, twice)
+        logged.append(replace(call, id=logged_id, server_id=server_id))
     return replace(reply, tool_calls=tuple(logged))
 
 
