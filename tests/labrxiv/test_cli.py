@@ -377,6 +377,8 @@ def test_demo_and_campaign_stop_with_a_reason_where_labs_cannot_run(
 
     jail.check_available.cache_clear()
     monkeypatch.setattr(jail.os, "geteuid", lambda: 1000)
+    # A user's PATH on Debian has no /usr/sbin, where pivot_root is: not the reason to give.
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
     monkeypatch.setenv("LABRXIV_DATA_DIR", str(tmp_path / "data"))
     try:
         for args in (["demo"], ["campaign", "--task", "continual-digits"]):

@@ -132,16 +132,17 @@ def sandbox_ids() -> tuple[int, int]:
 def check_available() -> None:
     """Raise `SandboxUnavailable` naming what is missing when lab code cannot be run here
     (tools, root, namespaces), before any run is started or workspace handed over."""
-    tools = ("unshare", "setpriv", "pivot_root")
-    missing = [tool for tool in tools if shutil.which(tool) is None]
-    if missing:
-        raise SandboxUnavailable(f"sandbox needs {', '.join(missing)} (util-linux) on PATH")
+    # Root first: a user's PATH often lacks /usr/sbin (pivot_root), and root is the need.
     if os.geteuid() != 0:
         raise SandboxUnavailable(
             "the sandbox isolates processes with mount, network and PID namespaces and an "
             "unprivileged user, which needs root; run labrxiv workers as root "
             "(e.g. in their container)"
         )
+    tools = ("unshare", "setpriv", "pivot_root")
+    missing = [tool for tool in tools if shutil.which(tool) is None]
+    if missing:
+        raise SandboxUnavailable(f"sandbox needs {', '.join(missing)} (util-linux) on PATH")
     namespaces = ["--mount", "--net", "--pid", "--fork", "--propagation", "private"]
     probe = subprocess.run(
         ["unshare", *namespaces, "--", "true"],
