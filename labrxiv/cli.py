@@ -76,7 +76,8 @@ def demo(
     Exit codes as `campaign`'s: 1 when every run ended in error, 2 refused before any run."""
     from labrxiv.cli_campaign import check_task, require_sandbox
     from labrxiv.demo import run_demo
-    from labrxiv.interrupt import EXIT_INTERRUPTED, Stopped, say_stopped
+    from labrxiv.entry import EXIT_INTERRUPTED
+    from labrxiv.interrupt import Stopped, say_stopped
 
     settings = _settings()
     # Checked as `campaign` checks it, before anything is written (issue 13: an unknown
@@ -245,7 +246,7 @@ def rebuild(
         )
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
-        from labrxiv.interrupt import EXIT_INTERRUPTED
+        from labrxiv.entry import EXIT_INTERRUPTED
 
         console.print(
             "stopped: the read models are part-built (each up to the last page it "

@@ -17,8 +17,8 @@ from events.payloads import LlmConfig, ReviewConfig
 from labrxiv.campaigns import CampaignOutcome, run_campaign
 from labrxiv.cli_checks import budget_or_exit, http_url_or_exit
 from labrxiv.console import make_console
+from labrxiv.entry import EXIT_INTERRUPTED
 from labrxiv.interrupt import (
-    EXIT_INTERRUPTED,
     ctrl_c_between_ticks,
     say_stopped,
     stop_embedded,

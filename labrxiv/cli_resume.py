@@ -11,9 +11,9 @@ from labrxiv.campaigns import CampaignOutcome, watch_campaign
 from labrxiv.cli_campaign import console, report_outcome, require_sandbox
 from labrxiv.cli_common import settings_or_exit
 from labrxiv.cli_errors import err
+from labrxiv.entry import EXIT_INTERRUPTED
 from labrxiv.errors import NotFound
 from labrxiv.interrupt import (
-    EXIT_INTERRUPTED,
     ctrl_c_between_ticks,
     resume_runs,
     say_stopped,

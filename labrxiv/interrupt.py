@@ -26,10 +26,6 @@ from workers.bus.base import Bus
 from workers.lab.reaper import unfinished_runs
 from workers.lab.step import LAB_STEP_TASK
 
-EXIT_INTERRUPTED = 130
-"""What a shell expects of a command stopped by Ctrl-C (128 + SIGINT)."""
-
-
 _PRESSED = threading.Event()
 """Set by a Ctrl-C inside `ctrl_c_between_ticks`, until it is raised."""
 

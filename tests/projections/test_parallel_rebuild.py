@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from events import EventStore
 from events.recorded import Recorded
 from labrxiv.cli import app
-from labrxiv.interrupt import EXIT_INTERRUPTED
+from labrxiv.entry import EXIT_INTERRUPTED
 from projections import parallel
 from projections.catalogue import all_projectors
 from projections.checkpoints import read_checkpoints
