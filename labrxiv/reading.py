@@ -7,6 +7,7 @@ and printed empty tables. Now a missing log is an error naming the path, and a d
 folder that holds no log falls back to the demo's data beside it, saying so.
 """
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -21,7 +22,18 @@ from labrxiv.settings import Settings
 
 DEMO_FOLDER = "demo"
 """`labrxiv demo` runs in `<data dir>/demo` (labrxiv.demo)."""
-TO_DO = "run `make demo` or `labrxiv campaign` first, or set LABRXIV_DATA_DIR to a log's folder"
+
+
+def to_do() -> str:
+    """How to get a log: make one (labs run only as root: their sandbox needs it, and
+    `make demo` and `campaign` refuse anyone else), or read one that exists."""
+    make = "run `make demo` or `labrxiv campaign` first"
+    if os.geteuid() != 0:
+        make = (
+            "labs run only as root (their sandbox needs it): "
+            "run `make demo` or `labrxiv campaign` as root first"
+        )
+    return f"{make}, or set LABRXIV_DATA_DIR to a log's folder"
 
 
 @dataclass(frozen=True)
@@ -70,8 +82,8 @@ def find_log(settings: Settings) -> Found:
     if not named:
         assert path is not None
         if settings.database_url is None:
-            raise NoLog(f"no log in {settings.data_dir} ({path} does not exist): {TO_DO}")
-        raise NoLog(f"no log at {path}: check LABRXIV_DATABASE_URL, or {TO_DO}")
+            raise NoLog(f"no log in {settings.data_dir} ({path} does not exist): {to_do()}")
+        raise NoLog(f"no log at {path}: check LABRXIV_DATABASE_URL, or {to_do()}")
     return Found(settings)
 
 
@@ -89,7 +101,7 @@ def open_log(settings: Settings) -> EventStore:
         ) from None
     if not has_log:
         store.engine.dispose()
-        raise NoLog(f"no log in {shown_url(settings.store_url)} (no events table): {TO_DO}")
+        raise NoLog(f"no log in {shown_url(settings.store_url)} (no events table): {to_do()}")
     return store
 
 
