@@ -89,7 +89,7 @@ class Settings(BaseSettings):
             try:
                 PriceTable.load(value, builtin=None)
             except PriceTableError as exc:
-                raise ValueError(str(exc)) from None
+                raise ValueError(exc.problem) from None  # the setting names the file
         return value
 
     @field_validator("log_level")

@@ -312,6 +312,7 @@ def test_a_broken_price_table_stops_the_command_before_any_run(
     code, out = invoke(*command, LABRXIV_PRICES=str(prices), LABRXIV_DATA_DIR="data")
     assert code == 2, out
     assert "bad setting: LABRXIV_PRICES=" in said(out) and problem in said(out)
+    assert said(out).count(str(prices)) == 1, "the file is named once"
     assert "Traceback" not in out and len(out.strip().splitlines()) <= 3
     assert list((tmp_path / "data").iterdir()) == []  # nothing was started
 

@@ -24,7 +24,17 @@ PER = 1_000_000
 
 
 class PriceTableError(WorkerError):
-    """A price table file cannot be read; the message names the file and the entry."""
+    """A price table file cannot be read: `str()` names the file, then the `problem`
+    (the entry and field, where there is one)."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(path, problem)
+        self.path = path
+        self.problem = problem
+        """What is wrong, without the file's name (a setting's error names it already)."""
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.problem}"
 
 
 @dataclass(frozen=True)
@@ -91,35 +101,33 @@ def _read(path: Path, origin: str) -> list[PriceEntry]:
     try:
         data = tomllib.loads(path.read_bytes().decode())
     except UnicodeDecodeError as exc:
-        raise PriceTableError(
-            f"cannot read the price table {path}: not UTF-8 text (byte {exc.start})"
-        ) from None
+        raise PriceTableError(path, f"not UTF-8 text (byte {exc.start})") from None
     except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise PriceTableError(f"cannot read the price table {path}: {exc}") from None
+        raise PriceTableError(path, f"cannot read it as a price table: {exc}") from None
     models = data.get("models", {})
     if not isinstance(models, dict):
-        raise PriceTableError(f"{path}: `models` must be a table of entries")
+        raise PriceTableError(path, "`models` must be a table of entries")
     source = "builtin" if origin == "builtin" else f"user:{path}"
     return [_entry(path, source, key, fields) for key, fields in models.items()]
 
 
 def _entry(path: Path, source: str, key: str, fields: Any) -> PriceEntry:
-    where = f"{path}: models.{key!r}"
+    where = f"models.{key!r}"
     if not isinstance(fields, dict):
-        raise PriceTableError(f"{where} must be a table")
+        raise PriceTableError(path, f"{where} must be a table")
     unknown = set(fields) - {"pattern", *FIELDS}
     if unknown:
-        raise PriceTableError(f"{where}: unknown fields {sorted(unknown)}")
+        raise PriceTableError(path, f"{where}: unknown fields {sorted(unknown)}")
     for name in ("input", "output"):
         if name not in fields:
-            raise PriceTableError(f"{where}: missing {name!r}")
+            raise PriceTableError(path, f"{where}: missing {name!r}")
     for name, value in fields.items():
         if name in FIELDS and (problem := _price_problem(value)) is not None:
-            raise PriceTableError(f"{where}: {name}: {problem}, not {value!r}")
+            raise PriceTableError(path, f"{where}: {name}: {problem}, not {value!r}")
     try:
         pattern = re.compile(fields["pattern"]) if "pattern" in fields else None
     except (re.error, TypeError) as exc:
-        raise PriceTableError(f"{where}: pattern: {exc}") from None
+        raise PriceTableError(path, f"{where}: pattern: {exc}") from None
     price = Price(
         input_per_mtok=fields["input"],
         # A provider without a cache discount bills cached tokens as input tokens.
