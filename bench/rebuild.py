@@ -11,6 +11,7 @@ timed), then, on the same database:
 
     .venv/bin/python bench/rebuild.py                       # both backends, 500k events
     .venv/bin/python bench/rebuild.py --backend postgres --events 1000000
+    .venv/bin/python bench/rebuild.py --backend postgres --each  # and each read model alone
 """
 
 import argparse
@@ -59,6 +60,7 @@ RAW_AGAIN = "raw read, again (last)"
 RAW_GC = "raw read, collector on (issue 11's baseline)"
 EVERY_ONE = "rebuild(): every projector, one process"
 EVERY = "rebuild(): every projector (labrxiv rebuild)"
+ALONE = "rebuild(), alone:"
 COLUMNS = (
     "position, id, stream, version, type, schema_version, occurred_at, recorded_at, "
     "causation_id, correlation_id, actor, payload"
@@ -105,6 +107,11 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--backend", choices=[*BACKENDS, "both"], default="both")
     parser.add_argument("--events", type=int, default=500_000, help="events in the log")
     parser.add_argument("--page", type=int, default=5000, help="events read per page")
+    parser.add_argument(
+        "--each",
+        action="store_true",
+        help="also rebuild each read model alone (its CPU beside the log's read it needs)",
+    )
     return parser.parse_args()
 
 
@@ -133,6 +140,11 @@ def _bench_backend(backend: str, args: argparse.Namespace, workdir: Path) -> lis
             # Again last, warm: the share is taken of the faster of the two raw reads.
             _measure(backend, url, RAW_AGAIN, count, lambda: _raw_read(store, page)),
         ]  # fmt: skip
+        if args.each:  # what each read model costs with the read of the log it needs
+            measured += [
+                _measure(backend, url, f"{ALONE} {p.name}", count, _rebuild(store, [p], page, 1))
+                for p in all_projectors()
+            ]
         store.engine.dispose()
         return measured
     finally:
