@@ -75,6 +75,7 @@ def demo(
 
     Exit codes as `campaign`'s: 1 when every run ended in error, 2 refused before any run."""
     from labrxiv.cli_campaign import check_task, require_sandbox
+    from labrxiv.cli_checks import writable_folder_or_exit
     from labrxiv.demo import run_demo
     from labrxiv.entry import EXIT_INTERRUPTED
     from labrxiv.interrupt import Stopped, say_stopped
@@ -84,6 +85,7 @@ def demo(
     # task ended in a traceback, an llm-only one in six runs that all errored).
     hint = ": the demo runs offline search labs; try `labrxiv campaign --policy llm`"
     check_task(settings, task, "search", hint=hint)
+    writable_folder_or_exit("--report", report)  # not once both campaigns have run
     require_sandbox()
 
     try:

@@ -1,6 +1,9 @@
 """Checks of command options that build event payloads: a wrong value is one line naming
 the option, and exit code 2, before anything is written."""
 
+import tempfile
+from pathlib import Path
+
 import typer
 from pydantic import ValidationError
 
@@ -32,3 +35,15 @@ def http_url_or_exit(option: str, value: str | None) -> str | None:
         say_error(f"{option} {value!r}: {problem}")
         raise typer.Exit(2)
     return value
+
+
+def writable_folder_or_exit(option: str, folder: Path) -> None:
+    """Exit 2 naming `option` unless `folder` is, or can be made, a folder this process
+    can write in (it is made, and a file is written and removed there to know)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        say_error(f"{option} {folder}: cannot write there: {exc.strerror}")
+        raise typer.Exit(2) from None

@@ -8,7 +8,6 @@ printed after each campaign; when every run of both ended in error, nothing was
 measured: no report is written, and the result says so (`DemoResult.failed`).
 """
 
-import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from labrxiv.campaigns import run_campaign
+from labrxiv.demo_folder import make_room, mark_finished
 from labrxiv.interrupt import Stopped, ctrl_c_between_ticks, stop_embedded
 from labrxiv.plots import Plot, report_curves
 from labrxiv.report import (
@@ -71,7 +71,8 @@ def run_demo(
     report: Path = Path("report"),
     deterministic: bool = False,
 ) -> DemoResult:
-    """Run both campaigns in a fresh `<data_dir>/demo` and write the report.
+    """Run both campaigns in a fresh `<data_dir>/demo` and write the report (a folder
+    there with more than a finished demo's log is moved aside: `labrxiv.demo_folder`).
 
     `deterministic`: the labs take turns, one step at a time in the order their steps
     were triggered (one bus thread, first in first out), and the campaigns' ids derive
@@ -79,7 +80,14 @@ def run_demo(
     in parallel and, in archive mode, which lab reads which paper first depends on
     timing (issue 13: a user comparing two demos saw different numbers)."""
     demo_dir = settings.data_dir / "demo"
-    shutil.rmtree(demo_dir, ignore_errors=True)
+    kept = make_room(demo_dir)
+    if kept is not None:
+        console.print(
+            f"{demo_dir} held more than a finished demo's log (runs recorded since, or a "
+            f"demo stopped before its end): moved to {kept}, not deleted",
+            markup=False,
+            soft_wrap=True,
+        )
     demo_settings = settings.model_copy(update={"data_dir": demo_dir, "database_url": None})
     system = open_embedded(demo_settings, threads=1 if deterministic else max(2, labs))
     try:
@@ -105,6 +113,7 @@ def run_demo(
             console.print("stopping: the steps being taken end first (Ctrl-C again to quit now)")
             raise Stopped(stop_embedded(system, "Ctrl-C in labrxiv demo")) from None
         system.settle()
+        mark_finished(demo_dir, system.store.max_position())  # the next demo may delete it
         summaries = {m: summarize(system.store, c, m, bundle) for m, c in campaigns.items()}
         result = DemoResult(summaries["isolated"], summaries["archive"], report, tuple(endings))
         if result.failed:

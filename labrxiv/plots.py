@@ -20,6 +20,7 @@ from typing import Literal
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from labrxiv.errors import CannotWrite
 from projections.curves import CurvePoint, PaperPoint
 
 LineBy = Literal["lab", "campaign"]
@@ -156,7 +157,11 @@ def write_curves(
 
     A curve with nothing to show is still written, with the reason inside the figure.
     """
-    return [out / plot.file for plot in _curves(points, papers, out, by, keep_empty=True)]
+    try:
+        drawn = _curves(points, papers, out, by, keep_empty=True)
+    except OSError as exc:  # a folder that cannot be made or written (`--out /proc/x`)
+        raise CannotWrite(f"cannot write {exc.filename or out}: {exc.strerror}") from None
+    return [out / plot.file for plot in drawn]
 
 
 def _curves(

@@ -136,6 +136,8 @@ def test_an_unwritable_data_folder_is_named(workdir: Path, cli: Cli) -> None:
     [
         (["curves", "--out", "afile/plots"], "cannot write afile/plots: Not a directory"),
         (["export", "preferences", "-o", "gone/p.jsonl"], "cannot write gone/p.jsonl: No such"),
+        # A folder that cannot be made although its parent exists (mkdir: ENOENT).
+        (["curves", "--out", "/proc/labrxiv-plots"], "cannot write /proc/labrxiv-plots"),
     ],
 )
 def test_an_output_path_that_cannot_be_written_is_named(
@@ -147,6 +149,19 @@ def test_an_output_path_that_cannot_be_written_is_named(
     assert said.code == 1, said.out
     line = one_line(said)
     assert told in line and "LABRXIV_DATA_DIR" not in line
+
+
+@pytest.mark.parametrize("report", ["/proc/labrxiv-report", "afile", "afile/report"])
+def test_a_demo_report_folder_that_cannot_be_written_stops_it_before_any_run(
+    workdir: Path, cli: Cli, report: str
+) -> None:
+    """Checked first: the demo ran both campaigns and only then failed on it (a
+    traceback for /proc, one line for a file in the way), its report lost."""
+    (workdir / "afile").write_text("a file, not a folder")
+    said = cli("demo", "--report", report, LABRXIV_DATA_DIR="data")
+    assert said.code == 2, said.out
+    assert f"--report {report}" in one_line(said)
+    assert not (workdir / "data").exists()
 
 
 @pytest.mark.timeout(120)

@@ -1,0 +1,63 @@
+"""The demo's folder (`<data dir>/demo`): made fresh by each demo, never at the cost of
+what someone else put there.
+
+`make demo` ends by suggesting `export LABRXIV_DATA_DIR=.labrxiv/demo`, and from there a
+`campaign`, `fork` or `resume` adds to the demo's log. The next demo deleted the folder
+whole, and that work with it, without a word (found by running labrxiv from outside).
+Now a demo that ends writes `MARK` with the head of its log; the next demo deletes the
+folder only when the log's head is still that one, and otherwise (more recorded since, a
+demo stopped before its end, a folder the demo never made) moves it aside and says where.
+"""
+
+import shutil
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+MARK = ".demo-head"
+"""The file a finished demo leaves in its folder: its log's head position."""
+LOG = "labrxiv.db"
+"""The demo's log in its folder (embedded defaults: SQLite)."""
+
+
+def mark_finished(folder: Path, head: int) -> None:
+    """Say that `folder` holds a demo's log whose head was `head` when it ended."""
+    (folder / MARK).write_text(f"{head}\n")
+
+
+def make_room(folder: Path) -> Path | None:
+    """Clear `folder` for a new demo: delete it if it holds only a finished demo's log,
+    else move it to a new `demo.<time>` beside it and return where it went."""
+    if not folder.exists():
+        return None
+    if _untouched_demo(folder):
+        shutil.rmtree(folder)
+        return None
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    kept = folder.with_name(f"{folder.name}.{stamp}")
+    number = 1
+    while kept.exists():
+        number += 1
+        kept = folder.with_name(f"{folder.name}.{stamp}-{number}")
+    folder.rename(kept)
+    return kept
+
+
+def _untouched_demo(folder: Path) -> bool:
+    """Whether `folder`'s log ends where the demo that made it ended."""
+    try:
+        marked = int((folder / MARK).read_text().strip())
+    except (OSError, ValueError):
+        return False
+    return _head(folder / LOG) == marked
+
+
+def _head(log: Path) -> int | None:
+    """The highest position in the SQLite log at `log`; None if it cannot be read."""
+    if not log.is_file():
+        return None
+    try:
+        with sqlite3.connect(f"file:{log}?mode=ro", uri=True) as conn:
+            return int(conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()[0])
+    except sqlite3.Error:
+        return None

@@ -1,0 +1,70 @@
+"""A new demo clears its folder only of a finished demo's log: anything recorded there
+since (a campaign or fork run with LABRXIV_DATA_DIR on it, as `make demo` suggests) or a
+demo stopped before its end is moved aside, not deleted."""
+
+from pathlib import Path
+
+import pytest
+
+from events import EventStore
+from events.ids import new_id, utcnow
+from labrxiv.demo_folder import LOG, MARK, make_room, mark_finished
+from workers.simulated import simulated_run
+
+
+def _log(folder: Path, runs: int) -> EventStore:
+    folder.mkdir(parents=True, exist_ok=True)
+    store = EventStore.from_url(f"sqlite:///{folder / LOG}")
+    for _ in range(runs):
+        store.append(list(simulated_run(new_id().hex[:8], utcnow(), attempts=1)))
+    return store
+
+
+def test_no_folder_is_nothing_to_clear(tmp_path: Path) -> None:
+    assert make_room(tmp_path / "demo") is None
+
+
+def test_a_finished_demo_untouched_since_is_deleted(tmp_path: Path) -> None:
+    folder = tmp_path / "demo"
+    store = _log(folder, runs=1)
+    mark_finished(folder, store.max_position())
+    store.engine.dispose()
+    assert make_room(folder) is None
+    assert not folder.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("marked", [True, False], ids=["recorded-since", "never-finished"])
+def test_a_log_with_more_than_a_finished_demo_is_moved_aside(tmp_path: Path, marked: bool) -> None:
+    folder = tmp_path / "demo"
+    store = _log(folder, runs=1)
+    if marked:
+        mark_finished(folder, store.max_position())
+    store.append(list(simulated_run("mine", utcnow(), attempts=1)))  # a run of the user's own
+    head = store.max_position()
+    store.engine.dispose()
+    kept = make_room(folder)
+    assert kept is not None and kept.parent == tmp_path and kept.name.startswith("demo.")
+    assert not folder.exists()
+    moved = EventStore.from_url(f"sqlite:///{kept / LOG}", create=False)
+    assert moved.max_position() == head
+    assert moved.read_stream("run-mine")
+    moved.engine.dispose()
+
+
+def test_a_folder_the_demo_never_made_is_moved_not_deleted(tmp_path: Path) -> None:
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("mine")
+    (folder / MARK).write_text("not a number")
+    kept = make_room(folder)
+    assert kept is not None and (kept / "notes.txt").read_text() == "mine"
+
+
+def test_two_moves_in_the_same_second_do_not_collide(tmp_path: Path) -> None:
+    kept = []
+    for _ in range(3):
+        (tmp_path / "demo").mkdir()
+        (tmp_path / "demo" / "x").write_text("x")
+        kept.append(make_room(tmp_path / "demo"))
+    assert len({str(k) for k in kept}) == 3
