@@ -21,7 +21,7 @@ from analysis.streaming import behaviours
 from events import EventStore
 from events.gc_pause import gc_paused
 from events.recorded import Recorded
-from runstate.fork import Load
+from runstate.fork import Load, loader
 
 SCHEMA = 1
 NOT_ASKED = "findings were not asked for (--no-findings)"
@@ -188,7 +188,7 @@ def _with_findings(store: EventStore, figures: Behaviour, findings: bool) -> Run
 def parent_loader(store: EventStore) -> Load:
     """A fork's parent's events up to the fork point, from `store` (`runstate.fork.Load`):
     a fork is judged on the trajectory it stands on."""
-    return lambda stream, version: store.read_stream(stream, limit=version + 1)
+    return loader(store)
 
 
 def _note(findings: bool) -> str | None:

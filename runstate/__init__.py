@@ -7,7 +7,7 @@ project (both `workers` and `projections` may import it).
 """
 
 from runstate.fold import ahead, apply, fold, fold_from, start
-from runstate.fork import begin, rebase
+from runstate.fork import begin, fold_standing, inherited, loader, rebase
 from runstate.state import Attempt, Exchange, RunState
 
 __all__ = [
@@ -19,6 +19,9 @@ __all__ = [
     "begin",
     "fold",
     "fold_from",
+    "fold_standing",
+    "inherited",
+    "loader",
     "rebase",
     "start",
 ]

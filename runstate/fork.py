@@ -9,6 +9,7 @@ takes the fork's settings (policy, model, budget) from its `run.started`.
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Protocol
 
 from events.payloads import RunStarted
 from events.recorded import Fact
@@ -17,6 +18,38 @@ from runstate.state import RunState
 
 Load = Callable[[str, int], Sequence[Fact]]
 """A stream's events from version 0 up to and including a version."""
+
+
+class Streams(Protocol):
+    """What `loader` reads: an `events.EventStore`."""
+
+    def read_stream(
+        self, stream: str, after_version: int = -1, limit: int | None = None
+    ) -> Sequence[Fact]: ...
+
+
+def loader(store: Streams) -> Load:
+    """A fork's parent's events up to the fork point, read from `store`."""
+    return lambda stream, version: store.read_stream(stream, limit=version + 1)
+
+
+def inherited(first: Fact, load: Load) -> list[Fact]:
+    """The events a run stands on before its own, whose first event is `first`: none for
+    a run; for a fork, its parent's up to the fork point (after theirs, for a fork of a
+    fork)."""
+    point = first.payload.forked_from if isinstance(first.payload, RunStarted) else None
+    if point is None:
+        return []
+    events = list(load(point.run, point.version))
+    return (inherited(events[0], load) if events else []) + events
+
+
+def fold_standing(events: Sequence[Fact], load: Load) -> RunState:
+    """The state of the run whose whole stream is `events`: a fork's on the trajectory
+    it stands on (its parent's state at the fork point, then its own events)."""
+    if not events:
+        raise ValueError("an empty stream has no run state")
+    return fold_from(begin(events[0], load), events[1:])
 
 
 def begin(first: Fact, load: Load) -> RunState:

@@ -17,6 +17,7 @@ from events.payloads import (
     Claim,
     Experiment,
     ExperimentScored,
+    ForkPoint,
     PapersRetrieved,
     PaperSubmitted,
     Payload,
@@ -37,6 +38,8 @@ from workers.lab.policies.search.policy import (
     _read,
     start_from,
 )
+from workers.review.evidence import gather
+from workers.review.grounded import ClaimCheck
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 GYM = Path(__file__).resolve().parents[2] / "gym"
@@ -333,3 +336,69 @@ def test_one_archive_instance_sees_papers_recorded_after_its_first_read(sqlite_u
     }
     paper = archive.get("p-c1")
     assert paper is not None and paper["claims"] == [] and paper["run"] == "run-c"
+
+
+def forked_author(store: EventStore) -> list[Event]:
+    """Run-a (`author`), then a fork of it after its attempt 1 that grades attempt 2 at
+    0.93 and writes a paper claiming attempt 1's 0.9, attempt 2's 0.93 and a 0.99 no
+    attempt measured; the fork's events."""
+    author(store, 0.9)  # run-a: attempt 1 graded 0.9 at version 3, its paper at 4
+    second = {"final_accuracy": 0.93, "average_forgetting": 0.04}
+    paper = PaperSubmitted(
+        paper_id="p-f1",
+        task="continual-digits",
+        title="replay, again",
+        abstract="a fork goes on",
+        body="final_accuracy replay",
+        method=BETTER,
+        claims=[
+            Claim(subtask="final_accuracy", metric="accuracy", value=0.9, attempt=1),
+            Claim(subtask="final_accuracy", metric="accuracy", value=0.93, attempt=2),
+            Claim(subtask="final_accuracy", metric="accuracy", value=0.99, attempt=2),
+        ],
+        experiments=[Experiment(attempt=2, config=BETTER, scores={"final_accuracy": 0.93})],
+    )
+    fork = RunStarted(
+        task="continual-digits",
+        lab="a",
+        policy="search",
+        forked_from=ForkPoint(run="run-a", version=3, step=2),
+    )
+    events = stream_of(
+        "run-f",
+        [
+            fork,
+            ToolInvoked(call_id="c2", tool="evaluate"),
+            ExperimentScored(attempt=2, subtask_scores=second, score=0.93),
+            paper,
+        ],
+    )
+    store.append(events)
+    return events
+
+
+def test_a_forks_claims_are_verified_on_the_trajectory_it_stands_on(sqlite_url: str) -> None:
+    """A fork's attempts go on from its parent's (attempt 2 after the parent's 1): its
+    paper's claims, of the inherited attempt and of its own, are the grader's scores, and
+    were shown `verified NO` when they were checked on the fork's own stream alone
+    (found running labrxiv from outside)."""
+    store = EventStore.from_url(sqlite_url)
+    forked_author(store)
+    checked = LogArchive(store).get("p-f1")
+    assert checked is not None
+    assert [c["verified"] for c in checked["claims"]] == [True, True, False]
+    assert [e["verified"] for e in checked["experiments"]] == [True]
+
+
+def test_the_grounded_reviewer_sees_a_forks_inherited_attempts(sqlite_url: str) -> None:
+    """The same paper as the grounded reviewer checks it: attempt 1, graded in the
+    parent before the fork point, is evidence, as the archive shows it verified."""
+    store = EventStore.from_url(sqlite_url)
+    events = forked_author(store)
+    evidence = gather(store, events, version=3)
+    assert sorted(evidence.graded) == [1, 2]
+    assert evidence.graded[1].scores["final_accuracy"] == 0.9
+    statuses = [
+        ClaimCheck(c, evidence.graded.get(c.attempt or 0)).status for c in evidence.paper.claims
+    ]
+    assert statuses == ["verified", "verified", "mismatch"]

@@ -22,7 +22,7 @@ from typing import Any
 
 from events import EventStore
 from events.payloads import PaperDecided, ReviewStopped, ReviewSubmitted
-from runstate import Attempt, fold
+from runstate import Attempt, fold_standing, loader
 from workers.tools.env import PaperHit, PaperReviews
 
 _WORD = re.compile(r"[a-z0-9_]+")
@@ -180,8 +180,8 @@ def _graded_before(store: EventStore, run: str, version: int) -> dict[int, Attem
     """The author's graded attempts recorded before its paper, by number (config and
     scores as the run's events say: written by the lab's tools and by the grader)."""
     events = [e for e in store.read_stream(run) if e.version < version]
-    try:
-        attempts = fold(events).attempts if events else []
+    try:  # a fork's attempts go on from its parent's: it is judged on both
+        attempts = fold_standing(events, loader(store)).attempts if events else []
     except ValueError:  # not a run stream
         return {}
     return {a.number: a for a in attempts if a.scores is not None}

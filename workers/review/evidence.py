@@ -7,6 +7,7 @@ from uuid import UUID
 
 from events import Event, EventStore
 from events.payloads import ExperimentScored, IntegrityViolation, PaperSubmitted
+from runstate import inherited, loader
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,9 @@ def gather(store: EventStore, run: list[Event], version: int) -> Evidence:
     graded: dict[int, Graded] = {}
     baseline = None
     violations = []
-    for earlier in run[:version]:
+    # A fork's trajectory begins with its parent's up to the fork point: the attempts
+    # graded there are the fork's too, and its papers name them.
+    for earlier in [*inherited(run[0], loader(store)), *run[:version]]:
         payload = earlier.payload
         if isinstance(payload, ExperimentScored):
             graded[payload.attempt] = Graded(
