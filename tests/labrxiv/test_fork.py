@@ -158,3 +158,32 @@ def test_a_fork_is_judged_on_the_trajectory_it_stands_on(
     assert cli("rebuild", LABRXIV_DATA_DIR=str(data)).code == 0
     with store.engine.connect() as conn:
         assert findings_of(conn, run=fork)[fork].findings == tuple(expected)
+
+
+def test_a_fork_of_a_fork_is_cut_at_replays_step_numbers(
+    parent: tuple[str, Path], cli: Cli
+) -> None:
+    """`--at K` counts steps as `labrxiv replay` of the run shows them, inherited ones
+    first: on a fork, K was taken as the fork's own K-th step (found running labrxiv from
+    outside: `fork FORK --at 2` cut the fork at replay's step 7, past 3 attempts, and the
+    new run ended at once over its attempts budget)."""
+    run, data = parent
+    said = cli("fork", run, "--at", "4", "--attempts", "6", LABRXIV_DATA_DIR=str(data))
+    assert said.code == 0, said.out
+    store = _store(data)
+    load = lambda s, v: store.read_stream(s, limit=v + 1)  # noqa: E731
+    (fork,) = [r.stream for r in store.read_records(types=["run.started"]) if r.stream != run]
+    replayed = [s for s, _ in steps(store.read_stream(fork), load)]
+    own = next(s for s in replayed if s.stream == fork and s.number > 5)  # past its start
+    for at, stream in ((2, run), (own.number, fork)):  # an inherited step, one of its own
+        said = cli("fork", fork, "--at", str(at), "--attempts", "6", LABRXIV_DATA_DIR=str(data))
+        assert said.code == 0, said.out
+        newest = store.read_records(types=["run.started"])[-1]
+        point = newest.typed().payload.forked_from
+        assert point is not None and (point.run, point.step) == (stream, at)
+        cut = {s.number: s for s in replayed}[at]
+        assert point.version == cut.last_version
+        mine = [s for s, _ in steps(store.read_stream(newest.stream), load)]
+        assert [s.events for s in mine[: at + 1]] == [s.events for s in replayed[: at + 1]]
+        end = store.read_stream(newest.stream)[-1]
+        assert end.type == "run.finished" and end.payload.reason == "done", end.payload

@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from events import EventStore
 from events.ids import utcnow
 from events.payloads import Budget, CampaignStarted, ForkPoint, LlmConfig, RunStarted
+from runstate import loader
 from runstate.trajectory import Step, steps
 from workers.bus.base import Bus, publish
 from workers.errors import WorkerError
@@ -26,21 +27,26 @@ class ForkError(WorkerError):
 
 
 def fork_point(store: EventStore, run: str, step: int) -> tuple[ForkPoint, RunStarted, Step]:
-    """Where a fork of `run` after its step `step` begins, the parent's start, and that
-    step; `ForkError` when the run has no such step or its workspace cannot be rebuilt."""
+    """Where a fork of `run` after its step `step` (replay's numbering) begins, `run`'s
+    start, and that step; `ForkError` when the run has no such step or its workspace
+    cannot be rebuilt. A step `run` inherited (a fork's, up to its fork point) is cut
+    from the run that took it, so the new fork's `ForkPoint.run` names that run."""
     events = store.read_stream(run)
     if not events or not isinstance(events[0].payload, RunStarted):
         raise ForkError(f"no run {run} in the log")
     taken: Step | None = None
-    for item, _ in steps(events):
+    # Steps as `labrxiv replay` numbers them: a fork's inherited steps first. A step it
+    # inherited is cut from the run whose events hold it (its parent, or further up).
+    for item, _ in steps(events, loader(store)):
         if item.number == step:
             taken = item
             break
     if taken is None:
         raise ForkError(f"run {run} has no step {step} (`labrxiv replay {run}` lists them)")
-    if any(e.type == "run.finished" for e in events[: taken.last_version + 1]):
+    owned = events if taken.stream == run else store.read_stream(taken.stream)
+    if any(e.type == "run.finished" for e in owned[: taken.last_version + 1]):
         raise ForkError(f"run {run} had finished by step {step}: fork it at an earlier step")
-    point = ForkPoint(run=run, step=step, version=taken.last_version)
+    point = ForkPoint(run=taken.stream, step=step, version=taken.last_version)
     missing = unrestorable(store, point)
     if missing:
         raise ForkError(f"cannot rebuild the workspace of {run} at step {step}: {missing}")
