@@ -19,8 +19,10 @@ from labrxiv.cli_checks import budget_or_exit, http_url_or_exit
 from labrxiv.console import make_console
 from labrxiv.entry import EXIT_INTERRUPTED
 from labrxiv.interrupt import (
+    TIMEOUT_HELP,
     ctrl_c_between_ticks,
     say_stopped,
+    settle_or_stop,
     stop_embedded,
 )
 from labrxiv.report import count_endings, every_run_errored, print_endings
@@ -48,7 +50,7 @@ def campaign(
     attempts: int = typer.Option(8, "--attempts", min=1, help="Graded attempts per lab."),
     wall_seconds: float | None = typer.Option(None, "--wall-seconds", help="Time per lab."),
     policy: str = typer.Option("search", "--policy", help="The labs' policy."),
-    timeout: float = typer.Option(3600, "--timeout", help="Stop watching after this long."),
+    timeout: float = typer.Option(3600, "--timeout", min=0.001, help=TIMEOUT_HELP),
     model: str | None = typer.Option(None, "--model", help="llm labs: the model."),
     phase_model: list[str] = typer.Option(
         [], "--phase-model", help="llm labs: PHASE=MODEL (literature, plan, experiment, writeup)."
@@ -156,8 +158,11 @@ def campaign(
         archive_reads="accepted" if archive_reads == "accepted" else "all",
     )
     check_task(settings, task, policy)
-    outcome = _run(settings, plan, timeout)
-    raise typer.Exit(report_outcome(outcome))
+    outcome, left = _run(settings, plan, timeout)
+    code = report_outcome(outcome)
+    if left is not None:  # stopped at --timeout, in embedded mode
+        say_stopped(console, left)
+    raise typer.Exit(code)
 
 
 def _review_config(reviewer: str | None, asked: ReviewConfig) -> ReviewConfig | None:
@@ -295,8 +300,8 @@ def _run(settings: Settings, plan: CampaignPlan, timeout: float):  # type: ignor
                     reactor=system.ctx.reactor,
                     leases=system.ctx.leases,
                 )
-                system.settle()
-            return outcome
+                detail = f"--timeout {timeout:g}s in labrxiv campaign"
+                return outcome, settle_or_stop(system, outcome.finished, detail)
         except KeyboardInterrupt:
             # This process is the only worker: say which runs it leaves, and how to go on.
             console.print("stopping: the steps being taken end first (Ctrl-C again to quit now)")
@@ -318,7 +323,7 @@ def _run(settings: Settings, plan: CampaignPlan, timeout: float):  # type: ignor
             leases=Leases(store, ttl=settings.stall_seconds),
         )
         open_runner(settings, store).catch_up()
-        return outcome
+        return outcome, None
     except KeyboardInterrupt:
         console.print(
             "stopped watching: the workers go on with the campaign "

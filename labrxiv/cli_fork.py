@@ -12,6 +12,7 @@ from labrxiv.cli_common import settings_or_exit
 from labrxiv.cli_errors import err
 from labrxiv.cli_resume import Watched, follow
 from labrxiv.errors import ShellError
+from labrxiv.interrupt import TIMEOUT_HELP
 from labrxiv.lookup import pick
 from labrxiv.reading import find_log, open_log
 from workers.bus.base import Bus
@@ -32,7 +33,7 @@ def fork(
     dollars: float | None = typer.Option(None, "--dollars", help="Model dollars budget."),
     steps: int | None = typer.Option(None, "--steps", min=1, help="Steps budget."),
     wall_seconds: float | None = typer.Option(None, "--wall-seconds", help="Time budget."),
-    timeout: float = typer.Option(3600, "--timeout", help="Stop watching after this long."),
+    timeout: float = typer.Option(3600, "--timeout", min=0.001, help=TIMEOUT_HELP),
 ) -> None:
     """Fork a run after its step K and run the fork with the given settings.
 

@@ -14,9 +14,11 @@ from labrxiv.cli_errors import err
 from labrxiv.entry import EXIT_INTERRUPTED
 from labrxiv.errors import NotFound
 from labrxiv.interrupt import (
+    TIMEOUT_HELP,
     ctrl_c_between_ticks,
     resume_runs,
     say_stopped,
+    settle_or_stop,
     stop_embedded,
     unfinished_by_campaign,
 )
@@ -37,7 +39,7 @@ def resume(
     campaign: str | None = typer.Option(
         None, "--campaign", help="Only this campaign's unfinished runs (an id prefix)."
     ),
-    timeout: float = typer.Option(3600, "--timeout", help="Stop watching after this long."),
+    timeout: float = typer.Option(3600, "--timeout", min=0.001, help=TIMEOUT_HELP),
 ) -> None:
     """Send the next step of unfinished runs again and watch them until they finish.
 
@@ -118,14 +120,18 @@ def follow(
                     system.ctx.reactor,
                     system.ctx.leases,
                 )
-                system.settle()
+                detail = f"--timeout {timeout:g}s in labrxiv"
+                left = settle_or_stop(system, outcome.finished, detail)
         except KeyboardInterrupt:
             console.print("stopping: the steps being taken end first (Ctrl-C again to quit now)")
             say_stopped(console, stop_embedded(system, "Ctrl-C in labrxiv"))
             return EXIT_INTERRUPTED
         finally:
             system.close()
-        return report_outcome(outcome)
+        code = report_outcome(outcome)
+        if left is not None:  # stopped at --timeout
+            say_stopped(console, left)
+        return code
     bus = open_bus(settings)
     try:
         reactor = Reactor(store, bus, REACTIONS)

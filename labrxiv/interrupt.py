@@ -97,6 +97,22 @@ def stop_embedded(system: Embedded, detail: str) -> list[Left]:
     return left
 
 
+TIMEOUT_HELP = (
+    "Seconds to watch; then, in embedded mode, the work stops as at Ctrl-C (resume goes on)."
+)
+
+
+def settle_or_stop(system: Embedded, finished: bool, detail: str) -> list[Left] | None:
+    """After watching in embedded mode: let the work settle when the watched runs
+    finished; when the watch timed out, stop the work as Ctrl-C does and return what was
+    left. This process is the only worker: settling waited for every run to end, however
+    long after `--timeout` (found running labrxiv from outside: 12 s for a 2 s timeout)."""
+    if finished:
+        system.settle()
+        return None
+    return stop_embedded(system, detail)
+
+
 def unfinished_by_campaign(store: EventStore, campaign: str | None = None) -> dict[str, list[str]]:
     """The runs started and not finished (of `campaign`, if given), by campaign."""
     runs = set(unfinished_runs(store, campaign))

@@ -163,3 +163,39 @@ def test_interrupted_runs_fold_the_same_in_pages_of_any_size(tmp_path: Path, cli
         runner.rebuild()
         with store.engine.connect() as conn:
             assert sorted(runs_of(conn), key=lambda v: v.stream) == live, page
+
+
+def test_an_embedded_campaign_stops_at_its_timeout_and_resume_goes_on(
+    tmp_path: Path, cli: Cli
+) -> None:
+    """In embedded mode this process is the campaign's only worker: at `--timeout` it
+    stops the work as Ctrl-C does (the runs left are named and can be resumed). It said
+    "NOT finished in 0.5s" and then went on until every run had ended (found running
+    labrxiv from outside: 12 s for a 2 s timeout). No campaign of 2 labs × 40 attempts
+    ends in 0.5 s: each attempt trains a model."""
+    data = tmp_path / "data"
+    size = ["--labs", "2", "--papers", "1", "--attempts", "40"]
+    said = cli(
+        "campaign", "--task", "continual-digits", *size, "--timeout", "0.5",
+        LABRXIV_DATA_DIR=str(data),
+    )  # fmt: skip
+    assert said.code == 3, said.out
+    assert "NOT finished" in said.text and "labrxiv resume --campaign" in said.text
+    store = EventStore.from_url(f"sqlite:///{data / 'labrxiv.db'}", create=False)
+    (marker,) = store.read_records(types=["campaign.interrupted"])
+    assert "--timeout" in marker.payload["detail"]
+    scored = len(store.read_records(types=["experiment.scored"]))
+    assert scored < 80 and not store.read_records(types=["campaign.finished"])
+    for stream in marker.payload["runs"]:
+        assert store.read_stream(stream)[-1].type != "run.finished"
+
+
+@pytest.mark.parametrize("command", [["campaign", "--task", "continual-digits"], ["resume"]])
+@pytest.mark.parametrize("timeout", ["0", "-1"])
+def test_a_timeout_that_is_not_positive_is_refused(
+    tmp_path: Path, cli: Cli, command: list[str], timeout: str
+) -> None:
+    said = cli(*command, "--timeout", timeout, LABRXIV_DATA_DIR=str(tmp_path / "data"))
+    assert said.code == 2, said.out
+    assert "--timeout" in said.text
+    assert not (tmp_path / "data").exists()
