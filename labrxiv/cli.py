@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from labrxiv.cli_analyze import analyze
+from labrxiv.cli_bounds import INT64_MAX
 from labrxiv.cli_campaign import campaign, reap_command
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner, settings_or_exit
 from labrxiv.cli_errors import ShellGroup
@@ -59,10 +60,10 @@ def _settings() -> Settings:
 
 @app.command()
 def demo(
-    labs: int = typer.Option(3, min=1, help="Labs per campaign."),
-    papers: int = typer.Option(3, min=1, help="Papers per lab."),
-    attempts: int = typer.Option(9, min=1, help="Graded attempts per lab."),
-    seed: int = typer.Option(0, help="Seed of the labs."),
+    labs: int = typer.Option(3, min=1, help="Labs per campaign.", max=INT64_MAX),
+    papers: int = typer.Option(3, min=1, help="Papers per lab.", max=INT64_MAX),
+    attempts: int = typer.Option(9, min=1, help="Graded attempts per lab.", max=INT64_MAX),
+    seed: int = typer.Option(0, help="Seed of the labs.", max=INT64_MAX, min=0),
     task: str = typer.Option("continual-digits", help="Built-in task to run."),
     report: Path = typer.Option(DEFAULT_REPORT, help="Folder for the report."),
     deterministic: bool = typer.Option(
@@ -117,7 +118,9 @@ def worker(
     queues: str = typer.Option(
         "events,steps,reviews", "--queues", "-Q", help="Comma-separated queues to consume."
     ),
-    concurrency: int = typer.Option(1, "--concurrency", "-c", min=1, help="Processes or threads."),
+    concurrency: int = typer.Option(
+        1, "--concurrency", "-c", min=1, help="Processes or threads.", max=INT64_MAX
+    ),
     pool: str = typer.Option("prefork", "--pool", "-P", help="prefork, threads or solo."),
     name: str | None = typer.Option(
         None,
@@ -162,7 +165,7 @@ def worker(
 def projector(
     once: bool = typer.Option(False, help="Catch up once and exit."),
     poll: float = typer.Option(0.5, help="Seconds between polls when idle."),
-    page: int = typer.Option(5000, min=1, help="Events applied per transaction."),
+    page: int = typer.Option(5000, min=1, help="Events applied per transaction.", max=INT64_MAX),
 ) -> None:
     """Apply new events to the read models, following the log."""
     from labrxiv.wiring import open_runner
@@ -231,6 +234,7 @@ def rebuild(
         help="Processes replaying the log, each for a share of the read models "
         "(PostgreSQL only; default on PostgreSQL: one a core, at most 2, once the log's "
         "head is at position 50,000; 1 on SQLite).",
+        max=INT64_MAX,
     ),
 ) -> None:
     """Drop every read model and replay the log from position 0."""

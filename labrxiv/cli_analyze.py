@@ -30,6 +30,7 @@ from analysis.report import (
 from events import Event, EventStore
 from events.payloads import InspectionConfig
 from events.payloads.inspection import Verdict
+from labrxiv.cli_bounds import INT64_MAX
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
 from labrxiv.cli_errors import say_error
 from labrxiv.console import make_console
@@ -55,7 +56,7 @@ def analyze(
     html: Path | None = typer.Option(
         None, "--html", help="Also write the analysis as one HTML page (opens offline)."
     ),
-    seed: int = typer.Option(0, help="Seed of the bootstrap intervals."),
+    seed: int = typer.Option(0, help="Seed of the bootstrap intervals.", max=INT64_MAX, min=0),
     findings: bool = typer.Option(
         True, "--findings/--no-findings", help="Run the failure-mode detectors (the slow part)."
     ),
@@ -72,7 +73,11 @@ def analyze(
         12, "--inspector-turns", min=1, max=100, help="Model calls per run before a verdict."
     ),
     inspector_tokens: int | None = typer.Option(
-        None, "--inspector-tokens", min=1, help="Stop inspecting past these tokens."
+        None,
+        "--inspector-tokens",
+        min=1,
+        help="Stop inspecting past these tokens.",
+        max=INT64_MAX,
     ),
     inspector_dollars: float | None = typer.Option(
         None, "--inspector-dollars", min=0.000001, help="Stop inspecting past these dollars."

@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from events.payloads import LlmConfig, ReviewConfig
 from labrxiv.campaigns import CampaignOutcome, run_campaign
+from labrxiv.cli_bounds import INT64_MAX, INT64_MIN
 from labrxiv.cli_checks import budget_or_exit, http_url_or_exit
 from labrxiv.console import make_console
 from labrxiv.entry import EXIT_INTERRUPTED
@@ -43,11 +44,13 @@ console = make_console()
 
 def campaign(
     task: str = typer.Option(..., "--task", help="Task bundle id (see `labrxiv tasks list`)."),
-    labs: int = typer.Option(3, "--labs", min=1, help="Labs running in parallel."),
-    papers: int = typer.Option(2, "--papers", min=1, help="Papers each lab writes."),
+    labs: int = typer.Option(3, "--labs", min=1, help="Labs running in parallel.", max=INT64_MAX),
+    papers: int = typer.Option(2, "--papers", min=1, help="Papers each lab writes.", max=INT64_MAX),
     mode: str = typer.Option("archive", "--mode", help="isolated or archive."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the labs' policies."),
-    attempts: int = typer.Option(8, "--attempts", min=1, help="Graded attempts per lab."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the labs' policies.", max=INT64_MAX, min=0),
+    attempts: int = typer.Option(
+        8, "--attempts", min=1, help="Graded attempts per lab.", max=INT64_MAX
+    ),
     wall_seconds: float | None = typer.Option(None, "--wall-seconds", help="Time per lab."),
     policy: str = typer.Option("search", "--policy", help="The labs' policy."),
     timeout: float = typer.Option(3600, "--timeout", min=0.001, help=TIMEOUT_HELP),
@@ -58,11 +61,19 @@ def campaign(
     base_url: str | None = typer.Option(None, "--base-url", help="llm labs: the endpoint."),
     temperature: float | None = typer.Option(None, "--temperature", help="llm labs."),
     tool_protocol: str = typer.Option("functions", "--tool-protocol", help="functions or text."),
-    context_tokens: int = typer.Option(32000, "--context-tokens", help="The model's window."),
-    tokens: int | None = typer.Option(None, "--tokens", help="Model tokens per lab."),
+    context_tokens: int = typer.Option(
+        32000, "--context-tokens", help="The model's window.", max=INT64_MAX, min=1
+    ),
+    tokens: int | None = typer.Option(
+        None, "--tokens", help="Model tokens per lab.", max=INT64_MAX, min=INT64_MIN
+    ),
     dollars: float | None = typer.Option(None, "--dollars", help="Model dollars per lab."),
-    steps: int | None = typer.Option(None, "--steps", help="Steps per lab."),
-    campaign_tokens: int | None = typer.Option(None, "--campaign-tokens", help="For all labs."),
+    steps: int | None = typer.Option(
+        None, "--steps", help="Steps per lab.", max=INT64_MAX, min=INT64_MIN
+    ),
+    campaign_tokens: int | None = typer.Option(
+        None, "--campaign-tokens", help="For all labs.", max=INT64_MAX, min=INT64_MIN
+    ),
     campaign_dollars: float | None = typer.Option(None, "--campaign-dollars", help="All labs."),
     stall_seconds: float | None = typer.Option(
         None,
@@ -82,7 +93,11 @@ def campaign(
         None, "--review-base-url", help="llm reviewers: the endpoint."
     ),
     reviewer_tokens: int | None = typer.Option(
-        None, "--reviewer-tokens", min=1, help="Tokens for all the campaign's reviews."
+        None,
+        "--reviewer-tokens",
+        min=1,
+        help="Tokens for all the campaign's reviews.",
+        max=INT64_MAX,
     ),
     reviewer_dollars: float | None = typer.Option(
         None, "--reviewer-dollars", min=0.000001, help="Dollars for all the campaign's reviews."

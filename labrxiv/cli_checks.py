@@ -39,11 +39,20 @@ def http_url_or_exit(option: str, value: str | None) -> str | None:
 
 def writable_folder_or_exit(option: str, folder: Path) -> None:
     """Exit 2 naming `option` unless `folder` is, or can be made, a folder this process
-    can write in (it is made, and a file is written and removed there to know)."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
-            pass
-    except OSError as exc:
-        say_error(f"{option} {folder}: cannot write there: {exc.strerror}")
-        raise typer.Exit(2) from None
+    can write in. Nothing is left behind: the folder, or the nearest of its parents that
+    exists, is tried with a file made and removed at once."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    problem = None
+    if not existing.is_dir():
+        problem = f"{existing} is not a folder"
+    else:
+        try:
+            with tempfile.TemporaryFile(dir=existing):
+                pass
+        except OSError as exc:
+            problem = f"cannot write in {existing}: {exc.strerror}"
+    if problem is not None:
+        say_error(f"{option} {folder}: {problem}")
+        raise typer.Exit(2)

@@ -14,6 +14,7 @@ from rich.markup import escape
 from events import EventStore
 from events.payloads import BY_TYPE
 from events.recorded import Recorded
+from labrxiv.cli_bounds import INT64_MAX
 from labrxiv.cli_common import JSON_HELP, emit_json, read_store
 from labrxiv.cli_errors import say_error
 from labrxiv.console import make_console
@@ -27,8 +28,12 @@ console = make_console()
 
 @events_app.command("tail")
 def events_tail(
-    after: int = typer.Option(0, help="Start after this position (0: from the start)."),
-    limit: int = typer.Option(20, min=1, help="Events to show (the last ones unless --after)."),
+    after: int = typer.Option(
+        0, help="Start after this position (0: from the start).", max=INT64_MAX, min=0
+    ),
+    limit: int = typer.Option(
+        20, min=1, help="Events to show (the last ones unless --after).", max=INT64_MAX
+    ),
     stream: str | None = typer.Option(None, help="Only this stream."),
     types: list[str] | None = typer.Option(
         None, "--type", help="Only events of this type (repeatable, or comma-separated)."
@@ -78,7 +83,7 @@ def events_show(
 
 @events_app.command("dead")
 def events_dead(
-    limit: int = typer.Option(20, min=1),
+    limit: int = typer.Option(20, min=1, max=INT64_MAX),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Print the most recent dead letters with their reasons."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from labrxiv.cli_bounds import INT64_MAX
 from labrxiv.cli_common import settings_or_exit
 from labrxiv.console import make_console
 from labrxiv.settings import Settings
@@ -29,10 +30,16 @@ EXPORTER_PORT = 9810
 def exporter(
     port: int = typer.Option(EXPORTER_PORT, min=0, max=65535, help="Port to serve /metrics on."),
     addr: str = typer.Option("0.0.0.0", help="Address to listen on."),
-    runs: int = typer.Option(50, min=0, help='Runs shown one by one (the rest: run="other").'),
-    campaigns: int = typer.Option(10, min=0, help="Campaigns shown one by one."),
-    labs: int = typer.Option(20, min=0, help='Labs shown one by one (the rest: lab="other").'),
-    models: int = typer.Option(20, min=0, help="Models shown one by one (the rest: other)."),
+    runs: int = typer.Option(
+        50, min=0, help='Runs shown one by one (the rest: run="other").', max=INT64_MAX
+    ),
+    campaigns: int = typer.Option(10, min=0, help="Campaigns shown one by one.", max=INT64_MAX),
+    labs: int = typer.Option(
+        20, min=0, help='Labs shown one by one (the rest: lab="other").', max=INT64_MAX
+    ),
+    models: int = typer.Option(
+        20, min=0, help="Models shown one by one (the rest: other).", max=INT64_MAX
+    ),
     once: bool = typer.Option(False, "--once", help="Print one scrape on stdout and exit."),
 ) -> None:
     """Serve research metrics (read from the read models at each scrape), projection lag,

@@ -6,6 +6,7 @@ import typer
 
 from events import EventStore
 from events.payloads import LlmConfig
+from labrxiv.cli_bounds import INT64_MAX
 from labrxiv.cli_campaign import check_task, console, require_sandbox
 from labrxiv.cli_checks import budget_or_exit, http_url_or_exit
 from labrxiv.cli_common import settings_or_exit
@@ -22,16 +23,24 @@ from workers.lab.fork import ForkError, fork_point, start_fork
 
 def fork(
     run: str = typer.Argument(..., help="The run to fork: run-<campaign>-<lab> or a prefix."),
-    at: int = typer.Option(..., "--at", min=0, help="The last step the fork keeps (replay's)."),
+    at: int = typer.Option(
+        ..., "--at", min=0, help="The last step the fork keeps (replay's).", max=INT64_MAX
+    ),
     policy: str | None = typer.Option(None, "--policy", help="The fork's policy (the run's)."),
     model: str | None = typer.Option(None, "--model", help="llm: the fork's model."),
     base_url: str | None = typer.Option(None, "--base-url", help="llm: the fork's endpoint."),
     temperature: float | None = typer.Option(None, "--temperature", help="llm."),
-    seed: int | None = typer.Option(None, "--seed", help="The fork's seed (the run's)."),
-    attempts: int | None = typer.Option(None, "--attempts", min=1, help="Attempts budget."),
-    tokens: int | None = typer.Option(None, "--tokens", min=1, help="Model tokens budget."),
+    seed: int | None = typer.Option(
+        None, "--seed", help="The fork's seed (the run's).", max=INT64_MAX, min=0
+    ),
+    attempts: int | None = typer.Option(
+        None, "--attempts", min=1, help="Attempts budget.", max=INT64_MAX
+    ),
+    tokens: int | None = typer.Option(
+        None, "--tokens", min=1, help="Model tokens budget.", max=INT64_MAX
+    ),
     dollars: float | None = typer.Option(None, "--dollars", help="Model dollars budget."),
-    steps: int | None = typer.Option(None, "--steps", min=1, help="Steps budget."),
+    steps: int | None = typer.Option(None, "--steps", min=1, help="Steps budget.", max=INT64_MAX),
     wall_seconds: float | None = typer.Option(None, "--wall-seconds", help="Time budget."),
     timeout: float = typer.Option(3600, "--timeout", min=0.001, help=TIMEOUT_HELP),
 ) -> None:

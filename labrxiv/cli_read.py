@@ -12,6 +12,7 @@ import typer
 from rich.markup import escape
 
 from labrxiv.campaign_index import campaign_modes
+from labrxiv.cli_bounds import INT64_MAX
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner, settings_or_exit
 from labrxiv.cli_errors import err
 from labrxiv.console import make_console
@@ -127,7 +128,7 @@ def papers_search(
     words: list[str] = typer.Argument(..., help="Words to look for (no quotes needed)."),
     task: str | None = typer.Option(None, help="Only papers on this task."),
     campaign: str | None = typer.Option(None, help=CAMPAIGN_HELP),
-    k: int = typer.Option(10, "-k", min=1, help="How many papers."),
+    k: int = typer.Option(10, "-k", min=1, help="How many papers.", max=INT64_MAX),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Full-text search (BM25 over title, abstract and body), best match first."""
@@ -151,7 +152,7 @@ def papers_search(
 @papers_app.command("top")
 def papers_top(
     task: str = typer.Argument(..., help="The task."),
-    k: int = typer.Option(10, "-k", min=1, help="How many papers."),
+    k: int = typer.Option(10, "-k", min=1, help="How many papers.", max=INT64_MAX),
     subtask: str | None = typer.Option(None, help="Rank by this subtask (default: headline)."),
     direction: Direction | None = typer.Option(
         None, help="Which way is better (default: the task card's direction for the subtask)."

@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from events import Event
+from labrxiv.cli_bounds import INT64_MAX
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
 from labrxiv.console import make_console
 from labrxiv.errors import NotFound
@@ -23,9 +24,15 @@ console = make_console()
 
 def replay(
     run: str = typer.Argument(..., help="The run: run-<campaign>-<lab> or a prefix of it."),
-    step: int | None = typer.Option(None, "--step", min=0, help="Stop after this step."),
+    step: int | None = typer.Option(
+        None, "--step", min=0, help="Stop after this step.", max=INT64_MAX
+    ),
     position: int | None = typer.Option(
-        None, "--position", min=1, help="Stop at this log position (events at or before it)."
+        None,
+        "--position",
+        min=1,
+        help="Stop at this log position (events at or before it).",
+        max=INT64_MAX,
     ),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:

@@ -18,6 +18,7 @@ from analysis.reviewer_eval import (
     read_lines,
 )
 from events.payloads import ReviewConfig
+from labrxiv.cli_bounds import INT64_MAX
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
 from labrxiv.cli_errors import say_error
 from labrxiv.console import make_console
@@ -46,7 +47,11 @@ def reviewers_eval(
     ),
     review_base_url: str | None = typer.Option(None, "--review-base-url", help="Its endpoint."),
     reviewer_tokens: int | None = typer.Option(
-        None, "--reviewer-tokens", min=1, help="Stop reviewing past these tokens."
+        None,
+        "--reviewer-tokens",
+        min=1,
+        help="Stop reviewing past these tokens.",
+        max=INT64_MAX,
     ),
     reviewer_dollars: float | None = typer.Option(
         None, "--reviewer-dollars", min=0.000001, help="Stop reviewing past these dollars."
@@ -61,8 +66,10 @@ def reviewers_eval(
         max=10,
         help="A prediction without a decision accepts at this rating.",
     ),
-    resamples: int = typer.Option(1000, "--resamples", min=10, help="Bootstrap resamples."),
-    seed: int = typer.Option(0, "--seed", help="The bootstrap's seed."),
+    resamples: int = typer.Option(
+        1000, "--resamples", min=10, help="Bootstrap resamples.", max=INT64_MAX
+    ),
+    seed: int = typer.Option(0, "--seed", help="The bootstrap's seed.", max=INT64_MAX, min=0),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """A reviewer against human reviews (--data with --predictions): MAE and MSE, the same

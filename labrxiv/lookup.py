@@ -13,6 +13,7 @@ from sqlalchemy import Connection, String, cast, func, inspect, select
 
 from events import Event, EventStore
 from events.store import EVENTS
+from labrxiv.cli_bounds import INT64_MAX
 from labrxiv.errors import NotFound
 from projections.archive import PAPERS
 from projections.runs import RUNS
@@ -91,7 +92,8 @@ def find_event(store: EventStore, text: str) -> Event:
     """The event at position `text` (digits), or with id `text` (a UUID or a prefix)."""
     if POSITION.fullmatch(text):
         position = int(text)
-        records = store.read_records(after=position - 1, limit=1)
+        # Past the 64 bits a position has, there is none (and the query would overflow).
+        records = store.read_records(after=position - 1, limit=1) if position <= INT64_MAX else []
         if not records or records[0].position != position:
             raise NotFound(f"no event at position {position} (the head is {store.max_position()})")
         return records[0].typed()

@@ -1,0 +1,7 @@
+"""The bounds of every integer a command takes: the 64 bits the log's databases store
+(BIGINT) and JSON carries. Unbounded, 99999999999999999999 failed deep inside, with a
+traceback (orjson's "Integer exceeds 64-bit range", SQLite's OverflowError, PostgreSQL's
+DataError); tests/labrxiv/test_cli_int_options.py checks every option has them."""
+
+INT64_MAX = 2**63 - 1
+INT64_MIN = -(2**63)
