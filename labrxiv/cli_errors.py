@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 from rich.markup import escape
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+from sqlalchemy.exc import DatabaseError, DBAPIError, InterfaceError, OperationalError
 from typer.core import TyperGroup
 
 from labrxiv.console import make_console
@@ -29,10 +29,23 @@ def say_error(message: str) -> None:
     err.print(f"[red]{escape(message)}[/]")
 
 
+def unreadable(exc: DBAPIError) -> str | None:
+    """Why a database file cannot be read as one (not SQLite at all, or damaged), or
+    None: the error is of another kind. Not a server out of reach: the file is there."""
+    if type(exc) is not DatabaseError or exc.orig is None:
+        return None
+    reason = str(exc.orig).strip().splitlines()[0]
+    if "not a database" in reason or "malformed" in reason:
+        return f"{reason} (not a labrxiv log, or a damaged one)"
+    return None
+
+
 def explain(exc: BaseException) -> str | None:
     """The one line that tells a person what went wrong, or None for a bug."""
     if isinstance(exc, ShellError):
         return str(exc)
+    if isinstance(exc, DBAPIError) and (why := unreadable(exc)) is not None:
+        return f"cannot read the database {_database()}: {why}"
     # Operational and interface errors are the database's state (away, missing, locked,
     # read-only); a programming or integrity error is a bug and keeps its traceback.
     if isinstance(exc, OperationalError | InterfaceError):

@@ -17,6 +17,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
 from events import EventStore
+from labrxiv.cli_errors import unreadable
 from labrxiv.errors import NoLog, Unreachable
 from labrxiv.settings import Settings
 
@@ -95,10 +96,11 @@ def open_log(settings: Settings) -> EventStore:
         has_log = inspect(store.engine).has_table("events")
     except DBAPIError as exc:
         store.engine.dispose()
+        shown = shown_url(settings.store_url)
+        if (why := unreadable(exc)) is not None:
+            raise Unreachable(f"cannot read the database {shown}: {why}") from None
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
-        raise Unreachable(
-            f"cannot reach the database {shown_url(settings.store_url)}: {reason}"
-        ) from None
+        raise Unreachable(f"cannot reach the database {shown}: {reason}") from None
     if not has_log:
         store.engine.dispose()
         raise NoLog(f"no log in {shown_url(settings.store_url)} (no events table): {to_do()}")

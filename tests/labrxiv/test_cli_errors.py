@@ -77,6 +77,26 @@ def test_a_user_who_is_not_root_is_told_labs_need_root(
     assert "as root" not in one_line(cli("runs"))
 
 
+@pytest.mark.parametrize(
+    "command", [*READ_COMMANDS, ["projector", "--once"], ["rebuild"]], ids=" ".join
+)
+def test_a_file_that_is_not_a_log_is_named_as_such(
+    workdir: Path, cli: Cli, command: list[str]
+) -> None:
+    """Bytes that are no SQLite database where the log should be: one line saying the
+    file cannot be read (not that a database cannot be reached); `projector --once`
+    printed a traceback (found running labrxiv from outside). The file is left as it was."""
+    data = workdir / "data"
+    data.mkdir()
+    junk = bytes(range(256)) * 20
+    (data / "labrxiv.db").write_bytes(junk)
+    said = cli(*command, LABRXIV_DATA_DIR="data")
+    assert said.code == 1, said.out
+    line = one_line(said)
+    assert "cannot read the database" in line and "not a database" in line, line
+    assert (data / "labrxiv.db").read_bytes() == junk
+
+
 @pytest.mark.parametrize("command", READ_COMMANDS, ids=" ".join)
 def test_an_unreachable_postgresql_is_one_line(
     cli: Cli, closed_port: int, command: list[str]
