@@ -42,6 +42,11 @@ from workers.sandbox.jail import check_available
 console = make_console()
 
 
+TOOL_PROTOCOL = "functions"
+CONTEXT_TOKENS = 32000
+"""`--tool-protocol` and `--context-tokens` when not given."""
+
+
 def campaign(
     task: str = typer.Option(..., "--task", help="Task bundle id (see `labrxiv tasks list`)."),
     labs: int = typer.Option(3, "--labs", min=1, help="Labs running in parallel.", max=INT64_MAX),
@@ -60,9 +65,9 @@ def campaign(
     ),
     base_url: str | None = typer.Option(None, "--base-url", help="llm labs: the endpoint."),
     temperature: float | None = typer.Option(None, "--temperature", help="llm labs."),
-    tool_protocol: str = typer.Option("functions", "--tool-protocol", help="functions or text."),
+    tool_protocol: str = typer.Option(TOOL_PROTOCOL, "--tool-protocol", help="functions or text."),
     context_tokens: int = typer.Option(
-        32000, "--context-tokens", help="The model's window.", max=INT64_MAX, min=1
+        CONTEXT_TOKENS, "--context-tokens", help="The model's window.", max=INT64_MAX, min=1
     ),
     tokens: int | None = typer.Option(
         None, "--tokens", help="Model tokens per lab.", max=INT64_MAX, min=INT64_MIN
@@ -144,6 +149,23 @@ def campaign(
     llm = None
     if policy == "llm":
         llm = _llm_config(model, phase_model, base_url, temperature, tool_protocol, context_tokens)
+    else:  # given to labs that read none of them: a mistake, and unchecked (`--tool-protocol nope`)
+        given = {
+            "--model": model is not None,
+            "--phase-model": bool(phase_model),
+            "--base-url": base_url is not None,
+            "--temperature": temperature is not None,
+            "--tool-protocol": tool_protocol != TOOL_PROTOCOL,
+            "--context-tokens": context_tokens != CONTEXT_TOKENS,
+        }
+        named = [option for option, was in given.items() if was]
+        if named:
+            console.print(
+                f"[red]{', '.join(named)}: for llm labs only, and these are "
+                f"--policy {escape(policy)} labs[/]",
+                soft_wrap=True,
+            )
+            raise typer.Exit(2)
     plan = CampaignPlan(
         task=task,
         labs=labs,

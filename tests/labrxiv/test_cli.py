@@ -344,6 +344,30 @@ def test_a_wrong_budget_or_endpoint_is_one_line_before_any_run(
     assert list((tmp_path / "data").iterdir()) == []  # nothing was started
 
 
+@pytest.mark.parametrize(
+    ("option", "named"),
+    [
+        (["--tool-protocol", "nope"], "--tool-protocol"),
+        (["--temperature", "-3"], "--temperature"),
+        (["--context-tokens", "100"], "--context-tokens"),
+        (["--phase-model", "foo=bar", "--model", "m"], "--model, --phase-model"),
+        (["--base-url", "http://x"], "--base-url"),
+    ],
+)
+def test_llm_options_given_to_search_labs_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, option: list[str], named: str
+) -> None:
+    """They were accepted and ignored, invalid values included (`--tool-protocol nope`
+    exited 0; found running labrxiv from outside)."""
+    (tmp_path / "data").mkdir()
+    monkeypatch.chdir(tmp_path)
+    command = ["campaign", "--task", "continual-digits", "--policy", "search", *option]
+    code, out = invoke(*command, LABRXIV_DATA_DIR="data")
+    assert code == 2, out
+    assert said(out) == f"{named}: for llm labs only, and these are --policy search labs"
+    assert list((tmp_path / "data").iterdir()) == []
+
+
 def test_a_policy_is_named_against_the_registry_and_the_task(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
