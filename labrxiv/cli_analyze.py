@@ -161,6 +161,8 @@ def _inspect(
 def _resolve(store: EventStore, conn: Connection, text: str) -> tuple[str, str]:
     """("run", stream) or ("campaign", id). A text that starts a campaign id names the
     campaign (its runs' streams start with it too); anything else is looked up as a run."""
+    if not text.strip():
+        raise NotFound("an empty id names no run or campaign")
     if text.startswith("run-"):
         return "run", resolve_run(conn, text)
     bare = text.removeprefix("campaign-")

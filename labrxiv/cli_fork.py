@@ -14,7 +14,7 @@ from labrxiv.cli_errors import err
 from labrxiv.cli_resume import Watched, follow
 from labrxiv.errors import ShellError
 from labrxiv.interrupt import TIMEOUT_HELP
-from labrxiv.lookup import pick
+from labrxiv.lookup import pick_prefixed
 from labrxiv.reading import find_log, open_log
 from workers.bus.base import Bus
 from workers.lab.campaign import CampaignPlan
@@ -55,7 +55,7 @@ def fork(
     settings = found.settings
     store = open_log(settings)
     runs = {r.stream for r in store.iter_records(types=["run.started"])}
-    stream = pick("run", run if run.startswith("run-") else f"run-{run}", runs)
+    stream = pick_prefixed("run", "run-", run, runs, "labrxiv runs lists them")
     try:
         point, parent, _ = fork_point(store, stream, at)
     except ForkError as exc:

@@ -22,7 +22,7 @@ from labrxiv.interrupt import (
     stop_embedded,
     unfinished_by_campaign,
 )
-from labrxiv.lookup import pick
+from labrxiv.lookup import pick, pick_prefixed
 from labrxiv.reading import find_log, open_log
 from labrxiv.settings import Settings
 from workers.bus.base import Bus
@@ -65,17 +65,13 @@ def _chosen(store: EventStore, campaign: str | None, names: list[str]) -> dict[s
         left = {chosen: left[chosen]}
     if names:
         streams = {s for runs in left.values() for s in runs}
-        wanted = {pick("unfinished run", _stream(name), streams) for name in names}
+        wanted = {pick_prefixed("unfinished run", "run-", name, streams, "") for name in names}
         left = {c: [s for s in runs if s in wanted] for c, runs in left.items()}
         left = {c: runs for c, runs in left.items() if runs}
     if not left:
         where = f" in campaign {campaign}" if campaign else ""
         raise NotFound(f"no unfinished run{where}: every run has finished")
     return left
-
-
-def _stream(name: str) -> str:
-    return name if name.startswith("run-") else f"run-{name}"
 
 
 def _resume(

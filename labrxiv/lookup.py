@@ -23,7 +23,10 @@ SHOWN = 5
 
 
 def pick(kind: str, text: str, known: Iterable[str], hint: str = "") -> str:
-    """The one of `known` that is `text` or starts with it."""
+    """The one of `known` that is `text` or starts with it (an empty `text` names none:
+    it was "ambiguous" among them all)."""
+    if not text.strip():
+        raise NotFound(f"an empty {kind} id names no {kind}")
     names = set(known)
     if text in names:
         return text
@@ -59,17 +62,20 @@ def resolve_campaign(store: EventStore, conn: Connection, text: str | None) -> s
 def resolve_run(conn: Connection, text: str) -> str:
     """The run stream `text` names: `run-<campaign>-<lab index>`, `run-` optional."""
     streams = set(conn.execute(select(RUNS.c.stream)).scalars())
-    return _pick_prefixed("run", "run-", text, streams, "labrxiv runs lists them")
+    return pick_prefixed("run", "run-", text, streams, "labrxiv runs lists them")
 
 
 def resolve_paper(conn: Connection, text: str) -> str:
     """The paper id `text` names: `p-<hex>`, `p-` optional."""
     ids = set(conn.execute(select(PAPERS.c.paper_id)).scalars())
-    return _pick_prefixed("paper", "p-", text, ids, "labrxiv papers list lists them")
+    return pick_prefixed("paper", "p-", text, ids, "labrxiv papers list lists them")
 
 
-def _pick_prefixed(kind: str, prefix: str, text: str, names: set[str], hint: str) -> str:
-    """`pick` where the names' common `prefix` may be left out of `text`."""
+def pick_prefixed(kind: str, prefix: str, text: str, names: set[str], hint: str) -> str:
+    """`pick` where the names' common `prefix` may be left out of `text`; what is not
+    found is said with the text the person typed."""
+    if not text.strip():
+        raise NotFound(f"an empty {kind} id names no {kind}")
     if text in names:
         return text
     whole = text if text.startswith(prefix) else prefix + text
