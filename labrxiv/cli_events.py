@@ -63,6 +63,10 @@ def events_tail(
             _print(records, as_json)
             after = records[-1].position
         if not follow:
+            if not records:  # a filter that matches nothing, as without --after
+                where = _nothing(stream, kinds, correlation)
+                head = store.max_position()
+                raise NotFound(f"{where} after position {after} (the head is {head})")
             return
         if not records:
             time.sleep(0.5)

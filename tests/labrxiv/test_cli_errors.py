@@ -127,6 +127,7 @@ def test_an_unreachable_postgresql_is_one_line(
         (["events", "tail", "--type", "budget.exceeded"], "no budget.exceeded event"),
         (["events", "tail", "--type", "no.such"], "no event type no.such"),
         (["events", "tail", "--campaign", "cccc"], "no campaign cccc"),
+        (["events", "tail", "--after", "99999"], "no event after position 99999 (the head is"),
         (["papers", "list", "--task", "other"], "no paper on task other"),
         (["papers", "list", "--lab", "lab-9"], "no paper by lab lab-9"),
         (["papers", "show", "p-nope"], "no paper p-nope"),
