@@ -91,8 +91,8 @@ class BehaviourTally:
             if event.type != "run.started":
                 raise ValueError(f"{self.run} does not begin with run.started")
             self.started, self.started_at, self.campaign = event.payload, at, event.correlation_id
-            self.step = 0
-        elif self.step == 0 or event.causation_id != self.cause:
+            self.step = self.first_step
+        elif self.step == self.first_step or event.causation_id != self.cause:
             self.step += 1
         self.cause = event.causation_id
         self.last_at = at
@@ -103,6 +103,13 @@ class BehaviourTally:
         spent = spend_of(event.type, event.payload)
         if spent is not None:
             self._spent(spent, event.type, event.payload)
+
+    @property
+    def first_step(self) -> int:
+        """The number `labrxiv replay` gives the run's start: 0; a fork's, after the
+        steps it inherited (its figures are of its own events, its steps numbered on)."""
+        point = self.started.get("forked_from")
+        return 0 if not point else int(point["step"]) + 1
 
     def _elapsed(self, at: datetime) -> float:
         assert self.started_at is not None
@@ -175,7 +182,7 @@ class BehaviourTally:
             campaign=self.campaign,
             finished=self.finished,
             events=self.events,
-            steps=self.step + 1,
+            steps=self.step + 1 - self.first_step,
             papers=self.papers,
             duration_s=duration,
             density=Density(

@@ -187,3 +187,26 @@ def test_a_fork_of_a_fork_is_cut_at_replays_step_numbers(
         assert [s.events for s in mine[: at + 1]] == [s.events for s in replayed[: at + 1]]
         end = store.read_stream(newest.stream)[-1]
         assert end.type == "run.finished" and end.payload.reason == "done", end.payload
+
+
+def test_analyze_numbers_a_forks_steps_as_replay_does(parent: tuple[str, Path], cli: Cli) -> None:
+    """The behaviour figures are of the fork's own events, and its best score's step is
+    the step replay shows for that scoring (after the inherited ones): analyze said
+    "at step 19" where replay showed the scoring at step 30 (found running labrxiv from
+    outside)."""
+    run, data = parent
+    assert cli("fork", run, "--at", "4", "--seed", "9", LABRXIV_DATA_DIR=str(data)).code == 0
+    store = _store(data)
+    (fork,) = [r.stream for r in store.read_records(types=["run.started"]) if r.stream != run]
+    replayed = json.loads(cli("replay", fork, "--json", LABRXIV_DATA_DIR=str(data)).stdout)
+    own = [s for s in replayed["steps"] if s["stream"] == fork]
+    for source in ([], ["--no-findings"]):  # from the read model, and folded from the log
+        shown = json.loads(
+            cli("analyze", fork, "--json", *source, LABRXIV_DATA_DIR=str(data)).stdout
+        )
+        figures = shown["runs"][0]["behaviour"]
+        assert figures["steps"] == len(own)
+        useful = figures["useful"]
+        best_step = next(s for s in replayed["steps"] if s["number"] == useful["best_step"])
+        assert best_step["stream"] == fork
+        assert useful["best"] in best_step["scored"]
