@@ -193,8 +193,9 @@ def progress_table(runs: list[RunView], plan: CampaignPlan, title: str) -> Table
         table.add_row(
             run.lab or run.stream,
             str(run.steps),
-            f"{run.attempts}/{plan.attempts}",
-            f"{run.papers}/{plan.papers}",
+            # A fork's budget counts the trajectory it stands on: so do its counts here.
+            f"{run.attempts + run.inherited_attempts}/{plan.attempts}",
+            f"{run.papers + run.inherited_papers}/{plan.papers}",
             "-" if run.best_score is None else f"{run.best_score:.3f}",
             f"{run.elapsed_seconds:.1f}s",
             status,

@@ -14,6 +14,7 @@ from sqlmodel import Field, SQLModel
 
 from events.envelope import as_utc
 from events.recorded import Recorded
+from events.store import EVENTS
 from projections.bulk import born_streams, insert_rows
 from projections.projector import Projector
 
@@ -53,6 +54,11 @@ class RunRow(SQLModel, table=True):
     events, after the parent's it inherits."""
     fork_step: int | None = None
     """The parent's last step the fork inherits."""
+    inherited_attempts: int = 0
+    """For a fork: the scored attempts of the trajectory it stands on (its parent's up
+    to the fork point, with theirs for a fork of a fork). Its budget counts them."""
+    inherited_papers: int = 0
+    """For a fork: the papers of the trajectory it stands on, as `inherited_attempts`."""
 
 
 RUNS = RunRow.__table__
@@ -80,6 +86,8 @@ class RunView:
     last_position: int
     forked_from: str | None = None
     fork_step: int | None = None
+    inherited_attempts: int = 0
+    inherited_papers: int = 0
 
     @property
     def finished(self) -> bool:
@@ -152,12 +160,41 @@ class RunsProjector(Projector):
             if row is None:
                 row = rows[stream] = _new_row(stream)
             _fold(row, group)
+            if group[0].version == 0 and row["forked_from"] is not None:
+                point = group[0].payload["forked_from"]
+                inherited = _inherited(conn, point["run"], point["version"])
+                row["inherited_attempts"], row["inherited_papers"] = inherited
         for event in interrupts:  # after the runs' own events: a later one means running
             for stream in event.payload["runs"]:
                 row = rows.get(stream)
                 if row and row["status"] == "running" and row["last_position"] < event.position:
                     row["status"] = "interrupted"
         insert_rows(conn, RUNS, list(rows.values()))
+
+
+_COUNTED = ("run.started", "experiment.scored", "paper.submitted")
+
+
+def _inherited(conn: Connection, run: str, version: int) -> tuple[int, int]:
+    """Scored attempts and papers of the trajectory up to `version` of `run`: its events
+    up to there, and, for a fork, what it stood on in turn. Read from the log, which
+    holds them before the fork's start: rebuilt equals incremental."""
+    attempts = papers = 0
+    while True:
+        query = select(EVENTS.c.type, EVENTS.c.version, EVENTS.c.payload).where(
+            EVENTS.c.stream == run, EVENTS.c.version <= version, EVENTS.c.type.in_(_COUNTED)
+        )
+        point = None
+        for kind, at, payload in conn.execute(query):
+            if kind == "experiment.scored":
+                attempts += 1
+            elif kind == "paper.submitted":
+                papers += 1
+            elif at == 0:
+                point = payload.get("forked_from")
+        if not point:
+            return attempts, papers
+        run, version = point["run"], point["version"]
 
 
 def _take_stored(conn: Connection, streams: list[str]) -> dict[str, dict[str, Any]]:
@@ -184,6 +221,8 @@ _BLANK = dict.fromkeys(_COLUMNS) | {
     "attempts": 0,
     "papers": 0,
     "last_position": 0,
+    "inherited_attempts": 0,
+    "inherited_papers": 0,
 }
 
 

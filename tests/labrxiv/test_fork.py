@@ -69,6 +69,11 @@ def test_a_fork_goes_on_from_step_k_with_its_own_settings(
     with store.engine.connect() as conn:
         (view,) = runs_of(conn, streams=[fork])
     assert view.forked_from == run and view.fork_step == 4
+    # Its budget counts the inherited attempts, and so does the watch's table (it showed
+    # 4/6 for a fork that had made all 6; found running labrxiv from outside).
+    assert (view.attempts, view.inherited_attempts) == (4, 2)
+    assert (view.papers, view.inherited_papers) == (1, 0)
+    assert "6/6" in said.out and "4/6" not in said.out
     replayed = cli("replay", fork, "--json", LABRXIV_DATA_DIR=str(data))
     shown = json.loads(replayed.stdout)
     assert [s["stream"] for s in shown["steps"][:5]] == [run] * 5
@@ -187,6 +192,9 @@ def test_a_fork_of_a_fork_is_cut_at_replays_step_numbers(
         assert [s.events for s in mine[: at + 1]] == [s.events for s in replayed[: at + 1]]
         end = store.read_stream(newest.stream)[-1]
         assert end.type == "run.finished" and end.payload.reason == "done", end.payload
+        with store.engine.connect() as conn:  # what it stands on, through both forks
+            (view,) = runs_of(conn, streams=[newest.stream])
+        assert view.inherited_attempts == sum(len(s.scored) for s in replayed[: at + 1])
 
 
 def test_analyze_numbers_a_forks_steps_as_replay_does(parent: tuple[str, Path], cli: Cli) -> None:
