@@ -175,8 +175,10 @@ def paper_view(
     lineage = Table(title="lineage")
     for name in ("relation", "paper", "lab", "title"):
         lineage.add_column(name, overflow="fold")
+    labs = {cited.paper_id: cited.lab for cited in detail.cited}
     for cited_id, title in detail.cites:
-        lineage.add_row("cites", cited_id, "", escape(title or "(not in the archive)"))
+        lab = labs.get(cited_id) or "-"
+        lineage.add_row("cites", cited_id, lab, escape(title or "(not in the archive)"))
     for other in detail.cited_by:
         lineage.add_row("cited by", other.paper_id, other.lab or "-", escape(other.title))
     for other in detail.revisions:

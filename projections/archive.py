@@ -286,6 +286,9 @@ class PaperDetail:
     number_in_run: int
     cites: list[tuple[str, str | None]]
     """`(cited id, its title)` in the paper's order; title None if not in the archive."""
+    cited: list[PaperSummary]
+    """The cited papers that are in the archive, in the paper's order, in full (as
+    `cited_by`)."""
     cited_by: list[PaperSummary]
     """Papers that cite it, in archive order."""
     revisions: list[PaperSummary]
@@ -371,6 +374,7 @@ def get_paper(conn: Connection, paper_id: str) -> PaperDetail | None:
     return PaperDetail(
         paper=_summary(values),
         cites=[(i, known[i].title if i in known else None) for i in cited_ids],
+        cited=[known[i] for i in cited_ids if i in known],
         cited_by=cited_by,
         revisions=revisions,
         retrievals=retrievals_of(conn, paper_id),

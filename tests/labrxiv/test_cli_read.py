@@ -1,5 +1,6 @@
 """`labrxiv papers`, `ledger` and `curves` as a user runs them, on a small hand-made log."""
 
+import json
 import os
 import re
 from datetime import UTC, datetime, timedelta
@@ -159,7 +160,11 @@ def test_papers_show_with_citations_and_readers(read_log: EventStore) -> None:
     assert has_row(out, "cited by", "p-two", "lab-y", "Fine-tuning again")
     assert has_row(out, "2026-03-01 09:00:06", "run-y", "lab-y", 1, "replay")
     code, out = invoke("papers", "show", "p-two")
-    assert has_row(out, "cites", "p-one", "Replay with herding")
+    # The cited paper's lab, as for the papers citing it (the column was left empty).
+    assert has_row(out, "cites", "p-one", "lab-x", "Replay with herding")
+    code, out = invoke("papers", "show", "p-two", "--json")
+    (cited,) = json.loads(out)["cited"]
+    assert (cited["paper_id"], cited["lab"]) == ("p-one", "lab-x")
     code, out = invoke("papers", "show", "p-nope")
     assert code == 1 and "no paper p-nope" in said(out)
 
