@@ -195,7 +195,7 @@ def progress_table(runs: list[RunView], plan: CampaignPlan, title: str) -> Table
             str(run.steps),
             # A fork's budget counts the trajectory it stands on: so do its counts here.
             f"{run.attempts + run.inherited_attempts}/{plan.attempts}",
-            f"{run.papers + run.inherited_papers}/{plan.papers}",
+            _papers(run, plan.papers),
             "-" if run.best_score is None else f"{run.best_score:.3f}",
             f"{run.elapsed_seconds:.1f}s",
             status,
@@ -230,3 +230,10 @@ def live_display(console: Console) -> Live | FinalTable:
     if console.is_terminal and not console.is_dumb_terminal:
         return Live(console=console, refresh_per_second=4, transient=False)
     return FinalTable(console)
+
+
+def _papers(run: RunView, asked: int) -> str:
+    """Papers written against those asked for; revisions after review apart (a lab that
+    revised one of its 2 papers showed 3/2)."""
+    written = run.papers + run.inherited_papers - run.revisions
+    return f"{written}/{asked}" + (f" +{run.revisions} revised" if run.revisions else "")

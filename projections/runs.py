@@ -42,7 +42,10 @@ class RunRow(SQLModel, table=True):
     attempts: int = 0
     """Scored experiments so far."""
     papers: int = 0
-    """Papers the lab submitted (`paper.submitted`)."""
+    """Papers the lab submitted (`paper.submitted`), revisions included."""
+    revisions: int = 0
+    """Of `papers`, those that revise an earlier one after its review (`revises` set):
+    written beyond the papers a lab was asked for."""
     best_score: float | None = None
     """Best normalized score so far (raw score when the task has no SOTA)."""
     first_event_at: datetime | None = None
@@ -88,6 +91,7 @@ class RunView:
     fork_step: int | None = None
     inherited_attempts: int = 0
     inherited_papers: int = 0
+    revisions: int = 0
 
     @property
     def finished(self) -> bool:
@@ -223,6 +227,7 @@ _BLANK = dict.fromkeys(_COLUMNS) | {
     "last_position": 0,
     "inherited_attempts": 0,
     "inherited_papers": 0,
+    "revisions": 0,
 }
 
 
@@ -272,3 +277,5 @@ def _fold(row: dict[str, Any], events: list[Recorded]) -> None:
             row["status"], row["finish_reason"] = "finished", event.payload["reason"]
         elif kind == "paper.submitted":
             row["papers"] += 1
+            if event.payload.get("revises"):
+                row["revisions"] += 1

@@ -13,9 +13,11 @@ from events.payloads import (
     ReviewConfig,
     ReviewReceived,
 )
+from labrxiv.campaigns import progress_table
 from labrxiv.settings import load_settings
 from labrxiv.wiring import open_embedded
 from projections.archive import list_papers
+from projections.runs import runs_of
 from workers.lab.campaign import CampaignPlan, start_campaign
 from workers.lab.step import LAB_STEP_TASK
 from workers.review.task import review_stream
@@ -76,6 +78,16 @@ def test_labs_revise_their_papers_answering_the_reviews(tmp_path: Path) -> None:
                 assert paper.version == shown[paper.revises].version + 1
         finished = store.read_records(types=["campaign.finished"], correlation=campaign)
         assert len(finished) == 1
+        # The runs read model keeps revisions apart, and the live table shows each lab's
+        # papers against the one asked for (it showed 3/1 for a lab that revised twice).
+        system.runner.catch_up()
+        with store.engine.connect() as conn:
+            views = runs_of(conn, campaign=campaign)
+        assert sum(v.revisions for v in views) == revisions
+        cells = [row for column in progress_table(views, plan, "t").columns
+                 if column.header == "papers" for row in column._cells]  # fmt: skip
+        assert all(cell.startswith("1/1") for cell in cells), cells
+        assert any("revised" in cell for cell in cells)
 
         # A wake-up sent again (the reaper, a redelivery) changes nothing.
         count = store.count()
