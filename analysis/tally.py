@@ -52,6 +52,8 @@ class BehaviourTally:
     def __init__(self, run: str) -> None:
         self.run = run
         self.started: dict[str, Any] = {}
+        self.first_step = 0
+        """The number of the run's first step: 0, or a fork's after those it inherited."""
         self.campaign: str | None = None
         self.started_at: datetime | None = None
         self.last_at: datetime | None = None
@@ -90,7 +92,8 @@ class BehaviourTally:
         if self.step < 0:
             if event.type != "run.started":
                 raise ValueError(f"{self.run} does not begin with run.started")
-            self.started, self.started_at, self.campaign = event.payload, at, event.correlation_id
+            self.take_start(event.payload)
+            self.started_at, self.campaign = at, event.correlation_id
             self.step = self.first_step
         elif self.step == self.first_step or event.causation_id != self.cause:
             self.step += 1
@@ -104,12 +107,13 @@ class BehaviourTally:
         if spent is not None:
             self._spent(spent, event.type, event.payload)
 
-    @property
-    def first_step(self) -> int:
-        """The number `labrxiv replay` gives the run's start: 0; a fork's, after the
-        steps it inherited (its figures are of its own events, its steps numbered on)."""
-        point = self.started.get("forked_from")
-        return 0 if not point else int(point["step"]) + 1
+    def take_start(self, started: dict[str, Any]) -> None:
+        """Take the run's `run.started` payload: its settings, and the number `labrxiv
+        replay` gives its start: 0; a fork's, after the steps it inherited (its figures
+        are of its own events, its steps numbered on)."""
+        self.started = started
+        point = started.get("forked_from")
+        self.first_step = 0 if not point else int(point["step"]) + 1
 
     def _elapsed(self, at: datetime) -> float:
         assert self.started_at is not None

@@ -56,7 +56,7 @@ def state_of(tally: BehaviourTally) -> dict[str, Any]:
 def tally_from(run: str, state: dict[str, Any]) -> BehaviourTally:
     """The tally of `run` whose state `state_of` gave."""
     tally = BehaviourTally(run)
-    tally.started = state["started"]
+    tally.take_start(state["started"])
     tally.campaign = state["campaign"]
     tally.started_at = _parse(state["started_at"])
     tally.last_at = _parse(state["last_at"])

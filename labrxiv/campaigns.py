@@ -235,5 +235,5 @@ def live_display(console: Console) -> Live | FinalTable:
 def _papers(run: RunView, asked: int) -> str:
     """Papers written against those asked for; revisions after review apart (a lab that
     revised one of its 2 papers showed 3/2)."""
-    written = run.papers + run.inherited_papers - run.revisions
+    written = run.papers - run.revisions + run.inherited_papers
     return f"{written}/{asked}" + (f" +{run.revisions} revised" if run.revisions else "")

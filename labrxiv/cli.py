@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from labrxiv.cli_analyze import analyze
-from labrxiv.cli_bounds import INT64_MAX
+from labrxiv.cli_bounds import INT64_MAX, SEED_MAX
 from labrxiv.cli_campaign import campaign, reap_command
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner, settings_or_exit
 from labrxiv.cli_errors import ShellGroup
@@ -63,7 +63,7 @@ def demo(
     labs: int = typer.Option(3, min=1, help="Labs per campaign.", max=INT64_MAX),
     papers: int = typer.Option(3, min=1, help="Papers per lab.", max=INT64_MAX),
     attempts: int = typer.Option(9, min=1, help="Graded attempts per lab.", max=INT64_MAX),
-    seed: int = typer.Option(0, help="Seed of the labs.", max=INT64_MAX, min=0),
+    seed: int = typer.Option(0, help="Seed of the labs.", max=SEED_MAX, min=0),
     task: str = typer.Option("continual-digits", help="Built-in task to run."),
     report: Path = typer.Option(DEFAULT_REPORT, help="Folder for the report."),
     deterministic: bool = typer.Option(

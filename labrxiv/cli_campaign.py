@@ -15,7 +15,7 @@ from rich.markup import escape
 
 from events.payloads import LlmConfig, ReviewConfig
 from labrxiv.campaigns import CampaignOutcome, run_campaign
-from labrxiv.cli_bounds import INT64_MAX, INT64_MIN
+from labrxiv.cli_bounds import INT64_MAX, INT64_MIN, SEED_MAX
 from labrxiv.cli_checks import budget_or_exit, http_url_or_exit
 from labrxiv.console import make_console
 from labrxiv.entry import EXIT_INTERRUPTED
@@ -52,7 +52,7 @@ def campaign(
     labs: int = typer.Option(3, "--labs", min=1, help="Labs running in parallel.", max=INT64_MAX),
     papers: int = typer.Option(2, "--papers", min=1, help="Papers each lab writes.", max=INT64_MAX),
     mode: str = typer.Option("archive", "--mode", help="isolated or archive."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the labs' policies.", max=INT64_MAX, min=0),
+    seed: int = typer.Option(0, "--seed", help="Seed of the labs' policies.", max=SEED_MAX, min=0),
     attempts: int = typer.Option(
         8, "--attempts", min=1, help="Graded attempts per lab.", max=INT64_MAX
     ),
@@ -338,7 +338,7 @@ def _run(settings: Settings, plan: CampaignPlan, timeout: float):  # type: ignor
                     leases=system.ctx.leases,
                 )
                 detail = f"--timeout {timeout:g}s in labrxiv campaign"
-                return outcome, settle_or_stop(system, outcome.finished, detail)
+                return outcome, settle_or_stop(system, outcome.finished, detail, outcome.campaign)
         except KeyboardInterrupt:
             # This process is the only worker: say which runs it leaves, and how to go on.
             console.print("stopping: the steps being taken end first (Ctrl-C again to quit now)")

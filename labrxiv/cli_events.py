@@ -63,10 +63,14 @@ def events_tail(
             _print(records, as_json)
             after = records[-1].position
         if not follow:
-            if not records:  # a filter that matches nothing, as without --after
-                where = _nothing(stream, kinds, correlation)
-                head = store.max_position()
-                raise NotFound(f"{where} after position {after} (the head is {head})")
+            if not records:
+                where = f"{_nothing(stream, kinds, correlation)} after position {after}"
+                if any(filters.values()):  # a filter that matches nothing, as without --after
+                    raise NotFound(f"{where} (the head is {store.max_position()})")
+                if as_json:
+                    typer.echo("[]")
+                else:  # nothing new since `after`: what a poll for new events finds
+                    console.print(f"{where} yet (the head is {store.max_position()})")
             return
         if not records:
             time.sleep(0.5)

@@ -117,7 +117,7 @@ def follow(
                     system.ctx.leases,
                 )
                 detail = f"--timeout {timeout:g}s in labrxiv"
-                left = settle_or_stop(system, outcome.finished, detail)
+                left = settle_or_stop(system, outcome.finished, detail, outcome.campaign)
         except KeyboardInterrupt:
             console.print("stopping: the steps being taken end first (Ctrl-C again to quit now)")
             say_stopped(console, stop_embedded(system, "Ctrl-C in labrxiv"))

@@ -11,8 +11,11 @@ demo stopped before its end, a folder the demo never made) moves it aside and sa
 
 import shutil
 import sqlite3
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
+
+from labrxiv.errors import CannotWrite
 
 MARK = ".demo-head"
 """The file a finished demo leaves in its folder: its log's head position."""
@@ -25,26 +28,42 @@ def mark_finished(folder: Path, head: int) -> None:
     (folder / MARK).write_text(f"{head}\n")
 
 
+MADE = frozenset(
+    {LOG, f"{LOG}-wal", f"{LOG}-shm", f"{LOG}-journal", MARK, "workspaces", "inflight"}
+)
+"""What a demo leaves in its folder (`labrxiv.wiring`'s embedded system): a folder with
+anything else in it (a plot or report written there) is not deleted."""
+
+
 def make_room(folder: Path) -> Path | None:
     """Clear `folder` for a new demo: delete it if it holds only a finished demo's log,
-    else move it to a new `demo.<time>` beside it and return where it went."""
+    else move it to a new `demo.<time>` beside it and return where it went;
+    `CannotWrite` if neither can be done."""
     if not folder.exists():
         return None
-    if _untouched_demo(folder):
-        shutil.rmtree(folder)
-        return None
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    kept = folder.with_name(f"{folder.name}.{stamp}")
-    number = 1
-    while kept.exists():
-        number += 1
-        kept = folder.with_name(f"{folder.name}.{stamp}-{number}")
-    folder.rename(kept)
+    try:
+        if _untouched_demo(folder):
+            shutil.rmtree(folder)
+            return None
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+        kept = folder.with_name(f"{folder.name}.{stamp}")
+        number = 1
+        while kept.exists():
+            number += 1
+            kept = folder.with_name(f"{folder.name}.{stamp}-{number}")
+        folder.rename(kept)
+    except OSError as exc:  # a folder of someone else's, a mount point…
+        raise CannotWrite(f"cannot clear {folder} for the demo: {exc.strerror}") from None
     return kept
 
 
 def _untouched_demo(folder: Path) -> bool:
-    """Whether `folder`'s log ends where the demo that made it ended."""
+    """Whether `folder` holds only what a demo makes, its log ending where that demo
+    ended."""
+    if not folder.is_dir() or folder.is_symlink():
+        return False
+    if any(entry.name not in MADE for entry in folder.iterdir()):
+        return False
     try:
         marked = int((folder / MARK).read_text().strip())
     except (OSError, ValueError):
@@ -57,7 +76,7 @@ def _head(log: Path) -> int | None:
     if not log.is_file():
         return None
     try:
-        with sqlite3.connect(f"file:{log}?mode=ro", uri=True) as conn:
+        with closing(sqlite3.connect(f"{log.resolve().as_uri()}?mode=ro", uri=True)) as conn:
             return int(conn.execute("SELECT coalesce(max(position), 0) FROM events").fetchone()[0])
     except sqlite3.Error:
         return None

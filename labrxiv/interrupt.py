@@ -85,14 +85,16 @@ class Stopped(Exception):
         self.left = left
 
 
-def stop_embedded(system: Embedded, detail: str) -> list[Left]:
-    """Stop the embedded system's work and record what it left, per campaign: in embedded
-    mode this process is the only worker, so no unfinished run of its log goes on."""
+def stop_embedded(system: Embedded, detail: str, campaign: str | None = None) -> list[Left]:
+    """Stop the embedded system's work and record what it left, per campaign (only
+    `campaign`'s, if given: the one a timed-out watch was on): in embedded mode this
+    process is the only worker, so no unfinished run of its log goes on."""
     system.bus.abandon()
     left = []
-    for campaign, runs in sorted(unfinished_by_campaign(system.store).items()):
-        _record(system.store, campaign, runs, detail)
-        left.append(Left(campaign, runs))
+    unfinished = unfinished_by_campaign(system.store, campaign)
+    for stopped, runs in sorted(unfinished.items()):
+        _record(system.store, stopped, runs, detail)
+        left.append(Left(stopped, runs))
     system.runner.catch_up()
     return left
 
@@ -102,7 +104,9 @@ TIMEOUT_HELP = (
 )
 
 
-def settle_or_stop(system: Embedded, finished: bool, detail: str) -> list[Left] | None:
+def settle_or_stop(
+    system: Embedded, finished: bool, detail: str, campaign: str
+) -> list[Left] | None:
     """After watching in embedded mode: let the work settle when the watched runs
     finished; when the watch timed out, stop the work as Ctrl-C does and return what was
     left. This process is the only worker: settling waited for every run to end, however
@@ -110,7 +114,7 @@ def settle_or_stop(system: Embedded, finished: bool, detail: str) -> list[Left] 
     if finished:
         system.settle()
         return None
-    return stop_embedded(system, detail)
+    return stop_embedded(system, detail, campaign)
 
 
 def unfinished_by_campaign(store: EventStore, campaign: str | None = None) -> dict[str, list[str]]:

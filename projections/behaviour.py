@@ -136,7 +136,7 @@ def _row(tally: BehaviourTally, started: int, finished: int | None, last: int) -
         "finished_position": finished,
         "last_position": last,
         "events": tally.events,
-        "steps": tally.step + 1,
+        "steps": tally.step + 1 - tally.first_step,  # a fork's own, as the figure counts
         "actions": len(tally.action_s),
         "papers": tally.papers,
         "scored": tally.scored,

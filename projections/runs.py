@@ -61,7 +61,8 @@ class RunRow(SQLModel, table=True):
     """For a fork: the scored attempts of the trajectory it stands on (its parent's up
     to the fork point, with theirs for a fork of a fork). Its budget counts them."""
     inherited_papers: int = 0
-    """For a fork: the papers of the trajectory it stands on, as `inherited_attempts`."""
+    """For a fork: the papers of the trajectory it stands on, as `inherited_attempts`,
+    revisions not counted (they are written beyond the papers asked for)."""
 
 
 RUNS = RunRow.__table__
@@ -180,11 +181,14 @@ _COUNTED = ("run.started", "experiment.scored", "paper.submitted")
 
 
 def _inherited(conn: Connection, run: str, version: int) -> tuple[int, int]:
-    """Scored attempts and papers of the trajectory up to `version` of `run`: its events
-    up to there, and, for a fork, what it stood on in turn. Read from the log, which
-    holds them before the fork's start: rebuilt equals incremental."""
+    """Scored attempts and papers (not revisions) of the trajectory up to `version` of
+    `run`: its events up to there, and, for a fork, what it stood on in turn. Read from
+    the log, which holds them before the fork's start: rebuilt equals incremental. Forks
+    are rare, and this runs once at each one's start."""
     attempts = papers = 0
-    while True:
+    seen: set[str] = set()
+    while run not in seen:  # a log whose forks go round in a circle ends here
+        seen.add(run)
         query = select(EVENTS.c.type, EVENTS.c.version, EVENTS.c.payload).where(
             EVENTS.c.stream == run, EVENTS.c.version <= version, EVENTS.c.type.in_(_COUNTED)
         )
@@ -193,12 +197,13 @@ def _inherited(conn: Connection, run: str, version: int) -> tuple[int, int]:
             if kind == "experiment.scored":
                 attempts += 1
             elif kind == "paper.submitted":
-                papers += 1
+                papers += not payload.get("revises")
             elif at == 0:
                 point = payload.get("forked_from")
         if not point:
-            return attempts, papers
+            break
         run, version = point["run"], point["version"]
+    return attempts, papers
 
 
 def _take_stored(conn: Connection, streams: list[str]) -> dict[str, dict[str, Any]]:

@@ -127,7 +127,10 @@ def test_an_unreachable_postgresql_is_one_line(
         (["events", "tail", "--type", "budget.exceeded"], "no budget.exceeded event"),
         (["events", "tail", "--type", "no.such"], "no event type no.such"),
         (["events", "tail", "--campaign", "cccc"], "no campaign cccc"),
-        (["events", "tail", "--after", "99999"], "no event after position 99999 (the head is"),
+        (
+            ["events", "tail", "--after", "99999", "--type", "run.started"],
+            "no run.started event after position 99999 (the head is",
+        ),
         (["papers", "list", "--task", "other"], "no paper on task other"),
         (["papers", "list", "--lab", "lab-9"], "no paper by lab lab-9"),
         (["papers", "show", "p-nope"], "no paper p-nope"),
@@ -208,3 +211,15 @@ def test_a_worker_whose_redis_does_not_answer_stops_at_once(
     assert len(out.strip().splitlines()) == 1, out
     assert f"cannot reach Redis at redis://127.0.0.1:{closed_port}/0" in out
     assert "class" not in out and "Traceback" not in out
+
+
+def test_events_tail_after_the_head_is_an_empty_poll_not_an_error(
+    two_campaigns: EventStore, cli: Cli
+) -> None:
+    """With no filter, nothing after `--after` is what a script polling for new events
+    finds: exit 0 (an empty list as JSON), as `events tail` on an empty log."""
+    head = two_campaigns.max_position()
+    said = cli("events", "tail", "--after", str(head))
+    assert said.code == 0 and f"no event after position {head} yet" in said.text
+    said = cli("events", "tail", "--after", str(head), "--json")
+    assert said.code == 0 and said.stdout.strip() == "[]"

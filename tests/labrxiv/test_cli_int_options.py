@@ -75,3 +75,13 @@ def test_a_position_past_64_bits_is_no_event(two_campaigns: EventStore, cli: Cli
     said = cli("events", "show", HUGE)
     assert said.code == 1, said.out
     assert f"no event at position {HUGE}" in said.text and "Traceback" not in said.out
+
+
+def test_the_largest_campaign_seed_gives_lab_seeds_that_fit_64_bits() -> None:
+    """A campaign's labs take `seed * LAB_SEEDS + i`: a --seed under 2**63 still made
+    lab seeds past what orjson writes (found reviewing the bounds)."""
+    from labrxiv.cli_bounds import SEED_MAX
+    from workers.lab.campaign import LAB_SEEDS
+
+    assert SEED_MAX == BIGGEST // LAB_SEEDS - 1
+    assert (SEED_MAX + 1) * LAB_SEEDS + LAB_SEEDS - 1 > BIGGEST >= SEED_MAX * LAB_SEEDS + 999

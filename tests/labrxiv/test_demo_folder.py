@@ -2,6 +2,8 @@
 since (a campaign or fork run with LABRXIV_DATA_DIR on it, as `make demo` suggests) or a
 demo stopped before its end is moved aside, not deleted."""
 
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -68,3 +70,28 @@ def test_two_moves_in_the_same_second_do_not_collide(tmp_path: Path) -> None:
         (tmp_path / "demo" / "x").write_text("x")
         kept.append(make_room(tmp_path / "demo"))
     assert len({str(k) for k in kept}) == 3
+
+
+def test_a_finished_demo_with_a_file_of_someone_elses_is_moved(tmp_path: Path) -> None:
+    """A plot or report written into the demo's folder (`curves --out .labrxiv/demo/x`)
+    is not the demo's: the folder is kept whole, however untouched its log."""
+    folder = tmp_path / "demo"
+    store = _log(folder, runs=1)
+    mark_finished(folder, store.max_position())
+    store.engine.dispose()
+    (folder / "plots").mkdir()
+    (folder / "plots" / "best.png").write_bytes(b"png")
+    kept = make_room(folder)
+    assert kept is not None and (kept / "plots" / "best.png").read_bytes() == b"png"
+
+
+def test_a_folder_whose_name_needs_escaping_in_a_uri_is_read(tmp_path: Path) -> None:
+    """The log is read through a SQLite URI: `#` and `?` in its path are escaped (a `#`
+    opened another file, and the demo's folder was moved aside, not deleted)."""
+    folder = tmp_path / "a #b?c" / "demo"
+    folder.mkdir(parents=True)
+    with closing(sqlite3.connect(folder / LOG)) as conn, conn:
+        conn.execute("CREATE TABLE events (position INTEGER PRIMARY KEY)")
+        conn.executemany("INSERT INTO events VALUES (?)", [(1,), (2,), (3,)])
+    mark_finished(folder, 3)
+    assert make_room(folder) is None and not folder.exists()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from cli_support import Cli
+from sqlalchemy import select
 
 from analysis.detectors import detect
 from analysis.detectors.view import read_run
@@ -16,6 +17,7 @@ from events.ids import new_id, utcnow
 from events.payloads import ForkPoint, ToolReturned
 from labrxiv.settings import load_settings
 from labrxiv.wiring import open_embedded
+from projections.behaviour import BEHAVIOUR
 from projections.findings import findings_of
 from projections.runs import runs_of
 from runstate.trajectory import steps
@@ -218,3 +220,6 @@ def test_analyze_numbers_a_forks_steps_as_replay_does(parent: tuple[str, Path], 
         best_step = next(s for s in replayed["steps"] if s["number"] == useful["best_step"])
         assert best_step["stream"] == fork
         assert useful["best"] in best_step["scored"]
+    with store.engine.connect() as conn:  # the read model's summary column agrees
+        stored = conn.execute(select(BEHAVIOUR.c.steps).where(BEHAVIOUR.c.run == fork)).scalar()
+    assert stored == len(own)

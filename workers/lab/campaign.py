@@ -11,6 +11,9 @@ from events.ids import new_id, utcnow
 from events.payloads import Budget, CampaignStarted, LlmConfig, ReviewConfig, RunStarted
 from workers.bus.base import Bus, publish
 
+LAB_SEEDS = 1000
+"""Lab i of a campaign of seed s runs with seed `s * LAB_SEEDS + i`."""
+
 
 @dataclass(frozen=True)
 class CampaignPlan:
@@ -80,7 +83,7 @@ def start_campaign(
             task=plan.task,
             lab=f"lab-{index}",
             policy=plan.policy,
-            seed=plan.seed * 1000 + index,
+            seed=plan.seed * LAB_SEEDS + index,
             budget=Budget(
                 attempts=plan.attempts,
                 wall_seconds=plan.wall_seconds,

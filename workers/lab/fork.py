@@ -37,10 +37,13 @@ def fork_point(store: EventStore, run: str, step: int) -> tuple[ForkPoint, RunSt
     taken: Step | None = None
     # Steps as `labrxiv replay` numbers them: a fork's inherited steps first. A step it
     # inherited is cut from the run whose events hold it (its parent, or further up).
-    for item, _ in steps(events, loader(store)):
-        if item.number == step:
-            taken = item
-            break
+    try:
+        for item, _ in steps(events, loader(store)):
+            if item.number == step:
+                taken = item
+                break
+    except ValueError as exc:  # a fork whose parent's events the log does not hold
+        raise ForkError(f"cannot replay run {run}: {exc}") from None
     if taken is None:
         raise ForkError(f"run {run} has no step {step} (`labrxiv replay {run}` lists them)")
     owned = events if taken.stream == run else store.read_stream(taken.stream)

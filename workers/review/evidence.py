@@ -29,7 +29,8 @@ class Evidence:
     event: Event
     """The paper's `paper.submitted`."""
     graded: dict[int, Graded]
-    """The author run's attempts graded before the paper, by number."""
+    """The author run's attempts graded before the paper, by number (a fork's include
+    those it inherited: its attempts are numbered on from them)."""
     baseline: float | None
     """The task's normalized baseline as the grader last recorded it (None: unknown)."""
     prior_best: float | None
@@ -37,7 +38,8 @@ class Evidence:
     campaign's), when this one was submitted; None: it is the first."""
     prior_paper: str | None
     violations: tuple[UUID, ...]
-    """`integrity.violation` events of the author's run before the paper."""
+    """`integrity.violation` events of the author's run before the paper (a fork's
+    include those of the trajectory it stands on: its results rest on them too)."""
 
 
 def gather(store: EventStore, run: list[Event], version: int) -> Evidence:
