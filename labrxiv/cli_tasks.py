@@ -69,6 +69,7 @@ def tasks_show(
     gym_path: GymPath = None,
 ) -> None:
     """One task's card in full, with its folder and the command that reproduces its numbers."""
+    _folders(gym_path)  # task folders that cannot be read: exit 2, as `tasks list` says
     try:
         bundle = find_bundle(task_id, _extra_dirs(gym_path))
     except BundleError as exc:

@@ -68,8 +68,14 @@ def test_a_gym_path_that_is_not_a_json_list_is_a_bad_setting(runner: CliRunner) 
     assert "LABRXIV_GYM_PATH" in result.output
 
 
-def test_list_rejects_a_gym_path_that_is_not_a_folder(runner: CliRunner, tmp_path: Path) -> None:
-    result = runner.invoke(app, ["tasks", "list", "--gym-path", str(tmp_path / "absent")])
+@pytest.mark.parametrize("command", [["list"], ["show", "continual-digits"]], ids=" ".join)
+def test_list_and_show_reject_a_gym_path_that_is_not_a_folder(
+    runner: CliRunner, tmp_path: Path, command: list[str]
+) -> None:
+    """The same bad --gym-path is exit 2 for both (`show` said 1, as for an unknown
+    task; found running labrxiv from outside)."""
+    absent = str(tmp_path / "absent")
+    result = runner.invoke(app, ["tasks", *command, "--gym-path", absent])
     assert result.exit_code == 2
     assert "not a folder of task bundles" in result.output
 
