@@ -21,7 +21,7 @@ from analysis.streaming import behaviours
 from events import EventStore
 from events.gc_pause import gc_paused
 from events.recorded import Recorded
-from runstate.fork import Load, loader
+from runstate.fork import loader
 
 SCHEMA = 1
 NOT_ASKED = "findings were not asked for (--no-findings)"
@@ -144,8 +144,8 @@ def _judged(store: EventStore, run: str, kept: OpenRuns | None) -> RunFindings |
     with gc_paused():
         records = kept.take(run) if kept is not None else None
         if records is None:  # let go to bound memory (or not kept): read the run again
-            return run_findings(store.read_stream(run), parent_loader(store))
-        return run_findings([record.typed() for record in records], parent_loader(store))
+            return run_findings(store.read_stream(run), loader(store))
+        return run_findings([record.typed() for record in records], loader(store))
 
 
 def campaign_analysis(
@@ -181,14 +181,8 @@ def _with_findings(store: EventStore, figures: Behaviour, findings: bool) -> Run
     wanted = findings and available()
     with gc_paused():  # as in `_judged`
         events = store.read_stream(figures.run) if wanted else []
-        found = run_findings(events, parent_loader(store)) if wanted else None
+        found = run_findings(events, loader(store)) if wanted else None
     return RunAnalysis(behaviour=figures, findings=found)
-
-
-def parent_loader(store: EventStore) -> Load:
-    """A fork's parent's events up to the fork point, from `store` (`runstate.fork.Load`):
-    a fork is judged on the trajectory it stands on."""
-    return loader(store)
 
 
 def _note(findings: bool) -> str | None:

@@ -25,7 +25,6 @@ from analysis.report import (
     RunAnalysis,
     analyze_campaign,
     analyze_run,
-    parent_loader,
 )
 from events import Event, EventStore
 from events.payloads import InspectionConfig
@@ -39,6 +38,7 @@ from labrxiv.html_report import page
 from labrxiv.lookup import campaign_ids, pick, resolve_run
 from labrxiv.money import dollars_text
 from projections.analysis_models import analysis_from_models
+from runstate import loader
 
 console = make_console()
 OUT_FILE = "analysis.json"
@@ -151,7 +151,7 @@ def _inspect(
     judged = []
     for item in result.runs:
         run = item.behaviour.run
-        found = item.findings or run_findings(_events(store, run, None), parent_loader(store))
+        found = item.findings or run_findings(_events(store, run, None), loader(store))
         if found is None:
             raise NotFound(MISSING)
         judged.append((run, found.findings, cast(Verdict, found.verdict)))

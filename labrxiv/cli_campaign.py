@@ -42,9 +42,9 @@ from workers.sandbox.jail import check_available
 console = make_console()
 
 
-TOOL_PROTOCOL = "functions"
-CONTEXT_TOKENS = 32000
-"""`--tool-protocol` and `--context-tokens` when not given."""
+TOOL_PROTOCOL = LlmConfig.model_fields["tool_protocol"].default
+CONTEXT_TOKENS = LlmConfig.model_fields["context_tokens"].default
+"""`--tool-protocol` and `--context-tokens` when not given: an llm lab's defaults."""
 
 
 def campaign(

@@ -179,7 +179,7 @@ def _bm25(query: list[str], docs: list[list[str]], k1: float = 1.5, b: float = 0
 def _graded_before(store: EventStore, run: str, version: int) -> dict[int, Attempt]:
     """The author's graded attempts recorded before its paper, by number (config and
     scores as the run's events say: written by the lab's tools and by the grader)."""
-    events = [e for e in store.read_stream(run) if e.version < version]
+    events = store.read_stream(run, limit=version)  # versions 0..version-1
     try:  # a fork's attempts go on from its parent's: it is judged on both
         attempts = fold_standing(events, loader(store)).attempts if events else []
     except ValueError:  # not a run stream
