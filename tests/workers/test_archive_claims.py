@@ -402,3 +402,49 @@ def test_the_grounded_reviewer_sees_a_forks_inherited_attempts(sqlite_url: str) 
         ClaimCheck(c, evidence.graded.get(c.attempt or 0)).status for c in evidence.paper.claims
     ]
     assert statuses == ["verified", "verified", "mismatch"]
+
+
+def test_the_archive_best_counts_a_forks_paper_on_its_inherited_attempts(
+    sqlite_url: str,
+) -> None:
+    """A fork's first paper claims only the attempt it inherited (0.8, graded in the
+    parent); its second paper is reviewed against that one as the archive's best. The
+    earlier paper was measured on the fork's own stream alone, found no graded attempt
+    and did not count (found reading the reviewer's evidence after forks)."""
+    store = EventStore.from_url(sqlite_url)
+
+    def events(run: str, campaign: str, payloads: list[Payload]) -> list[Event]:
+        return [e.model_copy(update={"correlation_id": campaign}) for e in stream_of(run, payloads)]
+
+    def scored(attempt: int, value: float) -> ExperimentScored:
+        return ExperimentScored(
+            attempt=attempt,
+            subtask_scores={"final_accuracy": value},
+            score=value,
+            normalized_score=value,
+        )
+
+    def claiming(paper_id: str, attempt: int, value: float) -> PaperSubmitted:
+        return PaperSubmitted(
+            paper_id=paper_id,
+            task="continual-digits",
+            title=paper_id,
+            abstract="a fork goes on",
+            body="final_accuracy replay",
+            method=BETTER,
+            claims=[
+                Claim(subtask="final_accuracy", metric="accuracy", value=value, attempt=attempt)
+            ],
+        )
+
+    started = RunStarted(task="continual-digits", lab="a", policy="search")
+    store.append(events("run-p", "cp", [started, scored(1, 0.8)]))
+    fork = started.model_copy(update={"forked_from": ForkPoint(run="run-p", version=1, step=1)})
+    own = events(
+        "run-f",
+        "cf",
+        [fork, claiming("p-f1", 1, 0.8), scored(2, 0.5), claiming("p-f2", 2, 0.5)],
+    )
+    store.append(own)
+    evidence = gather(store, store.read_stream("run-f"), version=3)
+    assert (evidence.prior_best, evidence.prior_paper) == (0.8, "p-f1")

@@ -8,6 +8,7 @@ from uuid import UUID
 from events import Event, EventStore
 from events.payloads import ExperimentScored, IntegrityViolation, PaperSubmitted
 from runstate import inherited, loader
+from runstate.fork import Load
 
 
 @dataclass(frozen=True)
@@ -56,9 +57,7 @@ def gather(store: EventStore, run: list[Event], version: int) -> Evidence:
     for earlier in [*inherited(run[0], loader(store)), *run[:version]]:
         payload = earlier.payload
         if isinstance(payload, ExperimentScored):
-            graded[payload.attempt] = Graded(
-                payload.attempt, dict(payload.subtask_scores), payload.normalized_score, earlier.id
-            )
+            graded[payload.attempt] = _graded(payload, earlier.id)
             baseline = (
                 payload.baseline_normalized if payload.baseline_normalized is not None else baseline
             )
@@ -88,6 +87,7 @@ def _prior_best(
     if event.correlation_id is None or event.position is None:
         return None, None
     graded: dict[str, dict[int, Graded]] = {}
+    load = loader(store)
     best: tuple[float | None, str | None] = (None, None)
     types = ["experiment.scored", "paper.submitted"]
     for record in store.iter_records(types=types, correlation=event.correlation_id):
@@ -96,11 +96,30 @@ def _prior_best(
         typed = record.typed()
         payload = typed.payload
         if isinstance(payload, ExperimentScored):
-            graded.setdefault(record.stream, {})[payload.attempt] = Graded(
-                payload.attempt, dict(payload.subtask_scores), payload.normalized_score, typed.id
-            )
+            if record.stream not in graded:
+                graded[record.stream] = _inherited_grading(store, record.stream, load)
+            graded[record.stream][payload.attempt] = _graded(payload, typed.id)
         elif isinstance(payload, PaperSubmitted) and payload.task == paper.task:
-            score = measured_score(payload, graded.get(record.stream, {}))
+            if record.stream not in graded:  # its first paper: a fork's stands on its parent's
+                graded[record.stream] = _inherited_grading(store, record.stream, load)
+            score = measured_score(payload, graded[record.stream])
             if score is not None and (best[0] is None or score > best[0]):
                 best = (score, payload.paper_id)
     return best
+
+
+def _graded(payload: ExperimentScored, event: UUID) -> Graded:
+    return Graded(payload.attempt, dict(payload.subtask_scores), payload.normalized_score, event)
+
+
+def _inherited_grading(store: EventStore, stream: str, load: Load) -> dict[int, Graded]:
+    """The attempts a run stands on before its own events: none for a run, its parent's
+    graded ones up to the fork point for a fork (its papers may claim them)."""
+    first = store.read_stream(stream, limit=1)
+    if not first:
+        return {}
+    return {
+        e.payload.attempt: _graded(e.payload, e.id)
+        for e in inherited(first[0], load)
+        if isinstance(e.payload, ExperimentScored)
+    }
