@@ -74,6 +74,8 @@ class BehaviourProjector(Projector):
     """Folds every `run-*` stream into its tally, one row per run."""
 
     name = "behaviour"
+    version = 2
+    """2: a fork's steps are numbered on from the steps it inherits, as `replay` numbers them."""
     cost = 2.8
     tables = (BEHAVIOUR,)
 

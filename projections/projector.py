@@ -22,6 +22,10 @@ class Projector(ABC):
     """Unique name; the checkpoint's key."""
     tables: Sequence[Table]
     """The tables it owns; `rebuild` drops and recreates them."""
+    version: int = 1
+    """The version of its fold: raised when the same events fold into other rows (a rule
+    fixed, a count added), so a read model an older labrxiv stored is rebuilt from the
+    log instead of read as it is (`projections.versions`). New columns are found without it."""
     cost: float = 1.0
     """Its CPU an event in a rebuild, relative to the others: how a rebuild on several
     cores splits the read models (`projections.parallel`). The shipped ones give the µs

@@ -6,13 +6,13 @@ from contextlib import closing
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from sqlalchemy import Connection, delete, inspect
+from sqlalchemy import Connection, delete, inspect, text
 
 from events import EventStore
 from events.engines import WRITER_OPTIONS
 from events.gc_pause import gc_paused
 from events.recorded import Recorded
-from events.schema import create_tables
+from events.schema import SCHEMA_LOCK, create_tables
 from projections.checkpoints import (
     CHECKPOINTS,
     advance_checkpoints,
@@ -24,6 +24,7 @@ from projections.checkpoints import (
 from projections.pages import PAGES_AHEAD, batches, prefetched_pages
 from projections.parallel import Elsewhere, default_jobs, plan
 from projections.projector import Projector
+from projections.versions import UNRECORDED, VERSIONS, read_versions, record_versions
 
 log = logging.getLogger(__name__)
 
@@ -79,39 +80,61 @@ class ProjectionRunner:
         """Called after each transaction of a catch-up (a parallel rebuild checks its
         other processes there); what it raises stops the catch-up."""
 
-    def create_schema(self) -> None:
-        """Create the checkpoint table and every projector's tables (idempotent).
+    def create_schema(self) -> list[str]:
+        """Create the checkpoint table and every projector's tables (idempotent); returns
+        the names of the read models it found stale and dropped (on its first call).
 
-        A read model whose stored tables do not have today's columns (written by an older
-        labrxiv) is dropped and rebuilt from the log: read models are derived data."""
+        A read model stored by an older labrxiv (tables with other columns than today's,
+        or built by another version of its fold: `projections.versions`) is dropped with
+        its checkpoint, to be replayed from the log: read models are derived data."""
+        reset: list[str] = []
+        unrecorded: dict[str, int] = {}
         if not self._schema_checked:
-            for projector in self.projectors:
-                changed = _changed_tables(self.store, projector)
-                if changed:
+            with self.store.engine.connect() as conn:
+                versions = read_versions(conn)
+                stale = [(p, _stale(conn, p, versions)) for p in self.projectors]
+            for projector, why in stale:
+                if why is not None and self._reset(projector, recheck=True):
                     log.warning(
-                        "read model %s: table(s) %s changed since they were built; "
-                        "rebuilding them from the log",
-                        projector.name,
-                        ", ".join(changed),
+                        "read model %s: %s; rebuilding it from the log", projector.name, why
                     )
-                    self._reset(projector)
+                    reset.append(projector.name)
+            unrecorded = {
+                p.name: p.version
+                for p in self.projectors
+                if p.name not in versions and p.name not in reset
+            }
             self._schema_checked = True
-        tables = [CHECKPOINTS, *(t for p in self.projectors for t in p.tables)]
+        tables = [CHECKPOINTS, VERSIONS, *(t for p in self.projectors for t in p.tables)]
         # One process at a time (`events.schema`): two projectors started together on a
         # fresh PostgreSQL database raced on CREATE TABLE and one died (issue 12).
         create_tables(self.store.engine, tables)
+        if unrecorded:
+            writer = self.store.engine.connect().execution_options(**WRITER_OPTIONS)
+            with writer as conn, conn.begin():
+                record_versions(conn, unrecorded, replace=False)
+        return reset
 
-    def _reset(self, projector: Projector) -> None:
-        """Drop a projector's tables and checkpoint: it starts again from position 0.
+    def _reset(self, projector: Projector, recheck: bool = False) -> bool:
+        """Drop a projector's tables and checkpoint and record its version: it starts
+        again from position 0. `recheck`: only if it is still stale once the transaction
+        holds the database (another process may have reset it meanwhile); returns
+        whether it was reset.
 
-        One writer transaction (SQLite: begun IMMEDIATE), so a crash never leaves the
-        tables dropped and the checkpoint where it was."""
+        One writer transaction (SQLite: begun IMMEDIATE; PostgreSQL: the schema lock), so
+        a crash never leaves the tables dropped and the checkpoint where it was."""
         writer = self.store.engine.connect().execution_options(**WRITER_OPTIONS)
         with writer as conn, conn.begin():
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK})
+            if recheck and _stale(conn, projector, read_versions(conn)) is None:
+                return False
             for table in projector.tables:
                 table.drop(conn, checkfirst=True)
-            CHECKPOINTS.metadata.create_all(conn, tables=[CHECKPOINTS])
+            CHECKPOINTS.metadata.create_all(conn, tables=[CHECKPOINTS, VERSIONS])
             conn.execute(delete(CHECKPOINTS).where(CHECKPOINTS.c.name == projector.name))
+            record_versions(conn, {projector.name: projector.version}, replace=True)
+        return True
 
     def catch_up(self, limit: int | None = None) -> int:
         """Apply every event not yet applied (at most `limit` per projector); returns how many
@@ -226,13 +249,19 @@ class ProjectionRunner:
             return [Lag(p.name, read_checkpoint(conn, p.name), head) for p in self.projectors]
 
 
-def _changed_tables(store: EventStore, projector: Projector) -> list[str]:
-    """The projector's tables that exist with other columns than today's."""
-    inspector = inspect(store.engine)
-    changed = []
-    for table in projector.tables:
-        if inspector.has_table(table.name):
-            stored = {c["name"] for c in inspector.get_columns(table.name)}
-            if stored != set(table.c.keys()):
-                changed.append(table.name)
-    return changed
+def _stale(conn: Connection, projector: Projector, versions: dict[str, int]) -> str | None:
+    """Why the projector's stored read model cannot be kept (None: it can, or none is
+    stored): tables with other columns than today's, or another version of its fold."""
+    inspector = inspect(conn)
+    stored = [t for t in projector.tables if inspector.has_table(t.name)]
+    changed = [
+        t.name
+        for t in stored
+        if {c["name"] for c in inspector.get_columns(t.name)} != set(t.c.keys())
+    ]
+    if changed:
+        return f"table(s) {', '.join(changed)} changed since it was built"
+    version = versions.get(projector.name, UNRECORDED)
+    if stored and version != projector.version:
+        return f"built by an older labrxiv (version {version} of its fold, now {projector.version})"
+    return None

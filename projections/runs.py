@@ -135,6 +135,8 @@ class RunsProjector(Projector):
     """Folds every `run-*` stream into one `runs` row."""
 
     name = "runs"
+    version = 2
+    """2: a fork's inherited attempts and papers, and revisions, are counted."""
     cost = 1.4
     tables = (RUNS,)
 
