@@ -42,6 +42,7 @@ from events.payloads import RunFinished
 from events.recorded import Recorded, TypedRecord
 from events.store import EVENTS, rows_to_records
 from projections.bulk import born_streams, insert_rows
+from projections.forks import log_loader
 from projections.projector import Projector
 from runstate.fork import Load
 
@@ -173,10 +174,9 @@ class FindingsProjector(Projector):
             kept = self._kept.get(stream)
             if kept is not None and len(kept) > version and kept[version].version == version:
                 return kept[: version + 1]
-            query = select(EVENTS).where(EVENTS.c.stream == stream, EVENTS.c.version <= version)
-            rows = conn.execute(query.order_by(EVENTS.c.version))
-            return [record.typed_record() for record in rows_to_records(rows)]
+            return from_log(stream, version)
 
+        from_log = log_loader(conn)
         return load
 
     def _keep(self, run: str, stream: list[TypedRecord]) -> None:

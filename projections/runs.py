@@ -13,10 +13,12 @@ from sqlalchemy import Connection, delete, select
 from sqlmodel import Field, SQLModel
 
 from events.envelope import as_utc
+from events.payloads import ExperimentScored, PaperSubmitted
 from events.recorded import Recorded
-from events.store import EVENTS
 from projections.bulk import born_streams, insert_rows
+from projections.forks import log_loader
 from projections.projector import Projector
+from runstate.fork import inherited
 
 
 class RunRow(SQLModel, table=True):
@@ -168,9 +170,7 @@ class RunsProjector(Projector):
                 row = rows[stream] = _new_row(stream)
             _fold(row, group)
             if group[0].version == 0 and row["forked_from"] is not None:
-                point = group[0].payload["forked_from"]
-                inherited = _inherited(conn, point["run"], point["version"])
-                row["inherited_attempts"], row["inherited_papers"] = inherited
+                row["inherited_attempts"], row["inherited_papers"] = _inherited(conn, group[0])
         for event in interrupts:  # after the runs' own events: a later one means running
             for stream in event.payload["runs"]:
                 row = rows.get(stream)
@@ -179,32 +179,14 @@ class RunsProjector(Projector):
         insert_rows(conn, RUNS, list(rows.values()))
 
 
-_COUNTED = ("run.started", "experiment.scored", "paper.submitted")
-
-
-def _inherited(conn: Connection, run: str, version: int) -> tuple[int, int]:
-    """Scored attempts and papers (not revisions) of the trajectory up to `version` of
-    `run`: its events up to there, and, for a fork, what it stood on in turn. Read from
-    the log, which holds them before the fork's start: rebuilt equals incremental. Forks
-    are rare, and this runs once at each one's start."""
-    attempts = papers = 0
-    seen: set[str] = set()
-    while run not in seen:  # a log whose forks go round in a circle ends here
-        seen.add(run)
-        query = select(EVENTS.c.type, EVENTS.c.version, EVENTS.c.payload).where(
-            EVENTS.c.stream == run, EVENTS.c.version <= version, EVENTS.c.type.in_(_COUNTED)
-        )
-        point = None
-        for kind, at, payload in conn.execute(query):
-            if kind == "experiment.scored":
-                attempts += 1
-            elif kind == "paper.submitted":
-                papers += not payload.get("revises")
-            elif at == 0:
-                point = payload.get("forked_from")
-        if not point:
-            break
-        run, version = point["run"], point["version"]
+def _inherited(conn: Connection, started: Recorded) -> tuple[int, int]:
+    """Scored attempts and papers (not revisions) of the trajectory a fork whose
+    `run.started` is `started` stands on (`runstate.fork.inherited`). Read from the log,
+    which holds them before the fork's start: rebuilt equals incremental. Forks are rare,
+    and this runs once at each one's start."""
+    events = inherited(started.typed_record(), log_loader(conn))
+    attempts = sum(isinstance(e.payload, ExperimentScored) for e in events)
+    papers = sum(isinstance(e.payload, PaperSubmitted) and not e.payload.revises for e in events)
     return attempts, papers
 
 

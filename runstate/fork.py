@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
-from events.payloads import RunStarted
+from events.payloads import ForkPoint, RunStarted
 from events.recorded import Fact
 from runstate.fold import fold_from, start
 from runstate.state import RunState
@@ -36,12 +36,21 @@ def loader(store: Streams) -> Load:
 def inherited(first: Fact, load: Load) -> list[Fact]:
     """The events a run stands on before its own, whose first event is `first`: none for
     a run; for a fork, its parent's up to the fork point (after theirs, for a fork of a
-    fork)."""
-    point = first.payload.forked_from if isinstance(first.payload, RunStarted) else None
-    if point is None:
-        return []
-    events = list(load(point.run, point.version))
-    return (inherited(events[0], load) if events else []) + events
+    fork). A log whose forks go round in a circle (only a forged one can) ends the walk
+    at the first run seen again."""
+    chain: list[list[Fact]] = []
+    seen = {first.stream}
+    point = _fork_point(first)
+    while point is not None and point.run not in seen:
+        seen.add(point.run)
+        events = list(load(point.run, point.version))
+        chain.append(events)
+        point = _fork_point(events[0]) if events else None
+    return [event for events in reversed(chain) for event in events]
+
+
+def _fork_point(first: Fact) -> ForkPoint | None:
+    return first.payload.forked_from if isinstance(first.payload, RunStarted) else None
 
 
 def fold_standing(events: Sequence[Fact], load: Load) -> RunState:

@@ -1,0 +1,20 @@
+"""What a fork stands on, read on a read model's connection: its parent's events up to
+the fork point, typed (`runstate.fork.Load`). They precede the fork's `run.started` in the
+log, so a read model that reads them folds the same rows rebuilt and incrementally."""
+
+from sqlalchemy import Connection, select
+
+from events.recorded import TypedRecord
+from events.store import EVENTS, rows_to_records
+from runstate.fork import Load
+
+
+def log_loader(conn: Connection) -> Load:
+    """A stream's typed events from version 0 up to a version, read on `conn`."""
+
+    def load(stream: str, version: int) -> list[TypedRecord]:
+        query = select(EVENTS).where(EVENTS.c.stream == stream, EVENTS.c.version <= version)
+        rows = conn.execute(query.order_by(EVENTS.c.version))
+        return [record.typed_record() for record in rows_to_records(rows)]
+
+    return load
