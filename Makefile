@@ -27,10 +27,14 @@ demo: $(BIN)/.installed
 	@echo "  $(BIN)/labrxiv campaign --task continual-digits --labs 3 --review grounded --review-rounds 1"
 	@echo "                                              # papers reviewed, decided and revised"
 
+# The suite in TEST_WORKERS processes (pytest-xdist; each has its own redis-server and
+# PostgreSQL databases); `make test TEST_WORKERS=0` runs it in this one process.
+TEST_WORKERS ?= 2
+
 test: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/pytest -q --durations=30
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=30
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check --fix .
