@@ -122,7 +122,9 @@ def test_a_run_whose_step_is_being_taken_is_not_reaped(sqlite_url: str) -> None:
     started = RunStarted(task="continual-digits", lab="a", policy="search", budget=Budget())
     first = Event(id=new_id(), stream="run-x", version=0, occurred_at=utcnow(), payload=started)
     store.append([first])
-    leases = Leases(store, ttl=0.6)
+    # 3 s: the look just after taking the lease has that long to happen on a busy machine
+    # (0.6 s left it one stall of the test's thread from a lease seen expired).
+    leases = Leases(store, ttl=3.0)
 
     def expiry() -> datetime:
         with store.engine.connect() as conn:
@@ -135,7 +137,7 @@ def test_a_run_whose_step_is_being_taken_is_not_reaped(sqlite_url: str) -> None:
         while expiry() == first_expiry:  # renewed while the step runs
             assert time.monotonic() < deadline, "the lease was not renewed"
             time.sleep(0.05)
-    after_expiry = utcnow() + timedelta(seconds=2)
+    after_expiry = utcnow() + timedelta(seconds=4)  # past the last renewal's expiry
     assert stalled_runs(store, ["run-x"], timedelta(0), after_expiry, leases) == [("run-x", 0)]
 
 
