@@ -12,7 +12,7 @@ from rich.table import Table
 from labrxiv.cli_analyze import analyze
 from labrxiv.cli_bounds import INT64_MAX, SEED_MAX
 from labrxiv.cli_campaign import campaign, reap_command
-from labrxiv.cli_common import JSON_HELP, emit_json, read_runner, settings_or_exit
+from labrxiv.cli_common import JSON_HELP, emit_json, read_runner, read_store, settings_or_exit
 from labrxiv.cli_errors import ShellGroup
 from labrxiv.cli_events import events_app
 from labrxiv.cli_export import export_app
@@ -238,9 +238,13 @@ def rebuild(
     ),
 ) -> None:
     """Drop every read model and replay the log from position 0."""
+    from projections.catalogue import all_projectors
     from projections.parallel import OneWriter
+    from projections.runner import ProjectionRunner
 
-    runner = read_runner()  # the log there is: a rebuild never starts a new, empty one
+    # The log there is (a rebuild never starts a new, empty one); not `read_runner`, which
+    # would first replay a stale read model that the rebuild then drops and replays again.
+    runner = ProjectionRunner(read_store(), all_projectors())
     started = time.perf_counter()
     try:
         rebuilt = runner.rebuild(jobs)

@@ -129,10 +129,13 @@ class ProjectionRunner:
                 conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK})
             if recheck and _stale(conn, projector, read_versions(conn)) is None:
                 return False
-            for table in projector.tables:
-                table.drop(conn, checkfirst=True)
+            # The checkpoint first: a projector applying a page holds its row (`claim_`
+            # `checkpoints`) and then writes the tables; dropping them first would wait for
+            # it while holding what it waits for (PostgreSQL: a deadlock, one side killed).
             CHECKPOINTS.metadata.create_all(conn, tables=[CHECKPOINTS, VERSIONS])
             conn.execute(delete(CHECKPOINTS).where(CHECKPOINTS.c.name == projector.name))
+            for table in projector.tables:
+                table.drop(conn, checkfirst=True)
             record_versions(conn, {projector.name: projector.version}, replace=True)
         return True
 

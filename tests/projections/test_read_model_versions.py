@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sqlalchemy import delete, text, update
+from sqlalchemy import delete, inspect, text, update
 
 from events import EventStore
 from projections.catalogue import all_projectors
@@ -109,3 +109,27 @@ def test_the_read_commands_rebuild_a_stale_read_model_before_reading(
     assert "no run yet" not in said.output
     assert all(f"run-v{index}" in said.stdout for index in range(3)), said.stdout
     assert "read model runs: table(s) runs changed since it was built" in said.output
+
+
+def test_rebuild_refuses_two_jobs_on_sqlite_before_it_drops_a_stale_read_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`labrxiv rebuild` replayed a stale read model first (as the read commands do), so a
+    refused `--jobs 2` had already dropped it, and an accepted rebuild replayed it twice."""
+    from typer.testing import CliRunner
+
+    from labrxiv.cli import app
+
+    store = built(f"sqlite:///{tmp_path / 'labrxiv.db'}")
+    with store.engine.begin() as conn:
+        conn.execute(text("ALTER TABLE runs DROP COLUMN revisions"))
+    monkeypatch.setenv("LABRXIV_DATA_DIR", str(tmp_path))
+    said = CliRunner().invoke(app, ["rebuild", "--jobs", "2"])
+    assert said.exit_code == 2, said.output
+    with store.engine.connect() as conn:
+        columns = {c["name"] for c in inspect(conn).get_columns("runs")}
+    assert "revisions" not in columns  # untouched
+    said = CliRunner().invoke(app, ["rebuild"])
+    assert said.exit_code == 0, said.output
+    assert "rebuilding it from the log" in said.output  # dropped once, by the rebuild
+    assert len(rows(store, "runs")) == 3
