@@ -6,9 +6,8 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from events import Event, EventStore
-from events.payloads import ExperimentScored, IntegrityViolation, PaperSubmitted
+from events.payloads import ExperimentScored, IntegrityViolation, PaperSubmitted, RunStarted
 from runstate import inherited, loader
-from runstate.fork import Load
 
 
 @dataclass(frozen=True)
@@ -89,20 +88,24 @@ def _prior_best(
     graded: dict[str, dict[int, Graded]] = {}
     load = loader(store)
     best: tuple[float | None, str | None] = (None, None)
-    types = ["experiment.scored", "paper.submitted"]
+    # Each run's `run.started` comes first in the campaign: a fork's names the attempts it
+    # stands on, graded in its parent (its papers may claim them).
+    types = ["run.started", "experiment.scored", "paper.submitted"]
     for record in store.iter_records(types=types, correlation=event.correlation_id):
         if record.position >= event.position:
             break
         typed = record.typed()
         payload = typed.payload
-        if isinstance(payload, ExperimentScored):
-            if record.stream not in graded:
-                graded[record.stream] = _inherited_grading(store, record.stream, load)
-            graded[record.stream][payload.attempt] = _graded(payload, typed.id)
+        if isinstance(payload, RunStarted):
+            graded[record.stream] = {
+                e.payload.attempt: _graded(e.payload, e.id)
+                for e in inherited(typed, load)
+                if isinstance(e.payload, ExperimentScored)
+            }
+        elif isinstance(payload, ExperimentScored):
+            graded.setdefault(record.stream, {})[payload.attempt] = _graded(payload, typed.id)
         elif isinstance(payload, PaperSubmitted) and payload.task == paper.task:
-            if record.stream not in graded:  # its first paper: a fork's stands on its parent's
-                graded[record.stream] = _inherited_grading(store, record.stream, load)
-            score = measured_score(payload, graded[record.stream])
+            score = measured_score(payload, graded.get(record.stream, {}))
             if score is not None and (best[0] is None or score > best[0]):
                 best = (score, payload.paper_id)
     return best
@@ -110,16 +113,3 @@ def _prior_best(
 
 def _graded(payload: ExperimentScored, event: UUID) -> Graded:
     return Graded(payload.attempt, dict(payload.subtask_scores), payload.normalized_score, event)
-
-
-def _inherited_grading(store: EventStore, stream: str, load: Load) -> dict[int, Graded]:
-    """The attempts a run stands on before its own events: none for a run, its parent's
-    graded ones up to the fork point for a fork (its papers may claim them)."""
-    first = store.read_stream(stream, limit=1)
-    if not first:
-        return {}
-    return {
-        e.payload.attempt: _graded(e.payload, e.id)
-        for e in inherited(first[0], load)
-        if isinstance(e.payload, ExperimentScored)
-    }
