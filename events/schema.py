@@ -8,9 +8,9 @@ PostgreSQL by a transaction-scoped advisory lock, on SQLite by a transaction beg
 IMMEDIATE (its single writer lock), and the existence checks run inside it.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from sqlalchemy import Engine, Table, inspect, text
+from sqlalchemy import Connection, Engine, Table, inspect, text
 
 from events.engines import WRITER_OPTIONS
 
@@ -18,11 +18,14 @@ SCHEMA_LOCK = 0x6C61627278697621
 """The PostgreSQL advisory lock key every labrxiv process takes to create tables."""
 
 
-def create_tables(engine: Engine, tables: Sequence[Table]) -> None:
+def create_tables(
+    engine: Engine, tables: Sequence[Table], then: Callable[[Connection], object] | None = None
+) -> None:
     """Create whichever of `tables` do not exist yet (a cheap look first: they almost
-    always do), one process at a time."""
+    always do), one process at a time; `then` writes what goes with them in the same
+    transaction (another process sees the tables with it or not at all)."""
     inspector = inspect(engine)
-    if all(inspector.has_table(table.name) for table in tables):
+    if then is None and all(inspector.has_table(table.name) for table in tables):
         return
     writer = engine.connect().execution_options(**WRITER_OPTIONS)
     with writer as conn, conn.begin():
@@ -30,3 +33,5 @@ def create_tables(engine: Engine, tables: Sequence[Table]) -> None:
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK})
         for table in tables:
             table.create(conn, checkfirst=True)
+        if then is not None:
+            then(conn)

@@ -40,12 +40,11 @@ def read_store() -> EventStore:
 def read_runner() -> ProjectionRunner:
     """A projection runner over the log read commands read, every read model's table
     present (before any projector ran there are none: they are shown empty). A read model
-    an older labrxiv stored is rebuilt from the log first (said on stderr), not shown
-    empty: `create_schema` drops it."""
+    being rebuilt is finished first (said on stderr), not shown half-built or empty: one
+    an older labrxiv stored (`create_schema` drops it), or one whose rebuild was cut
+    short."""
     runner = ProjectionRunner(read_store(), all_projectors())
-    stale = set(runner.create_schema())
-    if stale:  # built by an older labrxiv and dropped: read after its rebuild, not empty
-        ProjectionRunner(runner.store, [p for p in runner.projectors if p.name in stale]).catch_up()
+    runner.finish_rebuilds(announced=runner.create_schema())
     return runner
 
 

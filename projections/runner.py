@@ -1,18 +1,19 @@
 """Runs projectors over the log: catch up, rebuild (`labrxiv.projecting` follows it)."""
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from sqlalchemy import Connection, delete, inspect, text
+from sqlalchemy import Connection, delete, func, inspect, select, text
 
 from events import EventStore
 from events.engines import WRITER_OPTIONS
 from events.gc_pause import gc_paused
 from events.recorded import Recorded
 from events.schema import SCHEMA_LOCK, create_tables
+from events.store import EVENTS
 from projections.checkpoints import (
     CHECKPOINTS,
     advance_checkpoints,
@@ -24,9 +25,13 @@ from projections.checkpoints import (
 from projections.pages import PAGES_AHEAD, batches, prefetched_pages
 from projections.parallel import Elsewhere, default_jobs, plan
 from projections.projector import Projector
+from projections.rebuilding import REBUILDS, clear_rebuilt, mark_rebuilding, rebuilding
 from projections.versions import UNRECORDED, VERSIONS, read_versions, record_versions
 
 log = logging.getLogger(__name__)
+
+BOOKKEEPING = (CHECKPOINTS, VERSIONS, REBUILDS)
+"""The tables that say how far and how each read model was built."""
 
 BATCH_PAGES = PAGES_AHEAD
 """Pages of the log applied in one transaction. A transaction is ~15 round trips to the
@@ -105,14 +110,18 @@ class ProjectionRunner:
                 if p.name not in versions and p.name not in reset
             }
             self._schema_checked = True
-        tables = [CHECKPOINTS, VERSIONS, *(t for p in self.projectors for t in p.tables)]
+        tables = [*BOOKKEEPING, *(t for p in self.projectors for t in p.tables)]
         # One process at a time (`events.schema`): two projectors started together on a
-        # fresh PostgreSQL database raced on CREATE TABLE and one died (issue 12).
-        create_tables(self.store.engine, tables)
+        # fresh PostgreSQL database raced on CREATE TABLE and one died (issue 12). The
+        # versions go in the same transaction as the tables: committed apart, another
+        # process could see the tables with no version and reset them needlessly.
+        record = None
         if unrecorded:
-            writer = self.store.engine.connect().execution_options(**WRITER_OPTIONS)
-            with writer as conn, conn.begin():
+
+            def record(conn: Connection) -> None:
                 record_versions(conn, unrecorded, replace=False)
+
+        create_tables(self.store.engine, tables, then=record)
         return reset
 
     def _reset(self, projector: Projector, recheck: bool = False) -> bool:
@@ -122,7 +131,9 @@ class ProjectionRunner:
         whether it was reset.
 
         One writer transaction (SQLite: begun IMMEDIATE; PostgreSQL: the schema lock), so
-        a crash never leaves the tables dropped and the checkpoint where it was."""
+        a crash never leaves the tables dropped and the checkpoint where it was. The read
+        model is marked as rebuilding until it reaches today's head of the log
+        (`projections.rebuilding`): a read command finishes a rebuild cut short."""
         writer = self.store.engine.connect().execution_options(**WRITER_OPTIONS)
         with writer as conn, conn.begin():
             if conn.dialect.name == "postgresql":
@@ -132,12 +143,44 @@ class ProjectionRunner:
             # The checkpoint first: a projector applying a page holds its row (`claim_`
             # `checkpoints`) and then writes the tables; dropping them first would wait for
             # it while holding what it waits for (PostgreSQL: a deadlock, one side killed).
-            CHECKPOINTS.metadata.create_all(conn, tables=[CHECKPOINTS, VERSIONS])
+            CHECKPOINTS.metadata.create_all(conn, tables=BOOKKEEPING)
             conn.execute(delete(CHECKPOINTS).where(CHECKPOINTS.c.name == projector.name))
             for table in projector.tables:
                 table.drop(conn, checkfirst=True)
             record_versions(conn, {projector.name: projector.version}, replace=True)
+            head = conn.execute(select(func.max(EVENTS.c.position))).scalar()
+            mark_rebuilding(conn, projector.name, int(head or 0))
         return True
+
+    def finish_rebuilds(self, announced: Collection[str] = ()) -> list[str]:
+        """Finish the rebuilds of this runner's read models that were dropped and not yet
+        replayed to the head they were dropped at (a rebuild cut short: said in a warning
+        unless named in `announced`), and clear the marks of those that got there; returns
+        the names it caught up. What read commands run before they read."""
+        names = [p.name for p in self.projectors]
+        with self.store.engine.connect() as conn:
+            marks = rebuilding(conn, names)
+            checkpoints = read_checkpoints(conn, list(marks)) if marks else {}
+        unfinished = [n for n, until in marks.items() if checkpoints.get(n, 0) < until]
+        for name in sorted(set(unfinished) - set(announced)):
+            log.warning(
+                "read model %s: its rebuild stopped at position %d of %d; finishing it",
+                name,
+                checkpoints.get(name, 0),
+                marks[name],
+            )
+        if unfinished:
+            projectors = [p for p in self.projectors if p.name in unfinished]
+            ProjectionRunner(self.store, projectors, self.page, self.batch_pages).catch_up()
+        if marks:
+            self._clear_rebuilt(marks)
+        return sorted(unfinished)
+
+    def _clear_rebuilt(self, marks: dict[str, int]) -> None:
+        """Clear the rebuild marks (as read: `marks`) whose read model reached them."""
+        writer = self.store.engine.connect().execution_options(**WRITER_OPTIONS)
+        with writer as conn, conn.begin():
+            clear_rebuilt(conn, marks, read_checkpoints(conn, list(marks)))
 
     def catch_up(self, limit: int | None = None) -> int:
         """Apply every event not yet applied (at most `limit` per projector); returns how many
@@ -229,9 +272,15 @@ class ProjectionRunner:
         self.create_schema()
         for projector in self.projectors:
             self._reset(projector)
+        rebuilt = self._replay(groups)
+        self.finish_rebuilds()  # each reached its mark: only the marks are cleared
+        return rebuilt
+
+    def _replay(self, groups: list[list[Projector]]) -> Rebuilt:
+        """Catch up each group of read models in a process of its own: the first (the
+        costliest) here, where imports are warm, the others spawned beside it."""
         if len(groups) == 1:
             return Rebuilt(self.catch_up(), 1)
-        # The costliest group here (this process is warm), the others spawned beside it.
         elsewhere: list[Elsewhere] = []
         try:
             for group in groups[1:]:
@@ -257,6 +306,9 @@ def _stale(conn: Connection, projector: Projector, versions: dict[str, int]) -> 
     stored): tables with other columns than today's, or another version of its fold."""
     inspector = inspect(conn)
     stored = [t for t in projector.tables if inspector.has_table(t.name)]
+    if stored and len(stored) < len(projector.tables):
+        missing = [t.name for t in projector.tables if t not in stored]
+        return f"table(s) {', '.join(missing)} missing (added since it was built)"
     changed = [
         t.name
         for t in stored

@@ -133,3 +133,138 @@ def test_rebuild_refuses_two_jobs_on_sqlite_before_it_drops_a_stale_read_model(
     assert said.exit_code == 0, said.output
     assert "rebuilding it from the log" in said.output  # dropped once, by the rebuild
     assert len(rows(store, "runs")) == 3
+
+
+def test_a_read_command_finishes_a_rebuild_that_was_cut_short(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stale read model dropped by one read command and replayed only part of the way
+    (Ctrl-C in a long `labrxiv runs`) was shown half-built by the next one, with no
+    warning: its version was already recorded, so nothing said it was unfinished."""
+    from typer.testing import CliRunner
+
+    from labrxiv.cli import app
+
+    store = built(f"sqlite:///{tmp_path / 'labrxiv.db'}")
+    with store.engine.begin() as conn:
+        conn.execute(text("ALTER TABLE runs DROP COLUMN revisions"))
+    runs = [p for p in all_projectors() if p.name == "runs"]
+    assert ProjectionRunner(store, all_projectors()).create_schema() == ["runs"]
+    ProjectionRunner(store, runs).catch_up(limit=5)  # then cut short, in the first run
+    assert len(rows(store, "runs")) == 1
+    store.engine.dispose()
+    monkeypatch.setenv("LABRXIV_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("COLUMNS", "200")
+    said = CliRunner().invoke(app, ["runs"])
+    assert said.exit_code == 0, said.output
+    assert all(f"run-v{index}" in said.stdout for index in range(3)), said.stdout
+    assert "read model runs: its rebuild stopped at position 5 " in said.output
+    again = CliRunner().invoke(app, ["runs"])
+    assert again.exit_code == 0, again.output
+    assert "rebuild" not in again.output  # the mark was cleared once it was whole
+
+
+def test_a_rebuild_interrupted_is_finished_by_the_next_reader(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = built(sqlite_url)
+    before = {table: rows(store, table) for table in ("runs", "ledger", "findings_runs")}
+    pages = 0
+
+    def apply_then_stop(self: object, conn: object, events: object) -> None:
+        nonlocal pages
+        pages += 1
+        if pages == 2:
+            raise KeyboardInterrupt
+        original(self, conn, events)
+
+    runs = next(p for p in all_projectors() if p.name == "runs")
+    original = type(runs).apply
+    monkeypatch.setattr(type(runs), "apply", apply_then_stop)
+    with pytest.raises(KeyboardInterrupt):
+        ProjectionRunner(store, all_projectors(), page=17, batch_pages=1).rebuild(jobs=1)
+    monkeypatch.setattr(type(runs), "apply", original)
+    reader = ProjectionRunner(store, all_projectors())
+    assert reader.create_schema() == []  # not stale: the versions are today's
+    assert reader.finish_rebuilds() == sorted(NAMES)
+    assert {table: rows(store, table) for table in before} == before
+    assert reader.finish_rebuilds() == []
+    # A whole rebuild leaves no mark behind.
+    ProjectionRunner(store, all_projectors()).rebuild(jobs=1)
+    assert ProjectionRunner(store, all_projectors()).finish_rebuilds() == []
+
+
+def test_a_read_model_that_gained_a_table_is_rebuilt(sqlite_url: str) -> None:
+    store = built(sqlite_url)
+    before = rows(store, "findings_runs")
+    with store.engine.begin() as conn:
+        conn.execute(text("DROP TABLE findings_runs"))  # as if added since it was built
+    runner = ProjectionRunner(store, all_projectors())
+    assert runner.create_schema() == ["findings"]
+    runner.catch_up()
+    assert rows(store, "findings_runs") == before
+
+
+def test_a_database_from_before_the_versions_table_rebuilds_the_folds_changed_since(
+    sqlite_url: str,
+) -> None:
+    store = built(sqlite_url)
+    with store.engine.begin() as conn:
+        conn.execute(text("DROP TABLE projection_versions"))
+    later = sorted(p.name for p in all_projectors() if p.version > 1)
+    assert sorted(ProjectionRunner(store, all_projectors()).create_schema()) == later
+    with store.engine.connect() as conn:
+        stored = dict(conn.execute(VERSIONS.select()).all())
+    assert stored == {p.name: p.version for p in all_projectors()}
+
+
+def test_a_process_starting_on_a_new_database_never_sees_tables_without_versions(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tables were committed, then their versions in a second transaction: a process
+    starting in between saw read models with no version and reset runs and behaviour."""
+    import projections.runner as runner_module
+
+    store = EventStore.from_url(sqlite_url)
+    other = EventStore.from_url(sqlite_url)
+    seen: list[list[str]] = []
+    create = runner_module.create_tables
+
+    def create_then_look(*args: object, **kwargs: object) -> None:
+        create(*args, **kwargs)  # type: ignore[arg-type]
+        if not seen:  # what another process starting right now would do
+            seen.append(["(looking)"])
+            seen[0] = ProjectionRunner(other, all_projectors()).create_schema()
+
+    monkeypatch.setattr(runner_module, "create_tables", create_then_look)
+    assert ProjectionRunner(store, all_projectors()).create_schema() == []
+    assert seen == [[]]
+
+
+@pytest.mark.postgres
+def test_two_processes_finding_a_read_model_stale_reset_it_once(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both see `runs` stale and both go to reset it at once: the second, once it holds the
+    database, finds it rebuilt by the first's reset and leaves it."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    store = built(pg_url)
+    with store.engine.begin() as conn:
+        conn.execute(text("ALTER TABLE runs DROP COLUMN revisions"))
+    both_stale = threading.Barrier(2, timeout=30)
+    reset = ProjectionRunner._reset
+
+    def reset_together(self: ProjectionRunner, projector: object, recheck: bool = False) -> bool:
+        both_stale.wait()  # each has found it stale before either resets
+        return reset(self, projector, recheck)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ProjectionRunner, "_reset", reset_together)
+
+    def start() -> list[str]:
+        return ProjectionRunner(EventStore.from_url(pg_url), all_projectors()).create_schema()
+
+    with ThreadPoolExecutor(2) as pool:
+        results = [f.result() for f in [pool.submit(start), pool.submit(start)]]
+    assert sorted(results) == [[], ["runs"]]
