@@ -183,8 +183,9 @@ def _inherited(conn: Connection, started: Recorded) -> tuple[int, int]:
     """Scored attempts and papers (not revisions) of the trajectory a fork whose
     `run.started` is `started` stands on (`runstate.fork.inherited`). Read from the log,
     which holds them before the fork's start: rebuilt equals incremental. Forks are rare,
-    and this runs once at each one's start."""
-    events = inherited(started.typed_record(), log_loader(conn))
+    and this runs once at each one's start; it reads only what it counts."""
+    counted = ("experiment.scored", "paper.submitted")
+    events = inherited(started.typed_record(), log_loader(conn, types=counted))
     attempts = sum(isinstance(e.payload, ExperimentScored) for e in events)
     papers = sum(isinstance(e.payload, PaperSubmitted) and not e.payload.revises for e in events)
     return attempts, papers
