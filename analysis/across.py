@@ -38,8 +38,10 @@ class RunRow:
     reasoning_tokens: int
     dollars: float
     """Known costs only."""
+    priced: int
+    """Answers and model-using gradings counted."""
     unknown_cost: int
-    """Answers and gradings of unknown cost: `dollars` is then a lower bound."""
+    """Of those, the ones of unknown cost: `dollars` is then a lower bound."""
     best_after_share: float | None
     """Share of the run after the best score last improved."""
 
@@ -73,6 +75,7 @@ def row(b: Behaviour) -> RunRow:
         tokens=b.tokens.total,
         reasoning_tokens=b.tokens.reasoning,
         dollars=b.money.dollars,
+        priced=b.money.priced,
         unknown_cost=b.money.unknown_cost,
         best_after_share=b.useful.after_share,
     )

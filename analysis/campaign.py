@@ -31,6 +31,7 @@ class CampaignBehaviour:
     model_s: float
     idle_s: float
     dollars: float
+    priced: int
     unknown_cost: int
     money_by_phase: dict[str, Cost]
     money_by_model: dict[str, Cost]
@@ -56,7 +57,7 @@ class CampaignTally:
         self.tokens = self.reasoning = 0
         self.tools_s = self.model_s = self.idle_s = 0.0
         self.dollars = 0.0
-        self.unknown_cost = 0
+        self.priced = self.unknown_cost = 0
         self.money_by_phase: dict[str, Cost] = {}
         self.money_by_model: dict[str, Cost] = {}
         self.best: float | None = None
@@ -79,6 +80,7 @@ class CampaignTally:
         self.model_s += b.time.model_s
         self.idle_s += b.time.idle_s
         self.dollars += b.money.dollars
+        self.priced += b.money.priced
         self.unknown_cost += b.money.unknown_cost
         _add_costs(self.money_by_phase, b.money.by_phase)
         _add_costs(self.money_by_model, b.money.by_model)
@@ -106,6 +108,7 @@ class CampaignTally:
             model_s=self.model_s,
             idle_s=self.idle_s,
             dollars=self.dollars,
+            priced=self.priced,
             unknown_cost=self.unknown_cost,
             money_by_phase=dict(sorted(self.money_by_phase.items())),
             money_by_model=dict(sorted(self.money_by_model.items())),

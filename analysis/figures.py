@@ -110,7 +110,10 @@ class MoneyUse:
     """Where the run's money went."""
 
     dollars: float
+    priced: int
+    """Answers and model-using gradings counted."""
     unknown_cost: int
+    """Of those, how many have no known cost (in no dollar total)."""
     by_phase: dict[str, Cost]
     """The phase the call was made in (gradings: the phase when scored)."""
     by_model: dict[str, Cost]

@@ -200,6 +200,7 @@ class BehaviourTally:
             time=self._time(duration),
             money=MoneyUse(
                 dollars=self.spend.dollars,
+                priced=self.spend.priced,
                 unknown_cost=self.spend.unknown_cost,
                 by_phase={k: _cost(v) for k, v in sorted(self.by_phase.items())},
                 by_model={k: _cost(v) for k, v in sorted(self.by_model.items())},

@@ -256,7 +256,10 @@ def _behaviour_table(b: Behaviour) -> Table:
             f"tools {_seconds(t.tools_s)}, model {_seconds(t.model_s)}, idle {_seconds(t.idle_s)}"
             + _top(t.by_tool_s, _seconds),
         ),
-        ("money", dollars_text(m.dollars, m.unknown_cost) + _costs("by phase", m.by_phase)),
+        (
+            "money",
+            dollars_text(m.dollars, m.unknown_cost, m.priced) + _costs("by phase", m.by_phase),
+        ),
         ("money by model", _costs("", m.by_model).lstrip("; ") or "-"),
         ("useful window", _useful(u.best, u.best_attempt, u.best_step, u.best_at_s, u.after_share)),
     ]
@@ -321,7 +324,11 @@ def _campaign_table(campaign: str, c: CampaignBehaviour) -> Table:
             "time",
             f"tools {_seconds(c.tools_s)}, model {_seconds(c.model_s)}, idle {_seconds(c.idle_s)}",
         ),
-        ("money", dollars_text(c.dollars, c.unknown_cost) + _costs("by phase", c.money_by_phase)),
+        (
+            "money",
+            dollars_text(c.dollars, c.unknown_cost, c.priced)
+            + _costs("by phase", c.money_by_phase),
+        ),
         (
             "best score",
             f"{_num(c.best, 3)} ({c.scored_runs} runs scored; median share of a run after "
@@ -350,7 +357,7 @@ def _comparison_table(runs: tuple[RunAnalysis, ...], compared: Across) -> Table:
             _num(r.per_hour),
             _seconds(r.duration_s),
             str(r.tokens),
-            dollars_text(r.dollars, r.unknown_cost),
+            dollars_text(r.dollars, r.unknown_cost, r.priced),
             _share(r.best_after_share),
             *([verdicts.get(r.run, "")] if verdicts else []),
         )
@@ -394,7 +401,7 @@ def _useful(
 
 
 def _costs(label: str, costs: dict[str, Cost]) -> str:
-    parts = [f"{k} {dollars_text(c.dollars, c.unknown_cost)}" for k, c in costs.items()]
+    parts = [f"{k} {dollars_text(c.dollars, c.unknown_cost, c.priced)}" for k, c in costs.items()]
     return f"; {label} " + ", ".join(parts) if parts else ""
 
 

@@ -2,17 +2,19 @@
 calls whose cost is unknown (no price, or no usage reported), which are in no total."""
 
 
-def dollars_text(dollars: float, unknown: int) -> str:
-    """`$0.0123`; `$0.0123 + 2 of unknown cost`; `unknown (3 calls)` when no cost of them
-    is known (a $0 there would read as free)."""
-    if unknown and not dollars:
+def dollars_text(dollars: float, unknown: int, priced: int) -> str:
+    """`$0.0123`; `$0.0123 + 2 of unknown cost`; `unknown (3 calls)` when no cost of the
+    `priced` calls (answers and model-using gradings) is known (a $0 there would read as
+    free); `$0.0000 + 2 of unknown cost` when the known ones cost nothing (a local model)."""
+    if unknown and unknown >= priced:
         return f"unknown ({unknown} call{'' if unknown == 1 else 's'})"
     return f"${dollars:.4f}" + (f" + {unknown} of unknown cost" if unknown else "")
 
 
-def dollars_cell(dollars: float, unknown: int) -> str:
+def dollars_cell(dollars: float, unknown: int, priced: int) -> str:
     """A table's dollars cell (its `unknown $` column counts the calls): `0.0123`;
-    `≥0.0123` when some calls' cost is unknown; `unknown` when none is known."""
-    if unknown and not dollars:
+    `≥0.0123` when some calls' cost is unknown; `unknown` when none of the `priced` calls'
+    is known."""
+    if unknown and unknown >= priced:
         return "unknown"
     return f"{'≥' if unknown else ''}{dollars:.4f}"

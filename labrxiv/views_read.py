@@ -229,7 +229,7 @@ def ledger_table(
             f"{t.output_tokens:,}",
             f"{t.reasoning_tokens:,}",
             f"{t.tokens:,}",
-            dollars_cell(t.dollars, t.unknown_cost_calls),
+            dollars_cell(t.dollars, t.unknown_cost_calls, t.priced_calls),
             str(t.unknown_cost_calls),
         )
     return table

@@ -298,9 +298,11 @@ class LedgerTotals:
     """Sum of the model calls' `total_tokens`."""
     dollars: float
     """Sum of the known costs."""
+    priced_calls: int
+    """Answered model calls and model-using gradings: those whose cost is counted, known
+    or not."""
     unknown_cost_calls: int
-    """Answered model calls and model-using gradings whose cost is unknown (no price, or
-    no usage): in no total."""
+    """Of those, the ones whose cost is unknown (no price, or no usage): in no total."""
     unknown_outcome_calls: int
     """Model calls written ahead whose answer or failure never came (may have been billed)."""
     failed_calls: int
@@ -330,6 +332,9 @@ def ledger_totals(
         func.coalesce(
             func.sum(case((LEDGER.c.cost_known.is_(True), LEDGER.c.cost_usd), else_=None)), 0.0
         ).label("dollars"),
+        func.sum(case((priced & LEDGER.c.cost_known.is_not(None), 1), else_=0)).label(
+            "priced_calls"
+        ),
         func.sum(case((priced & LEDGER.c.cost_known.is_(False), 1), else_=0)).label(
             "unknown_cost_calls"
         ),
@@ -354,6 +359,7 @@ def ledger_totals(
             reasoning_tokens=int(row.reasoning_tokens),
             tokens=int(row.tokens),
             dollars=float(row.dollars),
+            priced_calls=int(row.priced_calls),
             unknown_cost_calls=int(row.unknown_cost_calls),
             unknown_outcome_calls=int(row.unknown_outcome_calls),
             failed_calls=int(row.failed_calls),

@@ -75,7 +75,7 @@ def _row(run: str, best: float | None, per_hour: float, dollars: float, unknown:
         run=run, lab=None, task="t", policy="llm", campaign="c", finished="done", best=best,
         scored=1 if best is not None else 0, papers=1, actions=10, per_hour=per_hour,
         duration_s=3600.0, tokens=100, reasoning_tokens=10, dollars=dollars,
-        unknown_cost=unknown, best_after_share=0.5,
+        priced=5, unknown_cost=unknown, best_after_share=0.5,
     )  # fmt: skip
 
 

@@ -11,16 +11,23 @@ from projections.ledger import LedgerTotals
 
 
 def test_known_some_unknown_and_none_known() -> None:
-    assert dollars_text(0.01234, 0) == "$0.0123"
-    assert dollars_text(0.0, 0) == "$0.0000", "nothing spent on models is $0"
-    assert dollars_text(0.01234, 2) == "$0.0123 + 2 of unknown cost"
-    assert dollars_text(0.0, 1) == "unknown (1 call)"
-    assert dollars_text(0.0, 3) == "unknown (3 calls)"
-    assert [dollars_cell(0.5, 0), dollars_cell(0.5, 1), dollars_cell(0.0, 9)] == [
+    assert dollars_text(0.01234, 0, 4) == "$0.0123"
+    assert dollars_text(0.0, 0, 0) == "$0.0000", "nothing spent on models is $0"
+    assert dollars_text(0.01234, 2, 6) == "$0.0123 + 2 of unknown cost"
+    assert dollars_text(0.0, 1, 1) == "unknown (1 call)"
+    assert dollars_text(0.0, 3, 3) == "unknown (3 calls)"
+    assert [dollars_cell(0.5, 0, 2), dollars_cell(0.5, 1, 3), dollars_cell(0.0, 9, 9)] == [
         "0.5000",
         "≥0.5000",
         "unknown",
     ]
+
+
+def test_known_calls_that_cost_nothing_are_not_unknown() -> None:
+    """A local model priced at $0 beside calls of unknown cost read "unknown (2 calls)":
+    the known $0 was taken for no known cost."""
+    assert dollars_text(0.0, 2, 5) == "$0.0000 + 2 of unknown cost"
+    assert dollars_cell(0.0, 2, 5) == "≥0.0000"
 
 
 def test_a_ledger_row_of_unpriced_calls_shows_no_dollars() -> None:
@@ -37,6 +44,7 @@ def test_a_ledger_row_of_unpriced_calls_shows_no_dollars() -> None:
         reasoning_tokens=0,
         tokens=990,
         dollars=0.0,
+        priced_calls=9,
         unknown_cost_calls=9,
         unknown_outcome_calls=0,
         failed_calls=0,
