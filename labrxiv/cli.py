@@ -12,7 +12,7 @@ from rich.table import Table
 from labrxiv.cli_analyze import analyze
 from labrxiv.cli_bounds import INT64_MAX, SEED_MAX
 from labrxiv.cli_campaign import campaign, reap_command
-from labrxiv.cli_common import JSON_HELP, emit_json, read_runner, read_store, settings_or_exit
+from labrxiv.cli_common import JSON_HELP, emit_json, read_store, settings_or_exit
 from labrxiv.cli_errors import ShellGroup
 from labrxiv.cli_events import events_app
 from labrxiv.cli_export import export_app
@@ -278,9 +278,14 @@ def rebuild(
 
 @app.command()
 def status(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
-    """Log size and positions, projector lag, dead letters."""
+    """Log size and positions, projector lag (and rebuilds not yet finished), dead letters."""
+    from projections.catalogue import all_projectors
+    from projections.runner import ProjectionRunner
+
     settings = _settings()
-    runner = read_runner()
+    # Not `read_runner`: what status shows is how far each read model is, rebuilds cut
+    # short included, not a wait for them to finish.
+    runner = ProjectionRunner(read_store(), all_projectors())
     store = runner.store
     database = store.engine.url.render_as_string(hide_password=True)
     bus = settings.redis_url or "embedded (in-process)"
@@ -306,7 +311,15 @@ def status(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> Non
     table.add_row("events", str(store.count()))
     table.add_row("head position", str(store.max_position()))
     for lag in lags:
-        table.add_row(f"projector {lag.name}", f"at {lag.checkpoint}, {lag.behind} behind")
+        rebuilding = (
+            f" (rebuilding from 0: whole again at {lag.rebuilding_to}; a read command "
+            "or a projector finishes it)"
+            if lag.rebuilding_to is not None and lag.checkpoint < lag.rebuilding_to
+            else ""
+        )
+        table.add_row(
+            f"projector {lag.name}", f"at {lag.checkpoint}, {lag.behind} behind{rebuilding}"
+        )
     table.add_row("dead letters", str(store.dead_letter_count()))
     console.print(table)
     for letter in letters:

@@ -48,6 +48,9 @@ class Lag:
     name: str
     checkpoint: int
     head: int
+    rebuilding_to: int | None = None
+    """Being rebuilt from position 0, and whole again only at this position (None: not
+    being rebuilt; `projections.rebuilding`)."""
 
     @property
     def behind(self) -> int:
@@ -298,7 +301,11 @@ class ProjectionRunner:
         self.create_schema()
         head = self.store.max_position()
         with self.store.engine.connect() as conn:
-            return [Lag(p.name, read_checkpoint(conn, p.name), head) for p in self.projectors]
+            marks = rebuilding(conn, [p.name for p in self.projectors])
+            return [
+                Lag(p.name, read_checkpoint(conn, p.name), head, marks.get(p.name))
+                for p in self.projectors
+            ]
 
 
 def _stale(conn: Connection, projector: Projector, versions: dict[str, int]) -> str | None:

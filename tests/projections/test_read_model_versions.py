@@ -154,7 +154,11 @@ def test_a_read_command_finishes_a_rebuild_that_was_cut_short(
     assert len(rows(store, "runs")) == 1
     store.engine.dispose()
     monkeypatch.setenv("LABRXIV_DATA_DIR", str(tmp_path))
-    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setenv("COLUMNS", "300")
+    status = CliRunner().invoke(app, ["status"])  # shows it, does not wait for it
+    assert status.exit_code == 0, status.output
+    head = store.max_position()
+    assert f"at 5, {head - 5} behind (rebuilding from 0: whole again at {head};" in status.output
     said = CliRunner().invoke(app, ["runs"])
     assert said.exit_code == 0, said.output
     assert all(f"run-v{index}" in said.stdout for index in range(3)), said.stdout
@@ -162,6 +166,8 @@ def test_a_read_command_finishes_a_rebuild_that_was_cut_short(
     again = CliRunner().invoke(app, ["runs"])
     assert again.exit_code == 0, again.output
     assert "rebuild" not in again.output  # the mark was cleared once it was whole
+    status = CliRunner().invoke(app, ["status"])
+    assert "rebuilding" not in status.output
 
 
 def test_a_rebuild_interrupted_is_finished_by_the_next_reader(
