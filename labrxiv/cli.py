@@ -314,7 +314,7 @@ def status(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> Non
         rebuilding = (
             f" (rebuilding from 0: whole again at {lag.rebuilding_to}; a read command "
             "or a projector finishes it)"
-            if lag.rebuilding_to is not None and lag.checkpoint < lag.rebuilding_to
+            if lag.rebuilding_to is not None
             else ""
         )
         table.add_row(

@@ -157,32 +157,56 @@ class ProjectionRunner:
 
     def finish_rebuilds(self, announced: Collection[str] = ()) -> list[str]:
         """Finish the rebuilds of this runner's read models that were dropped and not yet
-        replayed to the head they were dropped at (a rebuild cut short: said in a warning
-        unless named in `announced`), and clear the marks of those that got there; returns
-        the names it caught up. What read commands run before they read."""
+        replayed to the head they were dropped at (said in a warning unless named in
+        `announced`), and clear the marks of those that got there; returns the names it
+        caught up. What read commands run before they read.
+
+        Another process may be replaying the same read model (the projector service after
+        an upgrade, a `labrxiv rebuild`): a catch-up stops when that process moves the
+        checkpoint first, so this catches up again until the mark is reached, each round
+        applying pages or waiting for the other's. A round in which neither moved it ends
+        the wait (with a warning: the read model is shown as far as it got)."""
         names = [p.name for p in self.projectors]
-        with self.store.engine.connect() as conn:
-            marks = rebuilding(conn, names)
-            checkpoints = read_checkpoints(conn, list(marks)) if marks else {}
-        unfinished = [n for n, until in marks.items() if checkpoints.get(n, 0) < until]
+        marks, checkpoints = self._marks(names)
+        unfinished = sorted(n for n, until in marks.items() if checkpoints.get(n, 0) < until)
         for name in sorted(set(unfinished) - set(announced)):
             log.warning(
-                "read model %s: its rebuild stopped at position %d of %d; finishing it",
+                "read model %s: its rebuild is at position %d of %d (cut short, or going on "
+                "in another process); finishing it",
                 name,
                 checkpoints.get(name, 0),
                 marks[name],
             )
-        if unfinished:
-            projectors = [p for p in self.projectors if p.name in unfinished]
+        left = unfinished
+        while left:
+            projectors = [p for p in self.projectors if p.name in left]
             ProjectionRunner(self.store, projectors, self.page, self.batch_pages).catch_up()
-        if marks:
+            before = checkpoints
+            marks, checkpoints = self._marks(left)
+            left = sorted(n for n, until in marks.items() if checkpoints.get(n, 0) < until)
+            if left and all(checkpoints.get(n, 0) == before.get(n, 0) for n in left):
+                log.warning("read model(s) %s: no further; shown as far as rebuilt", left)
+                break
+        marks, checkpoints = self._marks(names)
+        if any(checkpoints.get(n, 0) >= until for n, until in marks.items()):
             self._clear_rebuilt(marks)
-        return sorted(unfinished)
+        return unfinished
+
+    def _marks(self, names: Collection[str]) -> tuple[dict[str, int], dict[str, int]]:
+        """The rebuild marks of those of `names` that have one, and their checkpoints."""
+        with self.store.engine.connect() as conn:
+            marks = rebuilding(conn, names)
+            return marks, read_checkpoints(conn, list(marks)) if marks else {}
 
     def _clear_rebuilt(self, marks: dict[str, int]) -> None:
-        """Clear the rebuild marks (as read: `marks`) whose read model reached them."""
+        """Clear the rebuild marks (as read: `marks`) whose read model reached them. Under
+        the schema lock on PostgreSQL, as `_reset` marks: a reset committed between this
+        reading the checkpoints and deleting would lose its mark to a delete of the same
+        head (SQLite's writer transaction already excludes it)."""
         writer = self.store.engine.connect().execution_options(**WRITER_OPTIONS)
         with writer as conn, conn.begin():
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK})
             clear_rebuilt(conn, marks, read_checkpoints(conn, list(marks)))
 
     def catch_up(self, limit: int | None = None) -> int:
@@ -302,10 +326,13 @@ class ProjectionRunner:
         head = self.store.max_position()
         with self.store.engine.connect() as conn:
             marks = rebuilding(conn, [p.name for p in self.projectors])
-            return [
-                Lag(p.name, read_checkpoint(conn, p.name), head, marks.get(p.name))
-                for p in self.projectors
-            ]
+            lags = []
+            for projector in self.projectors:
+                checkpoint = read_checkpoint(conn, projector.name)
+                mark = marks.get(projector.name)
+                whole = mark is None or checkpoint >= mark  # reached: a mark not yet cleared
+                lags.append(Lag(projector.name, checkpoint, head, None if whole else mark))
+            return lags
 
 
 def _stale(conn: Connection, projector: Projector, versions: dict[str, int]) -> str | None:

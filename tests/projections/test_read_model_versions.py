@@ -162,7 +162,7 @@ def test_a_read_command_finishes_a_rebuild_that_was_cut_short(
     said = CliRunner().invoke(app, ["runs"])
     assert said.exit_code == 0, said.output
     assert all(f"run-v{index}" in said.stdout for index in range(3)), said.stdout
-    assert "read model runs: its rebuild stopped at position 5 " in said.output
+    assert "read model runs: its rebuild is at position 5 of " in said.output
     again = CliRunner().invoke(app, ["runs"])
     assert again.exit_code == 0, again.output
     assert "rebuild" not in again.output  # the mark was cleared once it was whole
@@ -274,3 +274,73 @@ def test_two_processes_finding_a_read_model_stale_reset_it_once(
     with ThreadPoolExecutor(2) as pool:
         results = [f.result() for f in [pool.submit(start), pool.submit(start)]]
     assert sorted(results) == [[], ["runs"]]
+
+
+def test_a_reader_finishes_a_rebuild_another_process_is_replaying(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read command's catch-up stops when another process (the projector service after
+    an upgrade) moves the checkpoint first: one catch-up left the read model half-built
+    and the command showed it so."""
+    store = built(sqlite_url)
+    before = rows(store, "runs")
+    runs = [p for p in all_projectors() if p.name == "runs"]
+    with store.engine.begin() as conn:
+        conn.execute(text("ALTER TABLE runs DROP COLUMN revisions"))
+    assert ProjectionRunner(store, all_projectors()).create_schema() == ["runs"]
+    service = ProjectionRunner(EventStore.from_url(sqlite_url), runs)
+    apply_page = ProjectionRunner._apply_page
+    turns: list[int] = []
+
+    def service_first(self: ProjectionRunner, *args: object) -> object:
+        if not turns:  # the service applies a page just before the reader's first
+            turns.append(0)
+            turns[0] = service.catch_up(limit=5)
+        return apply_page(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ProjectionRunner, "_apply_page", service_first)
+    reader = ProjectionRunner(store, all_projectors(), page=17)
+    assert reader.finish_rebuilds() == ["runs"]
+    assert turns == [5]
+    assert rows(store, "runs") == before
+    assert [lag.rebuilding_to for lag in reader.lag()] == [None] * len(NAMES)
+
+
+@pytest.mark.postgres
+def test_clearing_a_reached_mark_never_deletes_the_mark_of_a_reset_meanwhile(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read command clearing the mark of a finished rebuild, and `labrxiv rebuild`
+    resetting the same read model meanwhile on a quiet log (the same head): the clear
+    deleted the new mark, and the rebuild, then cut short, was shown as whole."""
+    import threading
+
+    import projections.runner as runner_module
+    from projections.rebuilding import rebuilding
+
+    store = built(pg_url)
+    head = store.max_position()
+    runs = next(p for p in all_projectors() if p.name == "runs")
+    reader = ProjectionRunner(store, [runs])
+    assert reader._reset(runs)
+    reader.catch_up()  # the mark is reached
+    with store.engine.connect() as conn:
+        marks = rebuilding(conn, ["runs"])
+    assert marks == {"runs": head}
+    clear = runner_module.clear_rebuilt
+    threads: list[threading.Thread] = []
+
+    def reset_meanwhile(*args: object) -> None:
+        other = ProjectionRunner(EventStore.from_url(pg_url), [runs])
+        resetting = threading.Thread(target=other._reset, args=(runs,))
+        resetting.start()
+        threads.append(resetting)
+        resetting.join(timeout=2)  # it waits for the clear to end, or commits now
+        clear(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runner_module, "clear_rebuilt", reset_meanwhile)
+    reader._clear_rebuilt(marks)
+    threads[0].join(timeout=30)
+    with store.engine.connect() as conn:
+        assert rebuilding(conn, ["runs"]) == {"runs": head}
+        assert read_checkpoints(conn, ["runs"]) == {}
