@@ -155,3 +155,61 @@ def test_python_in_a_shell_is_the_projects_interpreter(sandbox: LocalSandbox) ->
     result = sandbox.exec(["bash", "-c", "python -c 'import numpy, sys; print(sys.executable)'"])
     assert result.exit_code == 0, result.stderr
     assert Path(result.stdout.strip()).parent == Path(sandbox.python).parent
+
+
+HOLD_EVERY_PROCESS = """
+import os, time
+kids = 0
+while True:
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        while not os.path.exists('done'):
+            time.sleep(0.05)
+        os._exit(0)
+    kids += 1
+open('full', 'w').write(str(kids))
+while not os.path.exists('done'):
+    time.sleep(0.05)
+"""
+
+
+def test_a_fork_bomb_in_one_jail_leaves_other_jails_able_to_fork(
+    tmp_path: Path, secret: Path
+) -> None:
+    """Every jail runs as `nobody`, and the process limit was RLIMIT_NPROC, which counts
+    all of that user's processes on the machine: a jail holding its limit made another
+    run's `evaluate` fail with "sh: Cannot fork" (a lab test failed in CI beside the
+    escape suite's fork bombs). Each tree is bounded by its own cgroup instead."""
+    import threading
+    import time
+    from dataclasses import replace
+
+    limits = replace(SMALL, wall_seconds=60, cpu_seconds=60, processes=24)
+    bomb = LocalSandbox(tmp_path / "bomb", hidden=[secret], limits=limits)
+    other = LocalSandbox(tmp_path / "other", hidden=[secret], limits=limits)
+    for box in (bomb, other):
+        box.prepare()
+    bomb.write("bomb.py", HOLD_EVERY_PROCESS.encode())
+    ended = []
+    holding = threading.Thread(target=lambda: ended.append(bomb.exec(["python", "bomb.py"])))
+    holding.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not (bomb.root / "full").exists():  # the bomb holds every process it may
+            assert holding.is_alive() and time.monotonic() < deadline, ended
+            time.sleep(0.05)
+        assert 0 < int((bomb.root / "full").read_text()) < limits.processes
+        # Eight processes at once: well within its own limit, past what the bomb leaves
+        # of a limit counted over every jail.
+        eight = "for i in 1 2 3 4 5 6 7 8; do (sleep 0.2) & done; wait && echo forked"
+        forked = other.exec(["sh", "-c", eight])
+        assert (forked.exit_code, forked.stdout) == (0, "forked\n"), forked.stderr
+    finally:
+        (bomb.root / "done").write_text("")
+        holding.join(timeout=60)
+        for box in (bomb, other):
+            box.cleanup()
+    assert ended and ended[0].exit_code == 0, ended

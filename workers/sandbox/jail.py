@@ -93,7 +93,13 @@ def interpreter_folders(python: str) -> list[Path]:
 
 
 def preexec(limits: Limits, group: TreeGroup | None) -> Callable[[], None]:
-    """A `preexec_fn` that puts the child in `group` and applies `limits` before it execs."""
+    """A `preexec_fn` that puts the child in `group` and applies `limits` before it execs.
+
+    The tree's process count is bounded by its cgroup (`pids.max`) where one was made,
+    and by RLIMIT_NPROC only where none could be: that limit counts every process of the
+    sandbox user on the machine, so one jail's fork bomb at the limit made every other
+    jail's forks fail for as long as it lasted ("sh: Cannot fork" in another run's
+    `evaluate`: a lab test failed beside the escape suite's fork bombs)."""
 
     def apply() -> None:
         if group is not None:
@@ -101,7 +107,8 @@ def preexec(limits: Limits, group: TreeGroup | None) -> Callable[[], None]:
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5))
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
-        resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
+        if group is None:
+            resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
     return apply
