@@ -213,3 +213,34 @@ def test_a_fork_bomb_in_one_jail_leaves_other_jails_able_to_fork(
         for box in (bomb, other):
             box.cleanup()
     assert ended and ended[0].exit_code == 0, ended
+
+
+LAST_TOOL_CALL_THEN_EXIT = """
+import subprocess, sys
+from workers.sandbox.cgroup import TreeGroup
+group = TreeGroup.create(256 * 1024**2, 16)
+assert group is not None, "no cgroup can be made here"
+subprocess.run(["sleep", "0.05"], preexec_fn=group.enter, check=True)
+group.remove()
+print(*group.folders.values())
+"""
+
+
+def test_a_process_ending_right_after_a_tool_call_leaves_no_cgroup_behind() -> None:
+    """The cgroup of a command's last tool call was removed on a daemon thread that the
+    interpreter's exit killed while the kernel still held the group (tens of ms after
+    its last process died): every short `labrxiv` command left cgroups on the machine."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    said = subprocess.run(
+        [sys.executable, "-c", LAST_TOOL_CALL_THEN_EXIT],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert said.returncode == 0, said.stderr
+    folders = [Path(folder) for folder in said.stdout.split()]
+    assert folders and not [folder for folder in folders if folder.exists()]
