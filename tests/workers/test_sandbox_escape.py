@@ -1045,7 +1045,13 @@ class _Victim:
             daemon=True,
         )
         self.thread.start()
-        time.sleep(1.0)  # its process is up before the attack looks for it
+        # Its process is up before the attack looks for it (a fixed second used to stand
+        # for this: on a busy machine the attack then found nothing to attack, and passed).
+        deadline = time.monotonic() + 60
+        while not _sandbox_pids(env.sandbox.root):
+            assert self.thread.is_alive(), f"the other run's command ended at once: {self.box}"
+            assert time.monotonic() < deadline, "the other run's command never started"
+            time.sleep(0.02)
 
     def join(self) -> list[str]:
         self.thread.join(20)
