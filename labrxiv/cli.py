@@ -260,8 +260,9 @@ def rebuild(
 
         console.print(
             "stopped: the read models are part-built (each up to the last page it "
-            "committed); `labrxiv rebuild` starts them over, `labrxiv projector --once` "
-            "goes on from there",
+            "committed); the next read command (`labrxiv runs`, `papers`…) or "
+            "`labrxiv projector --once` goes on from there, `labrxiv rebuild` starts "
+            "them over",
             soft_wrap=True,
         )
         raise typer.Exit(EXIT_INTERRUPTED) from None
