@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from celery import Celery, Task
+from celery.signals import worker_process_shutdown
 
 from workers.bus.redis_transport import Transport
 from workers.context import WorkerContext
@@ -41,10 +42,18 @@ from workers.errors import RetryLater
 from workers.handlers import HANDLERS, argument_problem, dead_letter_task
 from workers.metrics import count_redelivery, count_retry, known_task, observe_task
 from workers.retry import DEFAULT, RETRY_LATER_LIMIT, is_transient
+from workers.sandbox.cgroup import finish_removals
 
 log = logging.getLogger(__name__)
 
 ContextProvider = Callable[[], WorkerContext]
+
+
+@worker_process_shutdown.connect(weak=False)
+def _pool_child_exiting(**_: Any) -> None:
+    """A pool child ends with `os._exit`, which waits for no thread: the cgroups of its
+    last tool calls are removed first (`workers.sandbox.cgroup`)."""
+    finish_removals()
 
 
 def make_celery(redis_url: str, visibility_timeout: int) -> Celery:

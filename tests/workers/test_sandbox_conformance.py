@@ -157,6 +157,21 @@ def test_python_in_a_shell_is_the_projects_interpreter(sandbox: LocalSandbox) ->
     assert Path(result.stdout.strip()).parent == Path(sandbox.python).parent
 
 
+def needs_cgroups() -> None:
+    """Skip where no cgroup can be made for a process tree (fail under CI, whose machine
+    can): what these tests check is what the cgroup gives."""
+    from workers.sandbox.cgroup import TreeGroup
+
+    group = TreeGroup.create(64 * 1024**2, 8)
+    if group is not None:
+        group.remove()
+        return
+    message = "no cgroup with the memory and pids controllers can be made here (run as root)"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
 HOLD_EVERY_PROCESS = """
 import os, time
 kids = 0
@@ -187,6 +202,7 @@ def test_a_fork_bomb_in_one_jail_leaves_other_jails_able_to_fork(
     import time
     from dataclasses import replace
 
+    needs_cgroups()
     limits = replace(SMALL, wall_seconds=60, cpu_seconds=60, processes=24)
     bomb = LocalSandbox(tmp_path / "bomb", hidden=[secret], limits=limits)
     other = LocalSandbox(tmp_path / "other", hidden=[secret], limits=limits)
@@ -219,8 +235,7 @@ LAST_TOOL_CALL_THEN_EXIT = """
 import subprocess, sys
 from workers.sandbox.cgroup import TreeGroup
 group = TreeGroup.create(256 * 1024**2, 16)
-assert group is not None, "no cgroup can be made here"
-subprocess.run(["sleep", "0.05"], preexec_fn=group.enter, check=True)
+subprocess.run(["true"], preexec_fn=group.enter, check=True)
 group.remove()
 print(*group.folders.values())
 """
@@ -233,14 +248,16 @@ def test_a_process_ending_right_after_a_tool_call_leaves_no_cgroup_behind() -> N
     import subprocess
     import sys
 
+    needs_cgroups()
     repo = Path(__file__).resolve().parents[2]
-    said = subprocess.run(
-        [sys.executable, "-c", LAST_TOOL_CALL_THEN_EXIT],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert said.returncode == 0, said.stderr
-    folders = [Path(folder) for folder in said.stdout.split()]
-    assert folders and not [folder for folder in folders if folder.exists()]
+    for _ in range(5):  # the exit raced the removal: a leak was likely, not certain
+        said = subprocess.run(
+            [sys.executable, "-c", LAST_TOOL_CALL_THEN_EXIT],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert said.returncode == 0, said.stderr
+        folders = [Path(folder) for folder in said.stdout.split()]
+        assert folders and not [folder for folder in folders if folder.exists()]

@@ -1034,33 +1034,44 @@ def _disk_usage(root: Path) -> int:
 
 
 class _Victim:
-    """Another run's long command, running while the attempt does."""
+    """Another run's command, running from before the attempt until after it."""
+
+    COMMAND = "until [ -e stop ]; do sleep 0.05; done; echo survived"
+    """Runs until the suite says stop (after the attack), then ends normally: killed or
+    stopped by anything else, it does not say it survived."""
 
     def __init__(self, env: ToolEnv) -> None:
+        self.root = env.sandbox.root
+        (self.root / "stop").unlink(missing_ok=True)  # the last attempt's
         self.box: dict[str, Invocation] = {}
         self.thread = threading.Thread(
             target=lambda: self.box.update(
-                out=invoke(env, "bash", {"command": "sleep 600", "timeout_s": 4}, "victim")
+                out=invoke(env, "bash", {"command": self.COMMAND, "timeout_s": 300}, "victim")
             ),
             daemon=True,
         )
         self.thread.start()
         # Its process is up before the attack looks for it (a fixed second used to stand
-        # for this: on a busy machine the attack then found nothing to attack, and passed).
+        # for this, and a 4 s limit for its end: on a busy machine the attack could find
+        # nothing to attack, and pass).
         deadline = time.monotonic() + 60
-        while not _sandbox_pids(env.sandbox.root):
+        while not _sandbox_pids(self.root):
             assert self.thread.is_alive(), f"the other run's command ended at once: {self.box}"
             assert time.monotonic() < deadline, "the other run's command never started"
             time.sleep(0.02)
 
     def join(self) -> list[str]:
-        self.thread.join(20)
+        alive = self.thread.is_alive()
+        (self.root / "stop").write_text("")
+        self.thread.join(60)
+        (self.root / "stop").unlink(missing_ok=True)
         if "out" not in self.box:
             return ["the other run's command never came back"]
         returned = self.box["out"].payloads[1]
-        if returned.limit != "time":  # type: ignore[attr-defined]
+        output = self.box["out"].output
+        if not alive or returned.exit_code != 0 or "survived" not in output:  # type: ignore[attr-defined]
             code = returned.exit_code  # type: ignore[attr-defined]
-            return [f"the other run's command was killed (exit {code}), not stopped at its limit"]
+            return [f"the other run's command was stopped during the attack (exit {code})"]
         return []
 
 

@@ -30,7 +30,8 @@ class Limits:
     output_bytes: int = 256 * 1024
     """stdout+stderr kept; a process printing more than 4x this is killed."""
     processes: int = 256
-    """RLIMIT_NPROC for the sandbox user; also the process tree's, where a cgroup can be made."""
+    """The process tree's tasks (its cgroup's `pids.max`); where no cgroup can be made,
+    RLIMIT_NPROC, which counts every process of the sandbox user on the machine."""
     disk_bytes: int = 4 * 1024**3
     """The workspace may not grow past it while a process runs (each file or folder counts
     at least 4 KiB), nor past its size when the process started if that was larger."""

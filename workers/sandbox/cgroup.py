@@ -9,7 +9,6 @@ Where no such cgroup can be made, the sandbox still runs, bounded per process on
 says so once in the log.
 """
 
-import atexit
 import contextlib
 import logging
 import os
@@ -21,10 +20,8 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 _CONTROLLERS = ("memory", "pids")
-
-_removing: set[threading.Thread] = set()
-"""Removals not yet done: waited for at exit (`_finish_removals`)."""
-_removing_lock = threading.Lock()
+_REMOVER = "sandbox cgroup"
+"""The name of the threads that remove cgroups (`finish_removals` waits for them)."""
 
 
 class TreeGroup:
@@ -90,22 +87,13 @@ class TreeGroup:
 
     def remove(self) -> None:
         """Delete the cgroup once the kernel lets go of it (tens of ms after its last
-        process died), on a thread: the tool call does not wait for it, and the process
-        waits for it at exit (a daemon thread alone was killed at exit, and a command's
-        last tool call left its cgroups behind on the machine)."""
-        thread = threading.Thread(target=self._remove, name="sandbox cgroup", daemon=True)
-        with _removing_lock:
-            _removing.add(thread)
-        thread.start()
+        process died), on a thread: the tool call does not wait for it. Not a daemon
+        thread: the interpreter's exit waits for it (a daemon one was killed at exit, and
+        a command's last tool call left its cgroups on the machine); a process that ends
+        with `os._exit` (a Celery pool child) calls `finish_removals` first."""
+        threading.Thread(target=self._remove, name=_REMOVER).start()
 
     def _remove(self) -> None:
-        try:
-            self._remove_folders()
-        finally:
-            with _removing_lock:
-                _removing.discard(threading.current_thread())
-
-    def _remove_folders(self) -> None:
         for folder in dict.fromkeys(self.folders.values()):
             for attempt in range(40):
                 try:
@@ -119,13 +107,12 @@ class TreeGroup:
                 log.warning("could not remove the sandbox cgroup %s", folder)
 
 
-@atexit.register
-def _finish_removals() -> None:
-    """Wait for the cgroups being removed (each gives up after ~9 s)."""
-    with _removing_lock:
-        pending = list(_removing)
-    for thread in pending:
-        thread.join()
+def finish_removals() -> None:
+    """Wait for the cgroups being removed (a folder is given up after ~9 s of tries;
+    under cgroup v1 a group is two folders, removed one after the other)."""
+    for thread in threading.enumerate():
+        if thread.name == _REMOVER and thread is not threading.current_thread():
+            thread.join()
 
 
 def _parents() -> dict[str, Path] | None:
