@@ -8,7 +8,8 @@ PostgreSQL by a transaction-scoped advisory lock, on SQLite by a transaction beg
 IMMEDIATE (its single writer lock), and the existence checks run inside it.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 from sqlalchemy import Connection, Engine, Table, inspect, text
 
@@ -27,11 +28,20 @@ def create_tables(
     inspector = inspect(engine)
     if then is None and all(inspector.has_table(table.name) for table in tables):
         return
-    writer = engine.connect().execution_options(**WRITER_OPTIONS)
-    with writer as conn, conn.begin():
-        if conn.dialect.name == "postgresql":
-            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK})
+    with schema_transaction(engine) as conn:
         for table in tables:
             table.create(conn, checkfirst=True)
         if then is not None:
             then(conn)
+
+
+@contextmanager
+def schema_transaction(engine: Engine) -> Iterator[Connection]:
+    """A writer transaction that holds the database against every other labrxiv process
+    changing tables or read-model bookkeeping (PostgreSQL: the schema advisory lock;
+    SQLite: a transaction begun IMMEDIATE, its single writer lock)."""
+    writer = engine.connect().execution_options(**WRITER_OPTIONS)
+    with writer as conn, conn.begin():
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK})
+        yield conn

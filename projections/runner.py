@@ -6,13 +6,13 @@ from contextlib import closing
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from sqlalchemy import Connection, delete, func, inspect, select, text
+from sqlalchemy import Connection, delete, func, inspect, select
 
 from events import EventStore
 from events.engines import WRITER_OPTIONS
 from events.gc_pause import gc_paused
 from events.recorded import Recorded
-from events.schema import SCHEMA_LOCK, create_tables
+from events.schema import create_tables, schema_transaction
 from events.store import EVENTS
 from projections.checkpoints import (
     CHECKPOINTS,
@@ -137,10 +137,7 @@ class ProjectionRunner:
         a crash never leaves the tables dropped and the checkpoint where it was. The read
         model is marked as rebuilding until it reaches today's head of the log
         (`projections.rebuilding`): a read command finishes a rebuild cut short."""
-        writer = self.store.engine.connect().execution_options(**WRITER_OPTIONS)
-        with writer as conn, conn.begin():
-            if conn.dialect.name == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK})
+        with schema_transaction(self.store.engine) as conn:
             if recheck and _stale(conn, projector, read_versions(conn)) is None:
                 return False
             # The checkpoint first: a projector applying a page holds its row (`claim_`
@@ -168,6 +165,8 @@ class ProjectionRunner:
         the wait (with a warning: the read model is shown as far as it got)."""
         names = [p.name for p in self.projectors]
         marks, checkpoints = self._marks(names)
+        if not marks:  # the usual case: nothing being rebuilt
+            return []
         unfinished = sorted(n for n, until in marks.items() if checkpoints.get(n, 0) < until)
         for name in sorted(set(unfinished) - set(announced)):
             log.warning(
@@ -203,10 +202,7 @@ class ProjectionRunner:
         the schema lock on PostgreSQL, as `_reset` marks: a reset committed between this
         reading the checkpoints and deleting would lose its mark to a delete of the same
         head (SQLite's writer transaction already excludes it)."""
-        writer = self.store.engine.connect().execution_options(**WRITER_OPTIONS)
-        with writer as conn, conn.begin():
-            if conn.dialect.name == "postgresql":
-                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK})
+        with schema_transaction(self.store.engine) as conn:
             clear_rebuilt(conn, marks, read_checkpoints(conn, list(marks)))
 
     def catch_up(self, limit: int | None = None) -> int:
