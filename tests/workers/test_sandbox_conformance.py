@@ -1,6 +1,8 @@
 """The sandbox conformance suite: every Sandbox implementation passes these."""
 
 import os
+import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -245,7 +247,6 @@ def test_a_process_ending_right_after_a_tool_call_leaves_no_cgroup_behind() -> N
     """The cgroup of a command's last tool call was removed on a daemon thread that the
     interpreter's exit killed while the kernel still held the group (tens of ms after
     its last process died): every short `labrxiv` command left cgroups on the machine."""
-    import subprocess
     import sys
 
     needs_cgroups()
@@ -261,3 +262,55 @@ def test_a_process_ending_right_after_a_tool_call_leaves_no_cgroup_behind() -> N
         assert said.returncode == 0, said.stderr
         folders = [Path(folder) for folder in said.stdout.split()]
         assert folders and not [folder for folder in folders if folder.exists()]
+
+
+def test_a_cgroup_left_by_a_process_that_died_is_swept_by_the_next_one() -> None:
+    """A worker SIGKILLed mid-command cannot remove its command's cgroup: the next process
+    to make one removes the empty cgroups of makers no longer alive, and no other."""
+    from workers.sandbox import cgroup
+
+    needs_cgroups()
+    parents = cgroup._parents()
+    assert parents is not None
+    beyond_any = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1  # never alive
+    left = f"labrxiv-{beyond_any}-{'0' * 12}"
+    ours = f"labrxiv-{os.getpid()}-{'1' * 12}"  # a live maker's: it may be about to use it
+    busy = f"labrxiv-{beyond_any}-{'2' * 12}"  # a dead maker's, its tree still running
+    made = [parent / name for parent in set(parents.values()) for name in (left, ours, busy)]
+    holder = None
+    try:
+        for folder in made:
+            folder.mkdir()
+        holder = subprocess.Popen(["sleep", "60"])
+        for parent in set(parents.values()):
+            (parent / busy / "cgroup.procs").write_text(str(holder.pid))
+        cgroup._swept_by = None  # as in a process that has made none yet
+        group = cgroup.TreeGroup.create(64 * 1024**2, 8)
+        assert group is not None
+        group.remove()
+        for parent in set(parents.values()):
+            assert not (parent / left).exists()
+            assert (parent / ours).exists() and (parent / busy).exists()
+        holder.kill()
+        holder.wait()
+        # Its tree gone, a later sweep takes it, once the kernel lets go of the group
+        # (tens of ms after its last process died): sweeps until then, 10 s at most.
+        deadline = time.monotonic() + 10
+        while [parent for parent in set(parents.values()) if (parent / busy).exists()]:
+            assert time.monotonic() < deadline, "the emptied cgroup was never swept"
+            cgroup._swept_by = None
+            cgroup._sweep(parents)
+            time.sleep(0.02)
+    finally:
+        if holder is not None and holder.poll() is None:
+            holder.kill()
+            holder.wait()
+        for folder in made:
+            for _ in range(100):  # the kernel lets go of a cgroup tens of ms after its tree
+                try:
+                    folder.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.05)

@@ -7,11 +7,17 @@ worker's own cgroup (cgroup v1 `memory` and `pids` hierarchies, or v2 where the 
 cgroup delegates those controllers) bounds the tree; the kernel OOM-kills inside it.
 Where no such cgroup can be made, the sandbox still runs, bounded per process only, and
 says so once in the log.
+
+A cgroup is named after the process that made it (`labrxiv-<pid>-<random>`) and removed
+by it once its tree is gone. A process killed with SIGKILL mid-command cannot: the first
+cgroup a process makes sweeps away the empty ones of makers that are no longer alive
+(`_sweep`), so a worker started again after a crash cleans up after the one before.
 """
 
 import contextlib
 import logging
 import os
+import re
 import threading
 import time
 import uuid
@@ -22,6 +28,8 @@ log = logging.getLogger(__name__)
 _CONTROLLERS = ("memory", "pids")
 _REMOVER = "sandbox cgroup"
 """The name of the threads that remove cgroups (`finish_removals` waits for them)."""
+_NAME = re.compile(r"labrxiv-(\d+)-[0-9a-f]{12}")
+"""A cgroup this module made, with the id of the process that made it."""
 
 
 class TreeGroup:
@@ -39,7 +47,8 @@ class TreeGroup:
         if parents is None:
             _warn_once("no cgroup with the memory and pids controllers can be made here")
             return None
-        name = f"labrxiv-{uuid.uuid4().hex[:12]}"
+        _sweep(parents)
+        name = f"labrxiv-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         folders = {controller: parent / name for controller, parent in parents.items()}
         group = cls(folders)
         try:
@@ -113,6 +122,43 @@ def finish_removals() -> None:
     for thread in threading.enumerate():
         if thread.name == _REMOVER and thread is not threading.current_thread():
             thread.join()
+
+
+_swept_by: int | None = None
+"""The process that swept (a forked child sweeps again: its own first cgroup)."""
+
+
+def _sweep(parents: dict[str, Path]) -> None:
+    """Remove the empty cgroups in `parents` whose maker is no longer alive, once per
+    process. Only a dead maker's: a live one may be about to move a process in. One that
+    still holds processes (the kernel refuses to remove it) is left for a later sweep."""
+    global _swept_by
+    if _swept_by == os.getpid():
+        return
+    _swept_by = os.getpid()
+    for parent in dict.fromkeys(parents.values()):
+        try:
+            names = [entry.name for entry in os.scandir(parent) if entry.is_dir()]
+        except OSError:
+            continue
+        for name in names:
+            made = _NAME.fullmatch(name)
+            if made is None or _alive(int(made.group(1))):
+                continue
+            with contextlib.suppress(OSError):
+                (parent / name).rmdir()
+                log.info("removed the sandbox cgroup %s left by a process that died", name)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process `pid` exists (in this process's pid namespace)."""
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, OverflowError):  # none, or beyond any pid
+        return False
+    except PermissionError:  # it exists, as another user
+        return True
+    return True
 
 
 def _parents() -> dict[str, Path] | None:
