@@ -36,7 +36,7 @@ from typing import Any
 from celery import Celery, Task
 from celery.signals import worker_process_shutdown
 
-from workers.bus.redis_transport import Transport
+from workers.bus.broker import broker
 from workers.context import WorkerContext
 from workers.errors import RetryLater
 from workers.handlers import HANDLERS, argument_problem, dead_letter_task
@@ -58,9 +58,11 @@ def _pool_child_exiting(**_: Any) -> None:
 
 def make_celery(redis_url: str, visibility_timeout: int) -> Celery:
     """A Celery app on `redis_url` with labrxiv's delivery settings (no tasks yet)."""
-    app = Celery("labrxiv", broker=redis_url, set_as_current=False)
-    if redis_url.startswith("redis://"):
-        app.conf.broker_transport = Transport
+    to = broker(redis_url)
+    app = Celery("labrxiv", broker=to.url, set_as_current=False)
+    app.conf.broker_transport = to.transport
+    if to.ssl is not None:
+        app.conf.broker_use_ssl = to.ssl
     app.conf.update(
         task_acks_late=True,
         task_reject_on_worker_lost=True,
