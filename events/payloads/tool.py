@@ -8,6 +8,8 @@ from events.blobs import BlobRef
 from events.payloads.base import Payload
 
 ToolName = str
+LimitHit = Literal["time", "cpu", "memory", "output", "file_size", "disk"]
+"""A sandbox limit a tool call ran into (`workers.sandbox` enforces them)."""
 
 
 class FileDigest(BaseModel):
@@ -76,5 +78,5 @@ class ToolReturned(Payload):
     """False when no tool ran: the call was refused before it started (a tool the phase
     does not offer, an unknown tool, arguments that are not JSON). Such an `evaluate`
     is no attempt."""
-    limit: Literal["time", "cpu", "memory", "output", "file_size", "disk"] | None = None
+    limit: LimitHit | None = None
     """The sandbox limit that stopped the tool's process, if one did."""

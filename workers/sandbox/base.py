@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
-LimitHit = Literal["time", "cpu", "memory", "output", "file_size", "disk"]
+from events.payloads.tool import LimitHit
+
 ViolationKind = Literal[
     "path_traversal", "absolute_path", "symlink_escape", "protected_path", "network"
 ]
