@@ -2,6 +2,7 @@
 intervals, and the comparison table, including the cases where there is nothing to say."""
 
 from dataclasses import replace
+from itertools import permutations
 
 import numpy as np
 import pytest
@@ -19,6 +20,31 @@ def test_a_line_correlates_perfectly() -> None:
     assert up.spearman is not None and up.spearman.value == pytest.approx(1.0)
     assert down.spearman is not None and down.spearman.value == pytest.approx(-1.0)
     assert down.pearson is not None and -1.0 < down.pearson.value < -0.9
+
+
+def test_few_runs_get_the_exact_permutation_p_value_not_zero() -> None:
+    """Three runs in perfect order are 2 of the 3! orderings as extreme: p = 1/3, where
+    scipy's asymptotic value said 0 (the analysis printed `p=0` for three labs)."""
+    three = correlate("x", "y", [1.0, 2.0, 3.0], [30.0, 20.0, 10.0])
+    assert three.spearman is not None and three.pearson is not None
+    assert stats.spearmanr([1, 2, 3], [30, 20, 10]).pvalue == 0  # what was shown
+    assert three.spearman.p_value == pytest.approx(1 / 3)
+    assert three.pearson.p_value == pytest.approx(1 / 3)
+    # Four runs, counted over every ordering: of the 24 orderings of y against x = 1..4, those whose
+    # rank correlation is as far from 0 as 0.6 (that of 2, 1, 4, 3) or farther number 10.
+    x4, y4 = [1.0, 2.0, 3.0, 4.0], [2.0, 1.0, 4.0, 3.0]
+    four = correlate("x", "y", x4, y4)
+    assert four.spearman is not None and four.spearman.value == pytest.approx(0.6)
+    rho = [stats.spearmanr(x4, order).statistic for order in _orders(y4)]
+    assert sum(abs(r) >= 0.6 - 1e-12 for r in rho) == 10
+    assert four.spearman.p_value == pytest.approx(10 / 24)
+    # Many runs keep scipy's asymptotic value, never below what a permutation test allows.
+    many = correlate("x", "y", [float(v) for v in range(9)], [float(v) for v in range(9)])
+    assert many.spearman is not None and many.spearman.p_value == pytest.approx(2 / 362_880)
+
+
+def _orders(values: list[float]) -> list[list[float]]:
+    return [list(order) for order in permutations(values)]
 
 
 def test_coefficients_match_an_independent_computation() -> None:
