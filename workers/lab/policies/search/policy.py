@@ -86,7 +86,8 @@ class SearchPolicy:
         revising = review_round(state, archive) if len(state.papers) >= target else None
         if len(state.papers) >= target and not isinstance(revising, Revise):
             best = _best_attempt(state, bundle.card.subtask(bundle.card.primary))
-            summary = f"{len(state.papers)} papers; best {bundle.card.primary} = {best}"
+            shown = "none" if best is None else f"{best:.4g}"  # not 0.8611111111111112
+            summary = f"{len(state.papers)} papers; best {bundle.card.primary} = {shown}"
             return Action("finish", {"summary": summary})
         if state.pending_tool == "write_file":
             return Action("evaluate")
