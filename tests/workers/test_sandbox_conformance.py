@@ -306,11 +306,4 @@ def test_a_cgroup_left_by_a_process_that_died_is_swept_by_the_next_one() -> None
             holder.kill()
             holder.wait()
         for folder in made:
-            for _ in range(100):  # the kernel lets go of a cgroup tens of ms after its tree
-                try:
-                    folder.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.05)
+            cgroup.remove_when_let_go(folder)

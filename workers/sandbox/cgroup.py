@@ -104,16 +104,22 @@ class TreeGroup:
 
     def _remove(self) -> None:
         for folder in dict.fromkeys(self.folders.values()):
-            for attempt in range(40):
-                try:
-                    folder.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(min(0.005 * 2**attempt, 0.25))
-            else:
+            if not remove_when_let_go(folder):
                 log.warning("could not remove the sandbox cgroup %s", folder)
+
+
+def remove_when_let_go(folder: Path) -> bool:
+    """Remove the cgroup `folder` once the kernel lets it go, trying for ~9 s; whether it
+    is gone."""
+    for attempt in range(40):
+        try:
+            folder.rmdir()
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError:
+            time.sleep(min(0.005 * 2**attempt, 0.25))
+    return False
 
 
 def finish_removals() -> None:
