@@ -3,6 +3,7 @@
 import os
 import re
 from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -68,6 +69,12 @@ class Settings(BaseSettings):
     def _known_redis(cls, value: str | None) -> str | None:
         if value and not value.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError("must start with redis://, rediss:// or unix://")
+        if value and value.startswith("unix://"):
+            # The broker passes a socket URL's parameters to redis-py as text (a timeout
+            # of '5' failed at the first connection), and `db` is all it needs.
+            other = sorted({key for key, _ in parse_qsl(urlsplit(value).query)} - {"db"})
+            if other:
+                raise ValueError(f"a unix:// URL takes only ?db=N, not {', '.join(other)}")
         return value or None
 
     @field_validator("openai_base_url")

@@ -272,6 +272,7 @@ def test_events_dead_and_status_show_what_the_recorder_rejected(tmp_path: Path) 
         ("LABRXIV_VISIBILITY_TIMEOUT", "0"),
         ("LABRXIV_DATABASE_URL", "mysql://x"),
         ("LABRXIV_REDIS_URL", "http://localhost:6379"),
+        ("LABRXIV_REDIS_URL", "unix:///run/redis.sock?socket_timeout=5"),
         ("LABRXIV_LOG_LEVEL", "loud"),
         ("LABRXIV_MAX_MESSAGE_BYTES", "12"),
         ("LABRXIV_GYM_PATH", "/data/tasks"),  # a JSON list, not a PATH-like string

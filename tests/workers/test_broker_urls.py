@@ -47,6 +47,8 @@ def test_a_unix_socket_url_reaches_its_database_on_labrxivs_transport() -> None:
         with _redis_server(["--port", "0", "--unixsocket", str(sock)], Path(folder), check):
             _publish_one(f"unix://{sock}?db=2")
             assert check.llen("probe") == 1  # in database 2, where the URL said
+            _take_one(f"unix://{sock}?db=2")
+            assert check.llen("probe") == 0
         check.close()
 
 
@@ -63,19 +65,29 @@ def test_a_tls_url_checks_the_certificate_on_labrxivs_transport() -> None:
             check=True,
             capture_output=True,
         )
-        port = _free_port()
-        tls = ["--port", "0", "--tls-port", str(port), "--tls-auth-clients", "no"]
-        tls += ["--tls-cert-file", str(cert), "--tls-key-file", str(key)]
-        tls += ["--tls-ca-cert-file", str(cert)]
-        check = redis.Redis(host="127.0.0.1", port=port, db=3, ssl=True, ssl_ca_certs=str(cert))
-        with _redis_server(tls, folder, check):
-            _publish_one(f"rediss://127.0.0.1:{port}/3?ssl_ca_certs={cert}")
-            assert check.llen("probe") == 1
-            # Without the certificate's authority the connection is refused, not made
-            # unchecked: the server's certificate is self-signed.
-            with pytest.raises(Exception, match="CERTIFICATE_VERIFY_FAILED"):
-                _publish_one(f"rediss://127.0.0.1:{port}/3")
-        check.close()
+        for _ in range(5):  # a free port can be taken before the server binds it: another
+            port = _free_port()
+            tls = ["--port", "0", "--tls-port", str(port), "--tls-auth-clients", "no"]
+            tls += ["--tls-cert-file", str(cert), "--tls-key-file", str(key)]
+            tls += ["--tls-ca-cert-file", str(cert)]
+            check = redis.Redis(host="127.0.0.1", port=port, db=3, ssl=True, ssl_ca_certs=str(cert))
+            try:
+                with _redis_server(tls, folder, check):
+                    url = f"rediss://127.0.0.1:{port}/3?ssl_ca_certs={cert}"
+                    _publish_one(url)
+                    assert check.llen("probe") == 1
+                    _take_one(url)
+                    assert check.llen("probe") == 0
+                    # Without the certificate's authority the connection is refused, not
+                    # made unchecked: the server's certificate is self-signed.
+                    with pytest.raises(Exception, match="CERTIFICATE_VERIFY_FAILED"):
+                        _publish_one(f"rediss://127.0.0.1:{port}/3")
+                return
+            except _PortTaken:
+                continue
+            finally:
+                check.close()
+        pytest.fail("five free ports were each taken before redis-server could bind them")
 
 
 def _publish_one(url: str) -> None:
@@ -91,14 +103,31 @@ def _publish_one(url: str) -> None:
         )
 
 
+def _take_one(url: str) -> None:
+    """Take the message `_publish_one` left, through a labrxiv Celery app on `url` (its
+    channel's gate reads the item first), and acknowledge it."""
+    app = make_celery(url, visibility_timeout=60)
+    with app.connection_for_write() as connection:
+        message = PROBE(connection.default_channel).get(no_ack=False)
+        assert message is not None and message.payload == {"n": 1}
+        message.ack()
+
+
+class _PortTaken(Exception):
+    """redis-server could not bind its port: something took it first."""
+
+
 @contextmanager
 def _redis_server(args: Sequence[str], folder: Path, check: redis.Redis) -> Iterator[None]:
-    """A redis-server with `args`, its files in `folder`, up once `check` gets an answer."""
+    """A redis-server with `args`, its files in `folder`, up once its log says it is ready
+    (it bound its port itself: nothing else answers there) and `check` gets an answer;
+    `_PortTaken` if its port was taken first."""
     binary = shutil.which("redis-server")
     if binary is None:
         _missing("redis-server is not installed (Debian: apt-get install redis-server)")
     assert binary is not None
     log = folder / "redis.log"
+    log.unlink(missing_ok=True)  # an earlier attempt's
     server = subprocess.Popen(
         [binary, *args, "--save", "", "--appendonly", "no", "--dir", str(folder)]
         + ["--logfile", str(log)],
@@ -107,20 +136,26 @@ def _redis_server(args: Sequence[str], folder: Path, check: redis.Redis) -> Iter
     )
     try:
         deadline = time.monotonic() + 10
-        while True:
-            try:
-                check.ping()
-                break
-            except redis.ConnectionError:
-                if server.poll() is not None:
-                    pytest.fail(f"redis-server exited at start: {log.read_text()[-2000:]}")
-                if time.monotonic() > deadline:
-                    pytest.fail(f"redis-server did not answer within 10 s: {log}")
-                time.sleep(0.05)
+        while "ready to accept connections" not in (said := _read(log)).lower():
+            if server.poll() is not None:
+                if "Address already in use" in said:
+                    raise _PortTaken(said[-2000:])
+                pytest.fail(f"redis-server exited at start: {said[-2000:]}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"redis-server was not ready within 10 s: {said[-2000:]}")
+            time.sleep(0.05)
+        check.ping()
         yield
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+def _read(log: Path) -> str:
+    try:
+        return log.read_text()
+    except FileNotFoundError:
+        return ""
 
 
 def _free_port() -> int:

@@ -273,10 +273,15 @@ def test_a_cgroup_left_by_a_process_that_died_is_swept_by_the_next_one() -> None
     parents = cgroup._parents()
     assert parents is not None
     beyond_any = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1  # never alive
-    left = f"labrxiv-{beyond_any}-{'0' * 12}"
-    ours = f"labrxiv-{os.getpid()}-{'1' * 12}"  # a live maker's: it may be about to use it
-    busy = f"labrxiv-{beyond_any}-{'2' * 12}"  # a dead maker's, its tree still running
-    made = [parent / name for parent in set(parents.values()) for name in (left, ours, busy)]
+    here = os.stat("/proc/self/ns/pid").st_ino
+    left = f"labrxiv-{here}-{beyond_any}-{'0' * 12}"
+    ours = f"labrxiv-{here}-{os.getpid()}-{'1' * 12}"  # a live maker's: may be about to use it
+    busy = f"labrxiv-{here}-{beyond_any}-{'2' * 12}"  # a dead maker's, its tree still running
+    # Another pid namespace's (a worker in another container sharing the parent cgroup):
+    # its pid says nothing here, so it is never taken.
+    elsewhere = f"labrxiv-{here + 1}-{beyond_any}-{'3' * 12}"
+    names = (left, ours, busy, elsewhere)
+    made = [parent / name for parent in set(parents.values()) for name in names]
     holder = None
     try:
         for folder in made:
@@ -291,6 +296,7 @@ def test_a_cgroup_left_by_a_process_that_died_is_swept_by_the_next_one() -> None
         for parent in set(parents.values()):
             assert not (parent / left).exists()
             assert (parent / ours).exists() and (parent / busy).exists()
+            assert (parent / elsewhere).exists()
         holder.kill()
         holder.wait()
         # Its tree gone, a later sweep takes it, once the kernel lets go of the group

@@ -8,10 +8,11 @@ cgroup delegates those controllers) bounds the tree; the kernel OOM-kills inside
 Where no such cgroup can be made, the sandbox still runs, bounded per process only, and
 says so once in the log.
 
-A cgroup is named after the process that made it (`labrxiv-<pid>-<random>`) and removed
-by it once its tree is gone. A process killed with SIGKILL mid-command cannot: the first
-cgroup a process makes sweeps away the empty ones of makers that are no longer alive
-(`_sweep`), so a worker started again after a crash cleans up after the one before.
+A cgroup is named after the process that made it (`labrxiv-<pid namespace>-<pid>-<random>`)
+and removed by it once its tree is gone. A process killed with SIGKILL mid-command
+cannot: the first cgroup a process makes sweeps away the empty ones of makers in its
+own pid namespace that are no longer alive (`_sweep`), so a worker started again after a
+crash cleans up after the one before.
 """
 
 import contextlib
@@ -28,8 +29,8 @@ log = logging.getLogger(__name__)
 _CONTROLLERS = ("memory", "pids")
 _REMOVER = "sandbox cgroup"
 """The name of the threads that remove cgroups (`finish_removals` waits for them)."""
-_NAME = re.compile(r"labrxiv-(\d+)-[0-9a-f]{12}")
-"""A cgroup this module made, with the id of the process that made it."""
+_NAME = re.compile(r"labrxiv-(\d+)-(\d+)-[0-9a-f]{12}")
+"""A cgroup this module made: the pid namespace and the id of the process that made it."""
 
 
 class TreeGroup:
@@ -48,7 +49,7 @@ class TreeGroup:
             _warn_once("no cgroup with the memory and pids controllers can be made here")
             return None
         _sweep(parents)
-        name = f"labrxiv-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        name = f"labrxiv-{_pid_namespace()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         folders = {controller: parent / name for controller, parent in parents.items()}
         group = cls(folders)
         try:
@@ -142,6 +143,7 @@ def _sweep(parents: dict[str, Path]) -> None:
     if _swept_by == os.getpid():
         return
     _swept_by = os.getpid()
+    namespace = _pid_namespace()
     for parent in dict.fromkeys(parents.values()):
         try:
             names = [entry.name for entry in os.scandir(parent) if entry.is_dir()]
@@ -149,11 +151,21 @@ def _sweep(parents: dict[str, Path]) -> None:
             continue
         for name in names:
             made = _NAME.fullmatch(name)
-            if made is None or _alive(int(made.group(1))):
-                continue
+            if made is None or int(made.group(1)) != namespace or _alive(int(made.group(2))):
+                continue  # not ours to judge: another namespace's pid means nothing here
             with contextlib.suppress(OSError):
                 (parent / name).rmdir()
                 log.info("removed the sandbox cgroup %s left by a process that died", name)
+
+
+def _pid_namespace() -> int:
+    """The inode of this process's pid namespace (0 where /proc does not say): a pid is
+    only a process's name within one namespace, and workers in containers may share a
+    parent cgroup (cgroup v1)."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
 
 
 def _alive(pid: int) -> bool:
