@@ -18,6 +18,7 @@ from labrxiv.cli_events import events_app
 from labrxiv.cli_export import export_app
 from labrxiv.cli_exporter import exporter
 from labrxiv.cli_fork import fork
+from labrxiv.cli_group import command_group
 from labrxiv.cli_nav import campaigns, runs_app
 from labrxiv.cli_read import curves, ledger, papers_app
 from labrxiv.cli_replay import replay
@@ -29,8 +30,8 @@ from labrxiv.settings import Settings
 
 # ShellGroup: an error a person can fix (no log, an unknown id, a server away) is one
 # line and exit code 1 in every command, not a traceback (issue 13).
-app = typer.Typer(
-    help="Autonomous research labs on an event-sourced log.",
+app = command_group(
+    "Autonomous research labs on an event-sourced log.",
     no_args_is_help=True,
     cls=ShellGroup,
 )

@@ -13,8 +13,8 @@ from pathlib import Path
 import typer
 from rich.markup import escape
 from sqlalchemy.exc import DatabaseError, DBAPIError, InterfaceError, OperationalError
-from typer.core import TyperGroup
 
+from labrxiv.cli_group import OneLineHelpGroup
 from labrxiv.console import make_console
 from labrxiv.errors import ShellError
 
@@ -62,7 +62,7 @@ def explain(exc: BaseException) -> str | None:
     return None
 
 
-class ShellGroup(TyperGroup):
+class ShellGroup(OneLineHelpGroup):
     """The command group whose commands fail with one line, not a traceback."""
 
     def invoke(self, ctx: typer.Context) -> object:

@@ -8,6 +8,7 @@ import typer
 
 from labrxiv.cli_common import read_runner, settings_or_exit
 from labrxiv.cli_errors import say_error
+from labrxiv.cli_group import command_group
 from labrxiv.console import make_console
 from labrxiv.errors import CannotWrite
 from labrxiv.lookup import resolve_campaign
@@ -16,7 +17,7 @@ from projections.preferences import preference_pairs
 from workers.errors import BundleError
 from workers.gym.registry import find_bundle
 
-export_app = typer.Typer(help="Data made from the log, for use elsewhere.", no_args_is_help=True)
+export_app = command_group("Data made from the log, for use elsewhere.", no_args_is_help=True)
 console = make_console()
 
 

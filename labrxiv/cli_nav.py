@@ -7,6 +7,7 @@ import typer
 
 from labrxiv.campaign_index import campaign_index, campaign_modes
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
+from labrxiv.cli_group import command_group
 from labrxiv.console import make_console
 from labrxiv.errors import NotFound
 from labrxiv.lookup import resolve_campaign, resolve_run
@@ -15,8 +16,8 @@ from labrxiv.views import campaigns_table, run_view, runs_table
 from projections.runs import runs_of
 
 console = make_console()
-runs_app = typer.Typer(
-    help="The runs read model: every run (`--campaign` narrows), or one (`show RUN`).",
+runs_app = command_group(
+    "The runs read model: every run (`--campaign` narrows), or one (`show RUN`).",
     invoke_without_command=True,
 )
 

@@ -15,6 +15,7 @@ from labrxiv.campaign_index import campaign_modes
 from labrxiv.cli_bounds import INT64_MAX
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner, settings_or_exit
 from labrxiv.cli_errors import err
+from labrxiv.cli_group import command_group
 from labrxiv.console import make_console
 from labrxiv.errors import NotFound
 from labrxiv.ledger_view import ledger_by_lab
@@ -36,8 +37,8 @@ from workers.errors import BundleError
 from workers.gym.registry import find_bundle
 from workers.lab.archive_log import LogArchive
 
-papers_app = typer.Typer(
-    help="The paper archive (AgentRxiv): list, show, search, top.", no_args_is_help=True
+papers_app = command_group(
+    "The paper archive (AgentRxiv): list, show, search, top.", no_args_is_help=True
 )
 console = make_console()
 

@@ -21,6 +21,7 @@ from events.payloads import ReviewConfig
 from labrxiv.cli_bounds import INT64_MAX
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
 from labrxiv.cli_errors import say_error
+from labrxiv.cli_group import command_group
 from labrxiv.console import make_console
 from labrxiv.errors import NotFound
 from labrxiv.lookup import resolve_campaign
@@ -28,7 +29,7 @@ from labrxiv.reviewer_run import run_reviewer
 from projections.reviews import REVIEWS
 from workers.review.evidence import gather, measured_score
 
-reviewers_app = typer.Typer(help="Reviewers: how well they agree with people and with the log.")
+reviewers_app = command_group("Reviewers: how well they agree with people and with the log.")
 console = make_console()
 
 

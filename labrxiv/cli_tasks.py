@@ -8,13 +8,14 @@ from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
 
+from labrxiv.cli_group import command_group
 from labrxiv.console import make_console
 from workers.errors import BundleError
 from workers.gym.bundle import Bundle, load_bundle, validate_bundle
 from workers.gym.registry import bundle_dirs, find_bundle
 from workers.lab.policies import policy_needs
 
-tasks_app = typer.Typer(help="Research task bundles: list, show, validate.", no_args_is_help=True)
+tasks_app = command_group("Research task bundles: list, show, validate.", no_args_is_help=True)
 console = make_console()
 
 GymPath = Annotated[
