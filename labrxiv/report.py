@@ -116,9 +116,10 @@ def every_run_errored(endings: Sequence[RunEnding]) -> bool:
 
 
 def count_endings(endings: Sequence[RunEnding]) -> str:
-    """`2 runs: 1 done, 1 error`."""
+    """`2 runs: 1 done, 1 error` (`1 run: 1 done`)."""
     counts = Counter(e.reason or "running" for e in endings)
-    return f"{len(endings)} runs: " + ", ".join(f"{n} {r}" for r, n in sorted(counts.items()))
+    runs = "run" if len(endings) == 1 else "runs"
+    return f"{len(endings)} {runs}: " + ", ".join(f"{n} {r}" for r, n in sorted(counts.items()))
 
 
 def print_endings(console: Console, endings: Sequence[RunEnding]) -> None:

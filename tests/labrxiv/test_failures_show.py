@@ -87,7 +87,7 @@ def test_a_campaign_that_worked_exits_0_and_names_each_runs_end(tmp_path: Path) 
         "--attempts", "1", LABRXIV_DATA_DIR=str(tmp_path / "data"),
     )  # fmt: skip
     assert code == 0, out
-    assert "(1 runs: 1 done)" in said(out)
+    assert "(1 run: 1 done)" in said(out)
 
 
 def test_demo_names_an_unknown_task_in_one_line_and_exits_2(tmp_path: Path) -> None:
