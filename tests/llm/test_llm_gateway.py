@@ -294,6 +294,11 @@ def test_connection_refused_is_a_connection_failure(make_gateway: MakeGateway) -
     ]
     assert outcome.event == failures[-1]
     assert gateway.provider == f"127.0.0.1:{port}"
+    # Where it went and why it got no answer: the SDK says only "Connection error."
+    assert f"(POST http://127.0.0.1:{port}/v1/chat/completions: ConnectError:" in (
+        outcome.event.detail
+    )
+    assert "refused" in outcome.event.detail
 
 
 @pytest.mark.parametrize(

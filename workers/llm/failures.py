@@ -39,7 +39,7 @@ class Failure:
 
 def classify(exc: Exception, secrets: tuple[str, ...]) -> Failure:
     """The failure `exc` (raised by the openai client) stands for."""
-    detail = scrub(f"{type(exc).__name__}: {exc}", secrets)[:DETAIL]
+    detail = scrub(f"{type(exc).__name__}: {exc}{_where(exc)}", secrets)[:DETAIL]
     if isinstance(exc, openai.APITimeoutError):
         return Failure("timeout", True, detail)
     if isinstance(exc, openai.APIConnectionError):
@@ -50,6 +50,18 @@ def classify(exc: Exception, secrets: tuple[str, ...]) -> Failure:
         return Failure(error, retryable, detail, exc.status_code, wait)
     # A body the SDK cannot read (a proxy's HTML page, a cut-off response): maybe transient.
     return Failure("other", True, detail)
+
+
+def _where(exc: Exception) -> str:
+    """For a request that got no answer, where it went and why not: the SDK's own message
+    is "Connection error." whatever the endpoint and the cause (a wrong URL, a server
+    down, no network looked the same in a run's ending)."""
+    if not isinstance(exc, openai.APIConnectionError):  # a timeout is one too
+        return ""
+    request = exc.request
+    cause = exc.__cause__
+    why = f": {type(cause).__name__}: {cause}" if cause is not None else ""
+    return f" ({request.method} {request.url}{why})"
 
 
 def _by_status(status: int) -> tuple[ErrorKind, bool]:
