@@ -60,7 +60,8 @@ def make_celery(redis_url: str, visibility_timeout: int) -> Celery:
     """A Celery app on `redis_url` with labrxiv's delivery settings (no tasks yet)."""
     to = broker(redis_url)
     app = Celery("labrxiv", broker=to.url, set_as_current=False)
-    app.conf.broker_transport = to.transport
+    if to.transport is not None:
+        app.conf.broker_transport = to.transport
     if to.ssl is not None:
         app.conf.broker_use_ssl = to.ssl
     app.conf.update(

@@ -75,7 +75,13 @@ def test_every_paper_is_reviewed_and_decided_before_the_campaign_ends(tmp_path: 
     # SQLite: the reviews read model's rebuild on PostgreSQL is in
     # tests/projections/test_rebuild.py (the mixed log holds reviews and decisions).
     settings = load_settings(data_dir=tmp_path / "data")
-    system = open_embedded(settings, threads=3)
+    # One thread: the labs take turns in a fixed order, so the campaign is the same on
+    # every run. On three, which papers a lab read decided what it wrote next, and the
+    # rating's rank correlation with the measured score (integer ratings, most of them 9)
+    # went from 0.61 to 0.90 between runs of unchanged code: a CI run failed on it.
+    # Reviews racing the campaign's end on several threads: test_review_rounds.py and
+    # test_archive_reads.py.
+    system = open_embedded(settings, threads=1)
     try:
         campaign = run_campaign(system, plan())
         store = system.store

@@ -29,24 +29,26 @@ class SocketTransport(Transport):
 
 @dataclass(frozen=True)
 class Broker:
-    """What Celery is given for one Redis URL."""
+    """What Celery is given for one broker URL."""
 
     url: str
-    transport: type[Transport]
+    transport: type[Transport] | None
+    """None: the one Celery picks by the URL's scheme."""
     ssl: dict[str, Any] | None
     """`broker_use_ssl` (None: no TLS)."""
 
 
-def broker(redis_url: str) -> Broker:
-    """The broker for `redis_url` (a URL the settings accept)."""
-    scheme = urlsplit(redis_url).scheme
+def broker(url: str) -> Broker:
+    """The broker for `url`: a Redis URL the settings accept on labrxiv's transport; any
+    other (`memory://`, which tests use) as Celery takes it."""
+    scheme = urlsplit(url).scheme
     if scheme == "unix":
-        return Broker(_socket_url(redis_url), SocketTransport, None)
+        return Broker(_socket_url(url), SocketTransport, None)
     if scheme == "rediss":
-        return Broker(redis_url, Transport, {"ssl_cert_reqs": ssl.CERT_REQUIRED})
+        return Broker(url, Transport, {"ssl_cert_reqs": ssl.CERT_REQUIRED})
     if scheme == "redis":
-        return Broker(redis_url, Transport, None)
-    raise ValueError(f"not a Redis URL (redis://, rediss:// or unix://): {redis_url}")
+        return Broker(url, Transport, None)
+    return Broker(url, None, None)
 
 
 def _socket_url(redis_url: str) -> str:
