@@ -10,7 +10,6 @@ clones) never flush each other's queues, as a shared fixed database number did.
 
 import os
 import shutil
-import socket
 import subprocess
 import time
 import uuid
@@ -21,6 +20,8 @@ import psycopg
 import pytest
 import redis
 from hypothesis import settings as hypothesis_settings
+
+from tests.ports import free_port
 
 PG_ADMIN = os.environ.get("LABRXIV_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 REDIS_BASE = os.environ.get("LABRXIV_TEST_REDIS")
@@ -73,12 +74,6 @@ def store_url(request: pytest.FixtureRequest) -> str:
     return request.getfixturevalue(name)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def redis_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """This test session's own Redis server (or `LABRXIV_TEST_REDIS`)."""
@@ -91,7 +86,7 @@ def redis_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         if IN_CI:
             pytest.fail(message)
         pytest.skip(message)
-    port = _free_port()
+    port = free_port()
     folder = tmp_path_factory.mktemp("redis")
     server = subprocess.Popen(
         [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]

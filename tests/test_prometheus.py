@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -35,6 +34,7 @@ from events import Event, EventStore
 from events.ids import derived_id
 from events.payloads import RunFinished, RunStarted
 from events.payloads.model import ModelCalled, ModelFailed, ModelResponded, Price, Usage
+from tests.ports import free_port
 from workers.app import make_celery
 from workers.bus.base import RECORD_TASK, publish
 from workers.bus.celery import CeleryBus
@@ -220,12 +220,6 @@ def test_askable_makes_comparisons_bool_and_fills_grafana_variables() -> None:
 
 
 # -- a real Prometheus --------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def get_json(url: str) -> Any:

@@ -4,7 +4,6 @@ conventions and listed, with its labels, in docs/metrics.md."""
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from events import EventStore
 from projections.catalogue import all_projectors
 from projections.runner import ProjectionRunner
+from tests.ports import free_port
 from workers import metrics
 from workers.simulated import simulated_run
 
@@ -30,12 +30,6 @@ SYSTEM = ("labrxiv_projection_lag", "labrxiv_log_head", "labrxiv_queue")
 """Metrics of the moment (ages, Redis), not read models: left out of the comparisons."""
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def scrape(port: int, deadline: float) -> str:

@@ -4,7 +4,6 @@ its stock transport, certificates unchecked), each on a redis-server of the test
 
 import os
 import shutil
-import socket
 import ssl
 import subprocess
 import tempfile
@@ -17,6 +16,7 @@ import pytest
 import redis
 from kombu import Exchange, Producer, Queue
 
+from tests.ports import free_port
 from workers.app import make_celery
 from workers.bus.broker import Broker, SocketTransport, broker
 from workers.bus.redis_transport import Channel, Transport
@@ -65,7 +65,7 @@ def test_a_tls_url_checks_the_certificate_on_labrxivs_transport() -> None:
             capture_output=True,
         )
         for _ in range(5):  # a free port can be taken before the server binds it: another
-            port = _free_port()
+            port = free_port()
             tls = ["--port", "0", "--tls-port", str(port), "--tls-auth-clients", "no"]
             tls += ["--tls-cert-file", str(cert), "--tls-key-file", str(key)]
             tls += ["--tls-ca-cert-file", str(cert)]
@@ -155,12 +155,6 @@ def _read(log: Path) -> str:
         return log.read_text()
     except FileNotFoundError:
         return ""
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _missing(message: str) -> None:

@@ -18,7 +18,6 @@ Set LABRXIV_CHAOS_SEED to replay a random schedule; the seed is printed.
 
 import os
 import random
-import socket
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -43,6 +42,7 @@ from labrxiv.wiring import open_bus, open_runner
 from projections.catalogue import all_projectors
 from projections.checkpoints import read_checkpoints
 from projections.ledger import ledger_totals
+from tests.ports import free_port
 from workers.lab.campaign import CampaignPlan, start_campaign
 
 pytestmark = [
@@ -210,15 +210,9 @@ FAULTS: list[Fault] = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
 def chaos(pg_url: str, tmp_path: Path) -> Iterator[Chaos]:
-    server = RedisServer(tmp_path, _free_port()).start()
+    server = RedisServer(tmp_path, free_port()).start()
     env = dict(os.environ)
     for name in [k for k in env if k.startswith("LABRXIV_")]:
         del env[name]  # the default settings, but for where things are

@@ -5,7 +5,6 @@ log's count of each type."""
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +20,7 @@ from sqlalchemy import func, select
 
 from events import EventStore
 from events.store import EVENTS
+from tests.ports import free_port
 from workers.app import make_celery
 from workers.bus.base import publish
 from workers.bus.celery import CeleryBus
@@ -29,12 +29,6 @@ from workers.simulated import simulated_run
 LABRXIV = Path(sys.executable).with_name("labrxiv")
 START = datetime(2026, 1, 1, tzinfo=UTC)
 DEADLINE_S = 180
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def children(pid: int) -> set[int]:

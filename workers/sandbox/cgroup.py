@@ -16,6 +16,7 @@ crash cleans up after the one before.
 """
 
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -151,13 +152,16 @@ def _sweep(parents: dict[str, Path]) -> None:
             continue
         for name in names:
             made = _NAME.fullmatch(name)
+            # Not this module's, or another pid namespace's (its pid means nothing here),
+            # or its maker is alive: left alone.
             if made is None or int(made.group(1)) != namespace or _alive(int(made.group(2))):
-                continue  # not ours to judge: another namespace's pid means nothing here
+                continue
             with contextlib.suppress(OSError):
                 (parent / name).rmdir()
                 log.info("removed the sandbox cgroup %s left by a process that died", name)
 
 
+@functools.cache
 def _pid_namespace() -> int:
     """The inode of this process's pid namespace (0 where /proc does not say): a pid is
     only a process's name within one namespace, and workers in containers may share a
