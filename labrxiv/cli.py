@@ -210,10 +210,6 @@ def reactor(
     if settings.embedded:
         console.print("[red]the reactor sends steps to workers: set LABRXIV_REDIS_URL[/]")
         raise typer.Exit(2)
-    from labrxiv.wiring import require_redis
-
-    assert settings.redis_url is not None
-    require_redis(settings.redis_url)  # else the first look at Redis ends in a traceback
     if stall_seconds is not None:
         settings = settings.model_copy(update={"stall_seconds": stall_seconds})
     reacting = open_reacting(settings)

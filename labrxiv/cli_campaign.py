@@ -382,7 +382,8 @@ def reap_command(
 ) -> None:
     """Send the next step again for every unfinished run that has stalled (lost messages)."""
     from labrxiv.cli import _settings
-    from labrxiv.wiring import open_bus, open_store
+    from labrxiv.reading import find_log, open_log
+    from labrxiv.wiring import open_bus
     from workers.lab.reaper import reap, unfinished_runs
 
     settings = _settings()
@@ -390,7 +391,9 @@ def reap_command(
     if settings.embedded:
         console.print("[red]reap sends steps to workers: set LABRXIV_REDIS_URL[/]")
         raise typer.Exit(2)
-    store = open_store(settings)
+    # The log the runs are in (never a new, empty one), and a broker that answers: with
+    # no log or Redis away, `reap` said "sent 0 lost steps again" and exited 0.
+    store = open_log(find_log(settings).settings)
     bus = open_bus(settings)
     try:
         leases = Leases(store, ttl=settings.stall_seconds)

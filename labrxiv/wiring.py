@@ -127,9 +127,11 @@ def open_embedded(settings: Settings, threads: int = 2) -> Embedded:
 
 
 def open_bus(settings: Settings) -> Bus:
-    """A producer's bus: Celery on Redis when configured, else the embedded one."""
+    """A producer's bus: Celery on Redis when configured (`Unreachable` if it does not
+    answer: a command with nothing to send would not find out), else the embedded one."""
     if settings.redis_url is None:
         return open_embedded(settings).bus
+    require_redis(settings.redis_url)
     return CeleryBus(make_celery(settings.redis_url, settings.visibility_timeout))
 
 

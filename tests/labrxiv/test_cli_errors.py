@@ -213,6 +213,19 @@ def test_a_worker_whose_redis_does_not_answer_stops_at_once(
     assert "class" not in out and "Traceback" not in out
 
 
+def test_reap_with_no_log_or_no_redis_says_so_and_fails(
+    two_campaigns: EventStore, workdir: Path, cli: Cli, closed_port: int
+) -> None:
+    """It said "sent 0 lost steps again" and exited 0 either way, having made an empty log
+    where none was, and never looked at Redis (there was nothing to send)."""
+    away = f"redis://127.0.0.1:{closed_port}/0"
+    said = cli("reap", LABRXIV_REDIS_URL=away, LABRXIV_DATA_DIR="nowhere")
+    assert said.code == 1 and "no log in nowhere" in one_line(said)
+    assert not (workdir / "nowhere").exists()
+    said = cli("reap", LABRXIV_REDIS_URL=away)  # the two campaigns' log, Redis away
+    assert said.code == 1 and f"cannot reach Redis at {away}" in one_line(said)
+
+
 def test_events_tail_after_the_head_is_an_empty_poll_not_an_error(
     two_campaigns: EventStore, cli: Cli
 ) -> None:
