@@ -34,11 +34,13 @@ TEST_WORKERS ?= 2
 test: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=30
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
+	$(BIN)/mypy
 
 bench: $(BIN)/.installed
 	$(BIN)/python bench/ingest.py

@@ -15,7 +15,7 @@ run into thirds and bins once its end is known), never with the log.
 """
 
 from array import array
-from collections import Counter
+from collections import Counter, defaultdict
 from datetime import datetime
 from typing import Any, TypeAlias
 from uuid import UUID
@@ -70,7 +70,7 @@ class BehaviourTally:
         self.action_s = array("d")
         self.action_tool: list[str] = []
         self.action_phase: list[str | None] = []
-        self.tool_s: Counter[str] = Counter()
+        self.tool_s: defaultdict[str, float] = defaultdict(float)
         self.model_s = 0.0
         self.calls = 0
         self.answered = 0
@@ -145,7 +145,7 @@ class BehaviourTally:
     def _failed(self, payload: dict[str, Any], _elapsed: float) -> None:
         self.failed += 1
         self.model_s += float(payload.get("latency_s") or 0.0)
-        self.phase_of_call.pop(payload.get("call_id"), None)
+        self.phase_of_call.pop(str(payload.get("call_id")), None)
 
     def _scored(self, payload: dict[str, Any], elapsed: float) -> None:
         self.scored += 1
@@ -163,7 +163,7 @@ class BehaviourTally:
     def _spent(self, spent: Spend, event_type: str, payload: dict[str, Any]) -> None:
         self.spend = self.spend + spent
         if event_type == "model.responded":
-            phase = self.phase_of_call.pop(payload.get("call_id"), self.phase)
+            phase = self.phase_of_call.pop(str(payload.get("call_id")), self.phase)
             model = str(payload.get("model"))
         else:  # a grading that called a model
             phase, model = self.phase, str(payload.get("grader_model") or "grader (model unnamed)")

@@ -9,7 +9,7 @@ sums go on from the stored value in the same order, and JSON carries a float exa
 """
 
 from array import array
-from collections import Counter
+from collections import defaultdict
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -70,7 +70,7 @@ def tally_from(run: str, state: dict[str, Any]) -> BehaviourTally:
     tally.action_s = array("d", state["action_s"])
     tally.action_tool = list(state["action_tool"])
     tally.action_phase = list(state["action_phase"])
-    tally.tool_s = Counter(state["tool_s"])
+    tally.tool_s = defaultdict(float, state["tool_s"])
     tally.model_s = state["model_s"]
     tally.calls = state["calls"]
     tally.answered = state["answered"]

@@ -28,14 +28,14 @@ from events.ids import utcnow
 from events.payloads import BY_TYPE
 from events.recorded import Recorded
 from events.schema import create_tables
-from events.tables import LOG_TABLES, BlobRow, DeadLetterRow, EventRow
+from events.tables import LOG_TABLES, BlobRow, DeadLetterRow, EventRow, table_of, text_limit
 from events.upgrade import upgrade
 
 log = logging.getLogger(__name__)
 
-EVENTS = EventRow.__table__
-BLOBS = BlobRow.__table__
-DEAD = DeadLetterRow.__table__
+EVENTS = table_of(EventRow)
+BLOBS = table_of(BlobRow)
+DEAD = table_of(DeadLetterRow)
 _COLUMNS = [c for c in EVENTS.c]
 
 
@@ -129,8 +129,8 @@ class EventStore:
         """
         reason, raw = _storable(reason), _storable(raw)
         # Cut after the escapes, which lengthen: the columns are bounded.
-        event_id = event_id and _storable(event_id)[: DEAD.c.event_id.type.length]
-        stream = stream and _storable(stream)[: DEAD.c.stream.type.length]
+        event_id = event_id and _storable(event_id)[: text_limit(DEAD.c.event_id)]
+        stream = stream and _storable(stream)[: text_limit(DEAD.c.stream)]
         with self.engine.begin() as conn:
             conn.execute(
                 insert(DEAD).values(
@@ -426,7 +426,7 @@ _as_record = tuple.__new__
 
 def rows_to_records(rows: Iterable[Sequence[Any]]) -> list[Recorded]:
     """Stored rows (in `_COLUMNS` order) to records, upgrading old payload shapes."""
-    records = []
+    records: list[Recorded] = []
     append = records.append
     # Each known type's current shape, looked up once a page; unknown types pass as stored.
     current = {name: cls.SCHEMA_VERSION for name, cls in BY_TYPE.items()}

@@ -4,8 +4,19 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Column, DateTime, Index, Integer, LargeBinary, Text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    DateTime,
+    Index,
+    Integer,
+    LargeBinary,
+    Table,
+    Text,
+)
 from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.sql.elements import ColumnElement
 from sqlmodel import Field, SQLModel
 
 # SQLite only auto-increments an INTEGER PRIMARY KEY; PostgreSQL gets a bigserial.
@@ -58,4 +69,19 @@ class DeadLetterRow(SQLModel, table=True):
     stream: str | None = Field(default=None, max_length=200)
 
 
-LOG_TABLES = [EventRow.__table__, BlobRow.__table__, DeadLetterRow.__table__]
+def table_of(model: type[SQLModel]) -> Table:
+    """The table of a SQLModel table class: its `__table__`, which SQLModel sets when the
+    class is made but does not declare to a type checker."""
+    table: Table = model.__table__  # type: ignore[attr-defined]
+    return table
+
+
+def text_limit(column: ColumnElement[Any]) -> int:
+    """The most characters a bounded text column (`max_length`) holds."""
+    length = getattr(column.type, "length", None)  # String's, and SQLModel's AutoString's
+    if not isinstance(length, int):
+        raise TypeError(f"{column} is not a bounded text column")
+    return length
+
+
+LOG_TABLES = [table_of(EventRow), table_of(BlobRow), table_of(DeadLetterRow)]

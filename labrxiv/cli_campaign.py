@@ -21,6 +21,7 @@ from labrxiv.console import make_console
 from labrxiv.entry import EXIT_INTERRUPTED
 from labrxiv.interrupt import (
     TIMEOUT_HELP,
+    Left,
     ctrl_c_between_ticks,
     say_stopped,
     settle_or_stop,
@@ -61,7 +62,9 @@ def campaign(
     timeout: float = typer.Option(3600, "--timeout", min=0.001, help=TIMEOUT_HELP),
     model: str | None = typer.Option(None, "--model", help="llm labs: the model."),
     phase_model: list[str] = typer.Option(
-        [], "--phase-model", help="llm labs: PHASE=MODEL (literature, plan, experiment, writeup)."
+        [],
+        "--phase-model",
+        help="llm labs: PHASE=MODEL (literature, plan, experiment, writeup, revise).",
     ),
     base_url: str | None = typer.Option(None, "--base-url", help="llm labs: the endpoint."),
     temperature: float | None = typer.Option(None, "--temperature", help="llm labs."),
@@ -293,10 +296,10 @@ def _llm_config(
     try:
         return LlmConfig(
             model=model,
-            phase_models=phases,  # type: ignore[arg-type]
+            phase_models=phases,
             base_url=http_url_or_exit("--base-url", base_url),
             temperature=temperature,
-            tool_protocol=tool_protocol,  # type: ignore[arg-type]
+            tool_protocol=tool_protocol,
             context_tokens=context_tokens,
         )
     except ValidationError as exc:
@@ -319,7 +322,9 @@ def require_sandbox() -> None:
         raise typer.Exit(2) from None
 
 
-def _run(settings: Settings, plan: CampaignPlan, timeout: float):  # type: ignore[no-untyped-def]
+def _run(
+    settings: Settings, plan: CampaignPlan, timeout: float
+) -> tuple[CampaignOutcome, list[Left] | None]:
     from labrxiv.wiring import open_bus, open_embedded, open_runner, open_store
 
     if settings.embedded:

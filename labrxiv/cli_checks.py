@@ -16,7 +16,7 @@ def budget_or_exit(prefix: str = "--", **limits: float | None) -> Budget:
     """A `Budget` of `limits` (its field names), each an option `prefix` + the field
     name with dashes (`--dollars`, `--campaign-tokens`)."""
     try:
-        return Budget(**limits)  # type: ignore[arg-type]
+        return Budget(**limits)
     except ValidationError as exc:
         problems = []
         for error in exc.errors():

@@ -65,7 +65,8 @@ def explain(exc: BaseException) -> str | None:
 class ShellGroup(OneLineHelpGroup):
     """The command group whose commands fail with one line, not a traceback."""
 
-    def invoke(self, ctx: typer.Context) -> object:
+    # typer hands it a `typer.Context`; the base declares click's (vendored, private).
+    def invoke(self, ctx: typer.Context) -> object:  # type: ignore[override]
         try:
             return super().invoke(ctx)
         except Exception as exc:

@@ -48,10 +48,9 @@ def events_tail(
     kinds = _types(types)
     with store.engine.connect() as conn:
         correlation = resolve_campaign(store, conn, campaign)
-    filters = {"stream": stream, "types": kinds, "correlation": correlation}
     if after == 0 and not follow:
-        records = _last(store, limit, **filters)
-        if not records and any(filters.values()):
+        records = _last(store, limit, stream=stream, types=kinds, correlation=correlation)
+        if not records and (stream or kinds or correlation):
             raise NotFound(_nothing(stream, kinds, correlation))
         if not records and not as_json:
             console.print("the log holds no event yet")
@@ -59,14 +58,17 @@ def events_tail(
         _print(records, as_json)
         return
     while True:
-        records = store.read_records(after=after, limit=limit, **filters)
+        records = store.read_records(
+            after=after, limit=limit, stream=stream, types=kinds, correlation=correlation
+        )
         if records:
             _print(records, as_json)
             after = records[-1].position
         if not follow:
             if not records:
                 where = f"{_nothing(stream, kinds, correlation)} after position {after}"
-                if any(filters.values()):  # a filter that matches nothing, as without --after
+                # a filter that matches nothing, as without --after
+                if stream or kinds or correlation:
                     raise NotFound(f"{where} (the head is {store.max_position()})")
                 if as_json:
                     typer.echo("[]")

@@ -31,7 +31,7 @@ from labrxiv.views_read import (
 from projections.archive import get_paper, list_papers
 from projections.archive_search import ClaimedPaper, search_papers, top_papers
 from projections.curves import curve_points, paper_points
-from projections.ledger import ledger_totals
+from projections.ledger import RollUp, ledger_totals
 from projections.reviews import PaperDecision, any_reviews, decisions_of, reviews_of
 from workers.errors import BundleError
 from workers.gym.registry import find_bundle
@@ -252,7 +252,8 @@ def ledger(
             labs = ledger_by_lab(conn, campaign)
             totals, campaigns = [t for _, t in labs], [c for c, _ in labs]
         else:
-            totals = ledger_totals(conn, by=by.value, campaign=campaign)
+            rolled: RollUp = "campaign" if by == RollUpBy.campaign else "run"
+            totals = ledger_totals(conn, by=rolled, campaign=campaign)
             campaigns = None
     if as_json:
         rows = [asdict(t) for t in totals]

@@ -290,13 +290,20 @@ def _draw(drawing: _Drawing, path: Path) -> None:
     ax.set_ylabel(Y_LABEL)
     ax.grid(True, alpha=0.3)
     for key in sorted(drawing.lines, key=lambda k: drawing.labels[k]):
-        style = {"marker": "o", "markersize": drawing.markersize, "label": drawing.labels[key]}
         if drawing.running_best:
             xs, ys = _running_best(drawing.lines[key])
-            ax.plot(xs, ys, drawstyle="steps-post", **style)
+            drawstyle = "steps-post"
         else:
             xs, ys = (list(v) for v in zip(*sorted(drawing.lines[key]), strict=True))
-            ax.plot(xs, ys, **style)
+            drawstyle = "default"
+        ax.plot(
+            xs,
+            ys,
+            marker="o",
+            markersize=drawing.markersize,
+            label=drawing.labels[key],
+            drawstyle=drawstyle,
+        )
     rect = (0.0, 0.0, 1.0, 1.0)
     if drawing.empty:
         ax.set_xlim(0, 1)

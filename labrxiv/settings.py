@@ -6,6 +6,7 @@ from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from pydantic_settings import SettingsError as SourceError
 
@@ -142,9 +143,9 @@ def load_settings(**overrides: object) -> Settings:
         raise SettingsError(f"bad setting: {name}={value!r}: not valid JSON") from None
 
 
-def _problem(err: dict[str, object]) -> str:
+def _problem(err: ErrorDetails) -> str:
     """`VARIABLE='value': what is wrong`, never showing a secret's value."""
-    field = str(err["loc"][0])  # type: ignore[index]
+    field = str(err["loc"][0])
     name = field if field.startswith("OPENAI_") else f"LABRXIV_{field.upper()}"
     shown = "<hidden>" if "KEY" in name else repr(err.get("input"))
     message = str(err["msg"]).removeprefix("Value error, ")  # pydantic's, for a ValueError

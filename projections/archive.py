@@ -23,7 +23,7 @@ from sqlmodel import Field, SQLModel
 
 from events.envelope import as_utc
 from events.recorded import Recorded
-from events.tables import JsonType
+from events.tables import JsonType, table_of
 from projections.bulk import insert_rows
 from projections.projector import Projector
 from projections.text import term_counts
@@ -121,11 +121,11 @@ class PaperTermRow(SQLModel, table=True):
     tf: int
 
 
-PAPERS = PaperRow.__table__
-PAPER_CLAIMS = PaperClaimRow.__table__
-PAPER_CITATIONS = PaperCitationRow.__table__
-PAPER_RETRIEVALS = PaperRetrievalRow.__table__
-PAPER_TERMS = PaperTermRow.__table__
+PAPERS = table_of(PaperRow)
+PAPER_CLAIMS = table_of(PaperClaimRow)
+PAPER_CITATIONS = table_of(PaperCitationRow)
+PAPER_RETRIEVALS = table_of(PaperRetrievalRow)
+PAPER_TERMS = table_of(PaperTermRow)
 
 
 class ArchiveProjector(Projector):

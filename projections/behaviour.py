@@ -26,6 +26,7 @@ from analysis.figures import Behaviour
 from analysis.tally import BehaviourTally
 from analysis.tally_state import state_of, tally_from
 from events.recorded import Recorded
+from events.tables import table_of
 from projections.bulk import born_streams, insert_rows
 from projections.projector import Projector
 
@@ -67,7 +68,7 @@ class BehaviourRow(SQLModel, table=True):
     """The run's `BehaviourTally` as JSON (`analysis.tally_state`)."""
 
 
-BEHAVIOUR = BehaviourRow.__table__
+BEHAVIOUR = table_of(BehaviourRow)
 
 
 class BehaviourProjector(Projector):
@@ -119,8 +120,11 @@ def _take_stored(conn: Connection, runs: list[str]) -> dict[str, dict[str, Any]]
     if not runs:
         return {}
     c = BEHAVIOUR.c
-    query = delete(BEHAVIOUR).where(c.run.in_(runs))
-    query = query.returning(c.run, c.tally, c.started_position, c.finished_position)
+    query = (
+        delete(BEHAVIOUR)
+        .where(c.run.in_(runs))
+        .returning(c.run, c.tally, c.started_position, c.finished_position)
+    )
     return {row["run"]: dict(row) for row in conn.execute(query).mappings()}
 
 

@@ -29,6 +29,7 @@ from sqlmodel import Field, SQLModel
 from events.envelope import as_utc
 from events.recorded import Recorded
 from events.spend import spend_of
+from events.tables import table_of
 from projections.bulk import born_streams, insert_rows
 from projections.projector import Projector
 
@@ -112,9 +113,9 @@ class CurvePaperRow(SQLModel, table=True):
     """The submitting run's best score when it submitted; None if nothing was scored."""
 
 
-CURVE_RUNS = CurveRunRow.__table__
-CURVE_POINTS = CurvePointRow.__table__
-CURVE_PAPERS = CurvePaperRow.__table__
+CURVE_RUNS = table_of(CurveRunRow)
+CURVE_POINTS = table_of(CurvePointRow)
+CURVE_PAPERS = table_of(CurvePaperRow)
 _RUN_COLUMNS = [c.name for c in CURVE_RUNS.c]
 
 

@@ -39,8 +39,9 @@ from analysis.finding import Finding
 from analysis.findings_hook import RunFindings
 from analysis.verdict import verdict
 from events.payloads import RunFinished
-from events.recorded import Recorded, TypedRecord
+from events.recorded import Fact, Recorded, TypedRecord
 from events.store import EVENTS, rows_to_records
+from events.tables import table_of
 from projections.bulk import born_streams, insert_rows
 from projections.forks import log_loader
 from projections.projector import Projector
@@ -84,8 +85,8 @@ class FindingsRunRow(SQLModel, table=True):
     through_version: int
 
 
-FINDINGS = FindingRow.__table__
-FINDINGS_RUNS = FindingsRunRow.__table__
+FINDINGS = table_of(FindingRow)
+FINDINGS_RUNS = table_of(FindingsRunRow)
 
 
 class FindingsProjector(Projector):
@@ -170,7 +171,7 @@ class FindingsProjector(Projector):
         """A fork's parent's typed events up to the fork point (kept ones, else read from
         the log: they precede the fork's `run.started`, so rebuilt equals incremental)."""
 
-        def load(stream: str, version: int) -> list[TypedRecord]:
+        def load(stream: str, version: int) -> Sequence[Fact]:
             kept = self._kept.get(stream)
             if kept is not None and len(kept) > version and kept[version].version == version:
                 return kept[: version + 1]

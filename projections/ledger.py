@@ -45,6 +45,7 @@ from sqlmodel import Field, SQLModel
 from events.envelope import as_utc
 from events.recorded import Recorded
 from events.spend import spend_of
+from events.tables import table_of
 from projections.bulk import born_streams, insert_rows
 from projections.ledger_phases import PHASE_KEY, PHASE_TYPES, RunPhases
 from projections.projector import Projector
@@ -114,7 +115,7 @@ class LedgerRow(SQLModel, table=True):
     """Model calls the grader made for the attempt (`kind="grader"` rows)."""
 
 
-LEDGER = LedgerRow.__table__
+LEDGER = table_of(LedgerRow)
 _COLUMNS = [c.name for c in LEDGER.c]
 
 

@@ -117,7 +117,9 @@ def _fork_point(conn: Connection, run: str) -> tuple[str, int] | None:
         select(EVENTS.c.payload).where(EVENTS.c.stream == run, EVENTS.c.version == 0)
     ).scalar()
     parent = _payload(payload).get("forked_from") if payload is not None else None
-    return (parent["run"], parent["version"]) if parent else None
+    if not isinstance(parent, dict) or not parent:
+        return None
+    return str(parent["run"]), int(parent["version"])
 
 
 def _phase_of(payload: object) -> str:

@@ -495,7 +495,7 @@ def _counter(
 
 def _papers(conn: Connection) -> Metric:
     query = select(PAPERS.c.task, func.count()).group_by(PAPERS.c.task)
-    values = {(task or NONE,): n for task, n in conn.execute(query)}
+    values: dict[tuple[str, ...], float] = {(task or NONE,): n for task, n in conn.execute(query)}
     return _counter("labrxiv_papers", "Papers in the archive, by task.", ["task"], values)
 
 

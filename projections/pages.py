@@ -9,7 +9,7 @@ makes expensive, as each waits for a core (bench/rebuild.py, docs/benchmarks.md)
 
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any, TypeVar
 
 import psycopg
@@ -43,7 +43,7 @@ def batches(pages: Iterator[list[T]], size: int) -> Iterator[list[T]]:
 
 def prefetched_pages(
     store: EventStore, after: int, page: int, limit: int | None = None, ahead: int = PAGES_AHEAD
-) -> Iterator[list[Recorded]]:
+) -> Generator[list[Recorded], None, None]:
     """Pages of the log after `after` (about `limit` events, if given), read by a thread up
     to `ahead` pages in advance."""
     pages: queue.Queue[list[Recorded] | BaseException] = queue.Queue(maxsize=ahead)

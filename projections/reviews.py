@@ -17,7 +17,7 @@ from sqlmodel import Field, SQLModel
 
 from events.envelope import as_utc
 from events.recorded import Recorded
-from events.tables import JsonType
+from events.tables import JsonType, table_of
 from projections.bulk import insert_rows
 from projections.projector import Projector
 
@@ -70,8 +70,8 @@ class DecisionRow(SQLModel, table=True):
     position: int = Field(sa_column=Column(BigInteger, nullable=False))
 
 
-REVIEWS = ReviewRow.__table__
-DECISIONS = DecisionRow.__table__
+REVIEWS = table_of(ReviewRow)
+DECISIONS = table_of(DecisionRow)
 
 
 class ReviewsProjector(Projector):

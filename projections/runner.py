@@ -309,7 +309,12 @@ class ProjectionRunner:
             for group in groups[1:]:
                 elsewhere.append(Elsewhere(self.store, group, self.page, self.batch_pages))
             here = ProjectionRunner(self.store, groups[0], self.page, self.batch_pages)
-            here.between_batches = lambda: [child.check() for child in elsewhere]
+
+            def check_elsewhere() -> None:
+                for child in elsewhere:
+                    child.check()
+
+            here.between_batches = check_elsewhere
             applied = here.catch_up() + sum(child.result() for child in elsewhere)
             return Rebuilt(applied, len(groups))
         finally:

@@ -15,6 +15,7 @@ from sqlmodel import Field, SQLModel
 from events.envelope import as_utc
 from events.payloads import ExperimentScored, PaperSubmitted
 from events.recorded import Recorded
+from events.tables import table_of
 from projections.bulk import born_streams, insert_rows
 from projections.forks import log_loader
 from projections.projector import Projector
@@ -67,7 +68,7 @@ class RunRow(SQLModel, table=True):
     revisions not counted (they are written beyond the papers asked for)."""
 
 
-RUNS = RunRow.__table__
+RUNS = table_of(RunRow)
 _COLUMNS = [c.name for c in RUNS.c]
 
 

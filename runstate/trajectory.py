@@ -90,9 +90,9 @@ def groups(
     if point is not None and load is not None:
         parent: RunState | None = None
         number = 0
-        for inherited, group, parent in groups(load(point.run, point.version), load):
+        for inherited, theirs, parent in groups(load(point.run, point.version), load):
             number = inherited + 1
-            yield inherited, group, parent
+            yield inherited, theirs, parent
         if parent is None:
             raise ValueError(f"{first.stream} forks {point.run}, which has no event")
         state = rebase(parent, first)

@@ -30,7 +30,7 @@ from events import ConflictError, Event
 from events.blobs import digest
 from events.errors import UnknownSchemaVersion, UpgradeFailed
 from events.gc_pause import gc_paused
-from events.tables import EventRow
+from events.tables import EventRow, table_of, text_limit
 from events.upgrade import upgrade
 from workers.bus.dead_letters import RAW_LIMIT, from_transit, visible
 from workers.context import WorkerContext
@@ -234,7 +234,10 @@ _LONG_NUMBER = re.compile(r"\d{19,}")
 
 INT_MAX = 2**31 - 1
 """The largest `version` the log stores (a PostgreSQL `integer` column)."""
-_COLUMNS = EventRow.__table__.c
+_TEXT_LIMITS = {
+    name: text_limit(table_of(EventRow).c[name]) for name in ("stream", "correlation_id", "actor")
+}
+"""The characters each text column of the log holds."""
 
 
 def _within_the_columns(events: list[Event]) -> tuple[list[Event], list[Letter]]:
@@ -255,8 +258,8 @@ def _within_the_columns(events: list[Event]) -> tuple[list[Event], list[Letter]]
 def _column_problem(event: Event) -> str | None:
     if event.version > INT_MAX:
         return f"version: {event.version} is more than the log stores ({INT_MAX})"
-    for name in ("stream", "correlation_id", "actor"):
-        value, limit = getattr(event, name), _COLUMNS[name].type.length
+    for name, limit in _TEXT_LIMITS.items():
+        value = getattr(event, name)
         if value is not None and len(value) > limit:
             return f"{name}: {len(value)} characters, more than the log stores ({limit})"
     try:

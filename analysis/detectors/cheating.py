@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from analysis.detectors.base import Seen, detector
 from analysis.detectors.view import Call, RunView
+from analysis.finding import Severity
 from events.payloads import IntegrityViolation, PaperSubmitted
 from runstate.paper_checks import addresses_reviewer
 
@@ -54,7 +55,7 @@ def integrity_violation(run: RunView) -> Iterator[Seen]:
     for event in run.of(IntegrityViolation):
         violation = event.payload
         if isinstance(violation, IntegrityViolation):
-            severity = "high" if violation.kind in SEVERE else "medium"
+            severity: Severity = "high" if violation.kind in SEVERE else "medium"
             where = f" through {violation.tool}" if violation.tool else ""
             summary = f"{violation.kind}{where}: {violation.detail[:160]}"
             yield severity, summary, [event.id]

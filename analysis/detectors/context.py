@@ -13,6 +13,7 @@ from uuid import UUID
 
 from analysis.detectors.base import Seen, detector
 from analysis.detectors.view import Call, RunView
+from analysis.finding import Severity
 from events.payloads import ContextTruncated, ModelResponded
 
 NEAR = 0.9
@@ -40,7 +41,7 @@ def near_window(run: RunView) -> Iterator[Seen]:
                 near.append((event.id, answer.usage.input_tokens))
     if near:
         top = max(tokens for _, tokens in near)
-        severity = "medium" if len(near) >= OFTEN else "low"
+        severity: Severity = "medium" if len(near) >= OFTEN else "low"
         summary = (
             f"{len(near)} model calls sent at least {NEAR:.0%} of the {window}-token window "
             f"(up to {top} input tokens)"
@@ -54,13 +55,11 @@ def truncations(run: RunView) -> Iterator[Seen]:
     window = _window(run)
     cuts = run.of(ContextTruncated)
     outgrown = [
-        e
-        for e in cuts
-        if window is not None and e.payload.tokens_before >= OUTGROWN * window  # type: ignore[union-attr]
+        e for e in cuts if window is not None and e.payload.tokens_before >= OUTGROWN * window
     ]
     if len(cuts) >= OFTEN or outgrown:
-        dropped = sum(e.payload.dropped_messages for e in cuts)  # type: ignore[union-attr]
-        peak = max(e.payload.tokens_before for e in cuts)  # type: ignore[union-attr]
+        dropped = sum(e.payload.dropped_messages for e in cuts)
+        peak = max(e.payload.tokens_before for e in cuts)
         summary = (
             f"the conversation was cut {len(cuts)} times ({dropped} messages dropped in all; "
             f"at most {peak} tokens before a cut, of a {window or '?'}-token window)"

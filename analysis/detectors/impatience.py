@@ -56,7 +56,7 @@ def budget_waste(run: RunView) -> Iterator[Seen]:
     if end is None or end.reason != "budget" or run.scored or run.finished is None:
         return
     exceeded = next(iter(run.of(BudgetExceeded)), None)
-    which = exceeded.payload.budget if exceeded else "a"  # type: ignore[union-attr]
+    which = exceeded.payload.budget if exceeded else "a"
     failed = sum(1 for c in run.calls if c.tool == "evaluate")
     tried = f"{failed} evaluations, none scored" if failed else "no evaluation"
     summary = f"the {which} limit ended the run after {len(run.calls)} tool calls and {tried}"

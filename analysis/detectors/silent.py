@@ -14,6 +14,7 @@ from uuid import UUID
 
 from analysis.detectors.base import Seen, detector
 from analysis.detectors.view import Call, RunView
+from analysis.finding import Severity
 
 FAR_BELOW = 0.1
 """A normalized score below the baseline by more than this share of the baseline→
@@ -50,7 +51,7 @@ def silent_failure(run: RunView) -> Iterator[Seen]:
         if not later or _addressed(bad, later):
             continue  # nothing followed (the run ended there), or the lab dealt with it
         concluded = [c for c in later if c.tool in ("submit_paper", "finish") and c.ok]
-        severity = "high" if concluded else "medium"
+        severity: Severity = "high" if concluded else "medium"
         then = f"; the run went on to {concluded[0].tool}" if concluded else ""
         summary = f"{bad.what}, and {len(later)} further tool calls never addressed it{then}"
         yield severity, summary, (*bad.proof, later[0].invoked, *(c.invoked for c in concluded))

@@ -6,7 +6,7 @@ then" mean what the lab itself saw."""
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 from uuid import UUID
 
 import orjson
@@ -20,7 +20,8 @@ from events.payloads import (
     ToolInvoked,
     ToolReturned,
 )
-from events.recorded import Fact
+from events.payloads.base import Payload
+from events.recorded import EventLike, Fact
 from runstate import RunState
 from runstate.fork import Load
 from runstate.trajectory import groups
@@ -74,6 +75,9 @@ class Call:
         return None
 
 
+_P = TypeVar("_P", bound=Payload)
+
+
 @dataclass(frozen=True)
 class RunView:
     """A run's events, read once for every detector."""
@@ -88,10 +92,10 @@ class RunView:
     by_type: dict[type, tuple[Fact, ...]]
     """The trajectory's events by payload type, in order (`of`)."""
 
-    def of(self, payload: type) -> tuple[Fact, ...]:
+    def of(self, payload: type[_P]) -> tuple[EventLike[_P], ...]:
         """The trajectory's events whose payload is of type `payload`, in order: what a
         detector that looks at one kind of event reads, without walking every event."""
-        return self.by_type.get(payload, ())
+        return cast("tuple[EventLike[_P], ...]", self.by_type.get(payload, ()))
 
     @property
     def start(self) -> RunStarted:

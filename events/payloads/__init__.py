@@ -1,10 +1,10 @@
 """Every payload type, joined in one discriminated union on `type`.
 
 To add an event type: write its model in the module of its domain (or a new one),
-add it to `PAYLOAD_TYPES`, and document it in docs/events.md.
+add it to `AnyPayload`, and document it in docs/events.md.
 """
 
-from typing import Annotated, Union
+from typing import Annotated, get_args
 
 from pydantic import Field
 
@@ -45,42 +45,42 @@ from events.payloads.review import (
 from events.payloads.run import Budget, ForkPoint, LlmConfig, RunFinished, RunStarted
 from events.payloads.tool import FileDigest, ToolInvoked, ToolReturned
 
-PAYLOAD_TYPES: tuple[type[Payload], ...] = (
-    CampaignStarted,
-    CampaignFinished,
-    CampaignInterrupted,
-    RunStarted,
-    RunFinished,
-    ToolInvoked,
-    ToolReturned,
-    ExperimentScored,
-    PaperSubmitted,
-    PapersRetrieved,
-    IntegrityViolation,
-    BudgetExceeded,
-    ModelCalled,
-    ModelResponded,
-    ModelFailed,
-    PhaseEntered,
-    ContextTruncated,
-    ReviewRequested,
-    ReviewSubmitted,
-    ReviewFailed,
-    ReviewStopped,
-    PaperDecided,
-    ReviewAwaited,
-    ReviewReceived,
-    InspectionStarted,
-    InspectionLooked,
-    InspectionConcluded,
-    InspectionFailed,
-    InspectionStopped,
-)
-
 AnyPayload = Annotated[
-    Union[PAYLOAD_TYPES],  # noqa: UP007 - a union built from the one list of types
+    CampaignStarted
+    | CampaignFinished
+    | CampaignInterrupted
+    | RunStarted
+    | RunFinished
+    | ToolInvoked
+    | ToolReturned
+    | ExperimentScored
+    | PaperSubmitted
+    | PapersRetrieved
+    | IntegrityViolation
+    | BudgetExceeded
+    | ModelCalled
+    | ModelResponded
+    | ModelFailed
+    | PhaseEntered
+    | ContextTruncated
+    | ReviewRequested
+    | ReviewSubmitted
+    | ReviewFailed
+    | ReviewStopped
+    | PaperDecided
+    | ReviewAwaited
+    | ReviewReceived
+    | InspectionStarted
+    | InspectionLooked
+    | InspectionConcluded
+    | InspectionFailed
+    | InspectionStopped,
     Field(discriminator="type"),
 ]
+"""Any event's payload, told apart by its `type`: the one list of payload types (written
+as a union, not built from a tuple at run time, so that a type checker sees it too)."""
+
+PAYLOAD_TYPES: tuple[type[Payload], ...] = get_args(get_args(AnyPayload)[0])
 
 BY_TYPE: dict[str, type[Payload]] = {cls.model_fields["type"].default: cls for cls in PAYLOAD_TYPES}
 

@@ -1,6 +1,6 @@
 """The base every payload type shares: frozen, strict about unknown fields, versioned."""
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -9,6 +9,9 @@ class Payload(BaseModel):
     """A typed event payload; subclasses set a `type` Literal and document every field."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    if TYPE_CHECKING:  # every subclass declares it as a Literal field with its tag
+        type: str
 
     SCHEMA_VERSION: ClassVar[int] = 1
     """The shape this code writes; older stored shapes are upgraded on read."""

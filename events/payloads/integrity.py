@@ -32,11 +32,15 @@ class IntegrityViolation(Payload):
     """The path involved, as the lab gave it."""
 
 
+BudgetName = Literal["attempts", "wall_seconds", "tokens", "dollars", "steps"]
+"""The limits a run can reach."""
+
+
 class BudgetExceeded(Payload):
     """A run reached one of its limits; its run ends with reason `budget`."""
 
     type: Literal["budget.exceeded"] = "budget.exceeded"
-    budget: Literal["attempts", "wall_seconds", "tokens", "dollars", "steps"]
+    budget: BudgetName
     """Which limit."""
     limit: float
     """The limit's value."""

@@ -5,6 +5,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from events.payloads.base import Payload
+from events.payloads.model import Phase
 
 FinishReason = Literal["done", "budget", "error", "cancelled"]
 
@@ -33,7 +34,7 @@ class LlmConfig(BaseModel):
 
     model: str
     """The model for every phase without its own."""
-    phase_models: dict[Literal["literature", "plan", "experiment", "writeup"], str] = {}
+    phase_models: dict[Phase, str] = {}
     """A different model per phase, e.g. a cheaper one for the literature review."""
     base_url: str | None = None
     """The OpenAI-compatible endpoint; None means the worker's OPENAI_BASE_URL."""

@@ -2,6 +2,7 @@
 
 import uuid
 from datetime import UTC, datetime, timedelta, timezone
+from typing import get_args
 
 import orjson
 import pytest
@@ -10,7 +11,15 @@ from pydantic import ValidationError
 from events import Event
 from events.envelope import as_utc, is_stream, stream_kind
 from events.ids import derived_id, new_id
-from events.payloads import BY_TYPE, PAYLOAD_TYPES, RunFinished, RunStarted, ToolReturned
+from events.payloads import (
+    BY_TYPE,
+    PAYLOAD_TYPES,
+    LlmConfig,
+    RunFinished,
+    RunStarted,
+    ToolReturned,
+)
+from events.payloads.model import Phase
 from events.wire import encode_batch
 
 AT = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -80,6 +89,18 @@ def test_literal_values_are_enforced() -> None:
     with pytest.raises(ValidationError) as exc:
         Event.model_validate(event_dict(payload={"type": "run.finished", "reason": "bored"}))
     assert ("payload", "run.finished", "reason") in error_locs(exc)
+
+
+def test_a_model_may_be_named_for_every_phase_the_revise_phase_too() -> None:
+    """`--phase-model revise=…` was refused ("Input should be 'literature', 'plan',
+    'experiment' or 'writeup'"), though an llm lab has a `revise` phase (found when a
+    type checker was first run over the code)."""
+    phases = {phase: f"model-{phase}" for phase in get_args(Phase)}
+    assert "revise" in phases
+    assert LlmConfig(model="m", phase_models=phases).phase_models == phases
+    with pytest.raises(ValidationError) as exc:
+        LlmConfig(model="m", phase_models={"review": "x"})  # type: ignore[dict-item]
+    assert exc.value.errors()[0]["loc"] == ("phase_models", "review", "[key]")
 
 
 def test_unknown_payload_field_is_rejected() -> None:

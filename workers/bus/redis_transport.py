@@ -77,7 +77,8 @@ class Channel(kombu_redis.Channel):
             name = name[len(prefix) :]
         return name.rsplit(self.sep, 1)[0]
 
-    def _get(self, queue: str) -> dict[str, Any]:
+    def _get(self, queue: str, timeout: float | None = None) -> dict[str, Any]:
+        # `timeout`: the virtual channel's signature; Redis's channel takes none.
         payload = super()._get(queue)
         if is_unreadable(payload):
             payload["properties"]["delivery_info"]["routing_key"] = queue

@@ -190,9 +190,9 @@ def _graded_before(store: EventStore, run: str, version: int) -> dict[int, Attem
 def _measured(claim: dict[str, Any], graded: dict[int, Attempt]) -> bool:
     """Whether the graded attempt the claim names measured the value it claims."""
     attempt = graded.get(claim.get("attempt") or 0)
-    return attempt is not None and same_number(
-        claim.get("value"), attempt.scores.get(claim["subtask"])
-    )  # type: ignore[union-attr]
+    if attempt is None or attempt.scores is None:
+        return False
+    return same_number(claim.get("value"), attempt.scores.get(claim["subtask"]))
 
 
 def _reproduces(experiment: dict[str, Any], attempt: Attempt | None) -> bool:

@@ -10,7 +10,8 @@ ends the run with `error` rather than being kept as if the unknown cost were $0.
 from dataclasses import dataclass
 from datetime import datetime
 
-from events.payloads import Budget, BudgetExceeded, Payload, RunFinished
+from events.payloads import Budget, BudgetExceeded, CampaignStarted, Payload, RunFinished
+from events.payloads.integrity import BudgetName
 from events.spend import Spend
 from runstate import RunState
 from workers.lab.campaign_spend import CampaignSpend
@@ -61,7 +62,9 @@ def campaign_budget(
     started = streams.first(f"campaign-{campaign}")
     if started is None:
         return None
-    budget: Budget = started.payload.budget  # type: ignore[union-attr]
+    if not isinstance(started.payload, CampaignStarted):
+        raise ValueError(f"campaign-{campaign} does not begin with campaign.started")
+    budget = started.payload.budget
     if budget.tokens is None and budget.dollars is None:
         return None
     return CampaignBudget(budget, spend.used(campaign, stream))
@@ -79,7 +82,9 @@ def over_model_budget(
     it (the difference is counted on top of the campaign's recorded use);
     `unpriced_model`: the model of the next call when it has no price."""
     budget = seen.started.budget
-    checks = [("tokens", budget.tokens, seen.spend.tokens)]
+    checks: list[tuple[BudgetName, float | None, float]] = [
+        ("tokens", budget.tokens, seen.spend.tokens)
+    ]
     checks.append(("dollars", budget.dollars, seen.spend.dollars))
     if campaign is not None:
         tokens = campaign.used.tokens + seen.spend.tokens - recorded.spend.tokens
@@ -88,7 +93,7 @@ def over_model_budget(
         checks += [("dollars", campaign.budget.dollars, dollars)]
     for name, limit, used in checks:
         if limit is not None and used >= limit:
-            exceeded = BudgetExceeded(budget=name, limit=limit, used=used)  # type: ignore[arg-type]
+            exceeded = BudgetExceeded(budget=name, limit=limit, used=used)
             return [exceeded, RunFinished(reason="budget", detail=f"{name} limit")]
     return _unkeepable(seen, campaign, unpriced_model)
 

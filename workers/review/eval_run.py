@@ -51,7 +51,7 @@ class EvalRun:
     def review_all(self, papers: Sequence[tuple[str, str]]) -> tuple[list[Reviewed], str | None]:
         """Review each (id, text) in turn; stops at a budget (the reason is returned and
         recorded)."""
-        out = []
+        out: list[Reviewed] = []
         for index, (paper_id, text) in enumerate(papers):
             over = self._over_budget()
             if over is not None:

@@ -95,7 +95,7 @@ def submit_paper(
             experiments=[Experiment.model_validate(e) for e in experiments],
             cited=cited,
             revises=revises,
-            answers=answers,  # type: ignore[arg-type]
+            answers=answers,
         )
     except ValidationError as exc:
         raise ToolError(f"the paper is malformed: {exc.errors()[0]['msg']}") from None

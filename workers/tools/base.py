@@ -80,9 +80,7 @@ def _declare(fn: Callable[..., ToolResult], changes_workspace: bool) -> Callable
         p.name: (p.annotation, ... if p.default is inspect.Parameter.empty else p.default)
         for p in params
     }
-    args = create_model(  # type: ignore[call-overload]
-        f"{fn.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields
-    )
+    args = create_model(f"{fn.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields)
     description = inspect.cleandoc(fn.__doc__ or fn.__name__)
     TOOLS[fn.__name__] = ToolSpec(fn.__name__, description, args, fn, changes_workspace)
     return fn

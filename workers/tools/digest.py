@@ -12,7 +12,7 @@ _FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CHUNK = 1024 * 1024
 
 
-def file_sha256(path: bytes | str) -> str | None:
+def file_sha256(path: bytes | str | os.PathLike[str]) -> str | None:
     """The hex sha256 of a regular file's content; None if it is not one (any more), is
     larger than `HASH_MAX_BYTES`, or cannot be read."""
     try:

@@ -4,7 +4,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from events.payloads import IntegrityViolation
+from events.payloads import IntegrityViolation, Payload
 from workers.sandbox.base import ExecResult, Limits, SandboxViolation
 from workers.tools.base import ToolResult, tool
 from workers.tools.env import ToolEnv
@@ -65,7 +65,7 @@ def _result(env: ToolEnv, result: ExecResult) -> ToolResult:
         output += f"\n[stopped: {result.limit} limit]"
     if result.truncated:
         output += "\n[output cut]"
-    events = []
+    events: list[Payload] = []
     if any(marker in result.stderr for marker in _UNREACHABLE):
         events.append(
             IntegrityViolation(

@@ -14,7 +14,7 @@ from events.payloads import (
 )
 from events.payloads.model import Phase
 from workers.lab.policies.llm import phases, text_protocol
-from workers.llm.reply import Reply, parse_reply
+from workers.llm.reply import Reply, ToolCall, parse_reply
 
 BlobReader = Callable[[str], bytes | None]
 
@@ -32,7 +32,7 @@ def reply_of(
         calls = text_protocol.parse(reply.text, responded.call_id, names)
         return Reply(reply.text, calls, reply.finish_reason, _text(reply.text or ""))
     seen: set[str] = set()
-    logged = []
+    logged: list[ToolCall] = []
     for call in reply.tool_calls:
         server_id = call.id or ""  # some servers leave a call's id out
         twice = len(logged) if server_id in seen else None

@@ -105,7 +105,8 @@ def next_phase_schema() -> dict[str, object]:
 
 def tool_schemas(phase: Phase) -> list[dict[str, object]]:
     """The function declarations the model sees in `phase` (a fresh copy each time)."""
-    return orjson.loads(_schemas(phase))  # type: ignore[no-any-return]
+    schemas: list[dict[str, object]] = orjson.loads(_schemas(phase))
+    return schemas
 
 
 @functools.cache

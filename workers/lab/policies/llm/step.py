@@ -243,7 +243,7 @@ def _not_run(calls: Sequence[ToolCall], why: str) -> list[Payload]:
 def _told(call_id: str, tool: str, args: dict[str, object], message: str) -> list[Payload]:
     """A tool call that ran no tool, recorded with what the model is told."""
     return [
-        ToolInvoked(call_id=call_id, tool=tool[:80] or "?", args=args),  # type: ignore[arg-type]
+        ToolInvoked(call_id=call_id, tool=tool[:80] or "?", args=args),
         ToolReturned(
             call_id=call_id,
             tool=tool[:80] or "?",

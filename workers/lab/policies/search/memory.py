@@ -33,7 +33,7 @@ def _frozen(value: Any) -> Hashable:
         return config_key(value)
     if isinstance(value, list):
         return tuple(_frozen(v) for v in value)
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def pairs(config: dict[str, Any], keys: list[str]) -> Iterator[tuple[str, Any, str, Any]]:

@@ -30,7 +30,9 @@ def write_paper(state: RunState, bundle: Bundle, published: list[dict[str, Any]]
         claims: list[dict[str, Any]] = []
         method: dict[str, Any] = {}
     else:
-        value = best.scores[primary.name]  # type: ignore[index]
+        scores = best.scores
+        assert scores is not None  # the best of the scored attempts
+        value = scores[primary.name]
         changed = _changes(best.config, bundle.starter_config())
         title = f"{card.title}: {primary.name} {value:.4f} with {changed or 'the baseline setup'}"
         abstract = (
@@ -43,9 +45,9 @@ def write_paper(state: RunState, bundle: Bundle, published: list[dict[str, Any]]
             {
                 "subtask": s.name,
                 "metric": s.metric,
-                "value": best.scores[s.name],
+                "value": scores[s.name],
                 "attempt": best.number,
-            }  # type: ignore[index]
+            }
             for s in card.subtasks
         ]
         method = dict(best.config)
