@@ -7,13 +7,11 @@ from rich.console import Group, RenderableType
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
-from sqlalchemy import select
 
-from events import EventStore
 from events.recorded import Recorded
 from labrxiv.campaign_index import CampaignInfo
 from labrxiv.run_detail import RunDetail
-from projections.runs import RUNS, RunView
+from projections.runs import RunView
 
 
 def runs_table(
@@ -138,10 +136,3 @@ def events_table(records: Sequence[Recorded]) -> Table:
             summary[:120] + ("…" if len(summary) > 120 else ""),
         )
     return table
-
-
-def table_rows(store: EventStore, table_name: str) -> list[tuple[object, ...]]:
-    """Every row of a read-model table in primary-key order (to compare two builds)."""
-    table = RUNS.metadata.tables[table_name]
-    with store.engine.connect() as conn:
-        return [tuple(r) for r in conn.execute(select(table).order_by(*table.primary_key.columns))]
