@@ -184,9 +184,9 @@ def watched_runs(store: EventStore, campaign: str, runs: list[str]) -> list[RunV
 
 
 def progress_table(runs: list[RunView], plan: CampaignPlan, title: str) -> Table:
-    """Labs of a campaign: steps, scored attempts, papers, best score, time, status."""
+    """Labs of a campaign: tool calls, scored attempts, papers, best score, time, status."""
     table = Table(title=title)
-    for name in ("lab", "steps", "attempts", "papers", "best score", "time", "status"):
+    for name in ("lab", "tool calls", "attempts", "papers", "best score", "time", "status"):
         table.add_column(name, overflow="fold")  # a narrow terminal folds cells, never "…"
     for run in runs:
         status = "running" if not run.finished else f"finished ({run.finish_reason})"

@@ -216,7 +216,11 @@ def reactor(
     try:
         if once:
             sent = reacting.reactor.catch_up()
-            console.print(f"reacted to {sent} events; sent {reacting.reap()} stalled steps again")
+            reaped = reacting.reap()
+            console.print(
+                f"reacted to {sent} event{'' if sent == 1 else 's'}; "
+                f"sent {reaped} stalled step{'' if reaped == 1 else 's'} again"
+            )
             return
         reacting.follow(interval or settings.reactor_interval)
     finally:

@@ -77,7 +77,7 @@ def campaign(
     ),
     dollars: float | None = typer.Option(None, "--dollars", help="Model dollars per lab."),
     steps: int | None = typer.Option(
-        None, "--steps", help="Steps per lab.", max=INT64_MAX, min=INT64_MIN
+        None, "--steps", help="Tool calls per lab (its steps budget).", max=INT64_MAX, min=INT64_MIN
     ),
     campaign_tokens: int | None = typer.Option(
         None, "--campaign-tokens", help="For all labs.", max=INT64_MAX, min=INT64_MIN
@@ -405,4 +405,4 @@ def reap_command(
         sent = reap(bus, store, unfinished_runs(store), timedelta(seconds=quiet), leases)
     finally:
         bus.close()
-    console.print(f"sent {sent} lost steps again")
+    console.print(f"sent {sent} lost step{'' if sent == 1 else 's'} again")

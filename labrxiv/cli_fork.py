@@ -40,7 +40,9 @@ def fork(
         None, "--tokens", min=1, help="Model tokens budget.", max=INT64_MAX
     ),
     dollars: float | None = typer.Option(None, "--dollars", help="Model dollars budget."),
-    steps: int | None = typer.Option(None, "--steps", min=1, help="Steps budget.", max=INT64_MAX),
+    steps: int | None = typer.Option(
+        None, "--steps", min=1, help="Steps budget: tool calls.", max=INT64_MAX
+    ),
     wall_seconds: float | None = typer.Option(None, "--wall-seconds", help="Time budget."),
     timeout: float = typer.Option(3600, "--timeout", min=0.001, help=TIMEOUT_HELP),
 ) -> None:

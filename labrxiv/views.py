@@ -28,7 +28,7 @@ def runs_table(
         "policy",
         "status",
         "events",
-        "steps",
+        "tool calls",
         "attempts",
         "papers",
         "best",
@@ -88,8 +88,9 @@ def run_view(run: RunView, mode: str | None, detail: RunDetail) -> RenderableTyp
         ),
         Text(f"{_status(run)}{finish}"),
         Text(
-            f"best {_score(run.best_score)} · {run.attempts} scored attempts · {run.steps} steps"
-            f" · {run.papers} papers · {run.elapsed_seconds:.1f}s from first to last event"
+            f"best {_score(run.best_score)} · {run.attempts} scored attempts"
+            f" · {run.steps} tool calls · {run.papers} papers"
+            f" · {run.elapsed_seconds:.1f}s from first to last event"
         ),
     ]
     kinds = Table(title="events by type")

@@ -31,13 +31,13 @@ def test_reactor_once_and_reap(
 
     first = runner.invoke(app, ["reactor", "--once", "--stall-seconds", "3600"])
     assert first.exit_code == 0, first.output
-    assert "reacted to 1 events; sent 0 stalled steps again" in first.output
+    assert "reacted to 1 event; sent 0 stalled steps again" in first.output
     assert queue.llen("steps") == 1, "the run's first step was sent"
     again = runner.invoke(app, ["reactor", "--once", "--stall-seconds", "3600"])
     assert "reacted to 0 events" in again.output, "the checkpoint moved: nothing twice"
 
     reaped = runner.invoke(app, ["reap", "--stall-seconds", "0.001"])
     assert reaped.exit_code == 0, reaped.output
-    assert "sent 1 lost steps again" in reaped.output
+    assert "sent 1 lost step again" in reaped.output
     assert queue.llen("steps") == 2
     store.engine.dispose()
