@@ -205,28 +205,49 @@ def test_a_model_that_keeps_failing_ends_the_run_with_a_reason(
     assert "failed 4 times" in events[-1].payload.detail
 
 
+def _no_choice() -> Scripted:
+    """A completion with no choice in it (`"choices": []`), as a broken server sends."""
+    answer = completion("x", usage=usage(50, 0))
+    assert isinstance(answer.body, dict)
+    return Scripted(body={**answer.body, "choices": []})
+
+
 @pytest.mark.parametrize(
-    "answer",
+    ("answer", "last"),
     [
-        completion("I would rather just talk about it.", usage=usage(50, 10)),
-        completion(tool_calls=[("teleport", "{}")], usage=usage(50, 10)),
-        completion(tool_calls=[("bash", "{not json")], usage=usage(50, 10)),
+        (
+            completion("I would rather just talk about it.", usage=usage(50, 10)),
+            "the last answer: 'I would rather just talk about it.'",
+        ),
+        (
+            completion(tool_calls=[("teleport", "{}")], usage=usage(50, 10)),
+            "the last answer: 'teleport({})'; its tool calls were told: teleport: error: unknown"
+            " tool 'teleport'",
+        ),
+        (
+            completion(tool_calls=[("bash", "{not json")], usage=usage(50, 10)),
+            "its tool calls were told: bash: error: ",
+        ),
+        (_no_choice(), "the last answer: empty (no text, no tool call; finish reason None)"),
     ],
-    ids=["talks", "unknown tool", "bad arguments"],
+    ids=["talks", "unknown tool", "bad arguments", "no choice"],
 )
 def test_a_model_that_never_runs_a_tool_ends_its_run_with_a_reason(
-    system: Embedded, server: FakeServer, answer: Scripted
+    system: Embedded, server: FakeServer, answer: Scripted, last: str
 ) -> None:
     """With no step, token, dollar or time budget, nothing else would end the run: the
-    model would be called without end (a wrong tool protocol, a model that only talks)."""
+    model would be called without end (a wrong tool protocol, a model that only talks).
+    The ending says what the last answer was: a server that sent completions with no
+    choice in them ended runs with "answered 20 times in a row without running a tool"
+    and nothing more (found running an llm lab against a broken endpoint)."""
     server.default = answer
     (events,) = _run(system, _plan())
     answers = [e for e in events if e.type == "model.responded"]
     assert len(answers) == IDLE_ANSWERS
     assert events[-1].payload.reason == "error"
-    assert f"answered {IDLE_ANSWERS} times in a row without running a tool" in (
-        events[-1].payload.detail
-    )
+    detail = events[-1].payload.detail
+    assert f"answered {IDLE_ANSWERS} times in a row without running a tool" in detail
+    assert last in detail, detail
 
 
 def test_a_campaign_budget_ends_every_run_within_one_call(

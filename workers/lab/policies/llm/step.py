@@ -138,6 +138,23 @@ def _idle_answers(state: RunState) -> int:
     return idle
 
 
+ANSWER_CHARS = 300
+"""Characters of the last answer's text, and of what its calls were told, in the ending."""
+
+
+def _last_answer(state: RunState) -> str:
+    """What the latest answer was, for a person to see why no tool ran: its text, what
+    its tool calls were told, or that it was empty (an answer with no choice in it)."""
+    exchange = next((e for e in reversed(state.exchanges) if e.answer is not None), None)
+    if exchange is None or exchange.answer is None:
+        return "none"
+    told = "; ".join(f"{r.tool}: {r.preview}" for r in exchange.results)[:ANSWER_CHARS]
+    said = exchange.answer.preview[:ANSWER_CHARS]
+    if not told and not said:
+        return f"empty (no text, no tool call; finish reason {exchange.answer.finish_reason})"
+    return f"{said!r}" + (f"; its tool calls were told: {told}" if told else "")
+
+
 def _ahead(state: RunState, payloads: list[Payload]) -> RunState:
     return ahead(state, payloads, utcnow())
 
@@ -265,7 +282,8 @@ def _new_call(step: LlmStep, seen: RunState, pending: dict[str, bytes]) -> Out:
     if idle >= IDLE_ANSWERS:
         detail = (
             f"the model answered {idle} times in a row without running a tool "
-            f"(tool protocol {config.tool_protocol}: does the model follow it?)"
+            f"(tool protocol {config.tool_protocol}: does the model follow it?); "
+            f"the last answer: {_last_answer(seen)}"
         )
         return [RunFinished(reason="error", detail=detail)], {}
     over = _over_model_budget(step, seen)
