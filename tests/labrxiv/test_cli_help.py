@@ -36,3 +36,41 @@ def test_every_command_is_listed_on_one_line_when_the_terminal_is_wide(
     names = [line.strip("│ ").split()[0] for line in panel if line.strip("│ ")]
     assert sorted(names) == sorted(group.commands), "a line that is not a new command"
     assert len(names) >= 1
+
+
+def _commands() -> list[tuple[list[str], str]]:
+    """Every command and group, with the arguments that reach it, and its help text."""
+    root = typer.main.get_command(app)
+    found: list[tuple[list[str], str]] = []
+
+    def walk(command: object, path: list[str]) -> None:
+        help_text = getattr(command, "help", None) or ""
+        if len(help_text.split("\n\n")) > 1:
+            found.append((path, help_text))
+        for name, child in getattr(command, "commands", {}).items():
+            walk(child, [*path, name])
+
+    walk(root, [])
+    return found
+
+
+@pytest.mark.parametrize(
+    ("args", "help_text"), [pytest.param(a, h, id=" ".join(a) or "root") for a, h in _commands()]
+)
+def test_a_commands_help_is_whole_sentences_wrapped_to_the_terminal(
+    args: list[str], help_text: str
+) -> None:
+    """`labrxiv fork --help` at 80 columns showed "(its attempts, papers," then
+    "conversation, spend)…" on the next line: typer kept the docstring's line breaks in
+    every paragraph but the first, and wrapped each line again to the terminal."""
+    result = CliRunner().invoke(app, [*args, "--help"], env={"COLUMNS": "80"}, terminal_width=80)
+    assert result.exit_code == 0, result.output
+    shown = result.output.split("Usage:")[1].split("╭")[0]
+    shown_lines = [line.strip() for line in shown.splitlines()[1:] if line.strip()]
+    width = max(len(line) for line in result.output.splitlines())
+    for line, following in zip(shown_lines, shown_lines[1:], strict=False):
+        # A line the terminal wrapped is nearly full; a short one ends its paragraph.
+        room = width - 2 - len(line)
+        assert room < len(following.split()[0]) + 1 or following[:1].isupper(), (
+            f"a line broken early: {line!r} then {following!r}"
+        )
