@@ -5,6 +5,6 @@ This package imports nothing else of the project.
 
 from events.envelope import Event
 from events.errors import ConflictError, EventError
-from events.store import AppendResult, EventStore
+from events.store import AppendResult, Diverged, EventStore
 
-__all__ = ["AppendResult", "ConflictError", "Event", "EventError", "EventStore"]
+__all__ = ["AppendResult", "ConflictError", "Diverged", "Event", "EventError", "EventStore"]

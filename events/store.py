@@ -2,6 +2,9 @@
 
 Rules every backend keeps (tests/events/test_store_conformance.py checks them):
 - appending an id that is already stored is a no-op;
+- a batch's events of one stream are one producer's take (a lab step's events): if some
+  of them are stored and some not, it is a second take of what the log already holds
+  that came out differently, and none of them is appended (`AppendResult.diverged`);
 - a stream's events must continue its versions with no gap; a stale or skipped
   version is a `ConflictError` and nothing of the batch is written;
 - a batch is appended whole or not at all;
@@ -40,13 +43,31 @@ _COLUMNS = [c for c in EVENTS.c]
 
 
 @dataclass(frozen=True)
+class Diverged:
+    """A stream's events in a batch that the log partly holds already: a second take of
+    a step (taken twice: a redelivery, the reaper) that came out differently from the
+    first, recorded one (a grader that timed out once, a budget's clock, the archive read
+    later). Appending its new events after the first take's would splice two takes into
+    one trajectory, or conflict with the step after it, so none of them is appended."""
+
+    stream: str
+    sent: tuple[int, int]
+    """The first and last version of the take's events in the batch."""
+    stored: int
+    """How many of them the log held (same ids: the versions the two takes share)."""
+
+
+@dataclass(frozen=True)
 class AppendResult:
     """What an append did: the events it wrote (with positions) and how many it skipped."""
 
     appended: list[Event]
     """Newly stored events, in position order, with `position` and `recorded_at` set."""
     skipped: int
-    """Events whose id was already stored (a redelivery): left as they were."""
+    """Events whose id was already stored (a redelivery), and those of a diverged take:
+    left as they were."""
+    diverged: tuple[Diverged, ...] = ()
+    """Streams whose events in the batch were partly stored already: none appended."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +113,7 @@ class EventStore:
                 raise BlobMismatch(f"blob sent as {key} hashes to {digest(data)}")
         unique = list({event.id: event for event in reversed(events)}.values())[::-1]
         fresh: list[Event] = []
+        diverged: tuple[Diverged, ...] = ()
         positions: list[int] = []
         with self.engine.connect().execution_options(**WRITER_OPTIONS) as conn:
             with conn.begin():
@@ -99,6 +121,8 @@ class EventStore:
                     reserve = _reserve_pg if conn.dialect.name == "postgresql" else _reserve_sqlite
                     taken = reserve(conn, unique)
                     fresh = [e for e in unique if e.id not in taken.stored]
+                    if taken.stored and fresh:
+                        fresh, diverged = _whole_takes(unique, taken.stored)
                     _check_versions(fresh, taken.versions)
                 now = utcnow()
                 if fresh:
@@ -110,7 +134,9 @@ class EventStore:
             e.model_copy(update={"position": p, "recorded_at": now})
             for e, p in zip(fresh, positions, strict=True)
         ]
-        return AppendResult(appended=appended, skipped=len(events) - len(appended))
+        return AppendResult(
+            appended=appended, skipped=len(events) - len(appended), diverged=diverged
+        )
 
     def _insert_blobs(self, conn: Any, blobs: Mapping[str, bytes]) -> None:
         rows = [{"sha256": k, "size": len(v), "data": v} for k, v in blobs.items()]
@@ -343,6 +369,25 @@ def _reserve_sqlite(conn: Any, events: list[Event]) -> _Reservation:
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
+
+
+def _whole_takes(
+    events: list[Event], stored: set[uuid.UUID]
+) -> tuple[list[Event], tuple[Diverged, ...]]:
+    """The events to append: those not stored, of the streams none of whose events in the
+    batch is stored; and the streams of which some are and some are not (`Diverged`)."""
+    by_stream: dict[str, list[Event]] = {}
+    for event in events:
+        by_stream.setdefault(event.stream, []).append(event)
+    diverged = []
+    for stream, take in by_stream.items():
+        held = sum(e.id in stored for e in take)
+        if 0 < held < len(take):
+            versions = [e.version for e in take]
+            diverged.append(Diverged(stream, (min(versions), max(versions)), held))
+    apart = {d.stream for d in diverged}
+    fresh = [e for e in events if e.id not in stored and e.stream not in apart]
+    return fresh, tuple(diverged)
 
 
 def _check_versions(fresh: list[Event], current: Mapping[str, int]) -> None:

@@ -2,7 +2,9 @@
 
 Idempotency rule: recording the same message twice is safe. Event ids are chosen by
 producers, and the store skips ids it already holds, so a redelivered message (a
-worker killed mid-batch, a visibility timeout) leaves one copy in the log.
+worker killed mid-batch, a visibility timeout) leaves one copy in the log; a message
+whose events of a stream the log holds in part is a second take of a step that came
+out differently, left out whole and logged (`events.store.Diverged`).
 
 Nothing a producer sends can stop the recorder: a message that is not a batch (or
 not even Unicode text), an event that fails validation or that a column of the log
@@ -26,7 +28,7 @@ from typing import Any
 import orjson
 from pydantic import TypeAdapter, ValidationError
 
-from events import ConflictError, Event
+from events import ConflictError, Diverged, Event
 from events.blobs import digest
 from events.errors import UnknownSchemaVersion, UpgradeFailed
 from events.gc_pause import gc_paused
@@ -335,6 +337,7 @@ def _append(
     except ConflictError:
         return _append_by_stream(ctx, events, blobs, final)
     count_recorded(result.appended, result.skipped)
+    _say_diverged(result.diverged)
     _react(ctx, result.appended)
     return len(result.appended), result.skipped, []
 
@@ -369,10 +372,28 @@ def _append_by_stream(
         appended += len(result.appended)
         skipped += result.skipped
         count_recorded(result.appended, result.skipped)
+        _say_diverged(result.diverged)
         _react(ctx, result.appended)
     if behind:
         raise StreamBehind("; ".join(behind))
     return appended, skipped, letters
+
+
+def _say_diverged(diverged: Sequence[Diverged]) -> None:
+    """A second take of a step that came out differently is left out whole (the store's
+    rule): said, because it means the step ran twice (a redelivery, the reaper)."""
+    for take in diverged:
+        first, last = take.sent
+        log.warning(
+            "%s: a second take of the step that wrote v%d came out differently (v%d-v%d sent,"
+            " %d already recorded): the first take stands, %d events left out",
+            take.stream,
+            first,
+            first,
+            last,
+            take.stored,
+            last - first + 1 - take.stored,
+        )
 
 
 def _react(ctx: WorkerContext, appended: list[Event]) -> None:

@@ -84,14 +84,23 @@ def test_same_batch_twice_keeps_one_copy(store: EventStore) -> None:
     assert ids(store.read()) == ids(batch)
 
 
-def test_partial_redelivery_appends_only_the_new_events(store: EventStore) -> None:
-    stream = new_stream()
-    batch = make_stream(stream, 5)
-    store.append(batch[:3])
-    result = store.append(batch)
-    assert result.skipped == 3
-    assert ids(result.appended) == ids(batch[3:])
-    assert [e.version for e in store.read_stream(stream)] == [0, 1, 2, 3, 4]
+def test_a_stream_part_the_log_partly_holds_is_left_out_whole(store: EventStore) -> None:
+    """A batch's events of one stream are one take of a step: when the log holds some of
+    them already, the rest are a second take that came out differently (a longer one), and
+    appending them would splice two takes into one trajectory. It used to append them."""
+    stream, other = new_stream(), new_stream()
+    first_take = make_stream(stream, 3)
+    store.append(first_take)
+    second_take = first_take + make_stream(stream, 2, start=3)
+    elsewhere = make_stream(other, 2)
+    result = store.append(second_take + elsewhere)
+    assert ids(result.appended) == ids(elsewhere)  # other streams of the batch go in
+    assert result.skipped == 5
+    assert [(d.stream, d.sent, d.stored) for d in result.diverged] == [(stream, (0, 4), 3)]
+    assert ids(store.read_stream(stream)) == ids(first_take)
+    # Whole takes already held, and new ones, are no divergence.
+    again = store.append(first_take + make_stream(new_stream(), 1))
+    assert again.diverged == () and again.skipped == 3 and len(again.appended) == 1
 
 
 def test_duplicate_id_inside_one_batch_is_stored_once(store: EventStore) -> None:

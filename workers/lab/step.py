@@ -4,7 +4,11 @@ run the tool, publish.
 Idempotency rule: a step is addressed by (run stream, the version it follows). If the
 stream has moved past that version, the step was already taken and this delivery does
 nothing; if not, the events it publishes have ids derived from (stream, version), so
-a step taken twice (redelivery after a worker died) leaves one copy in the log.
+a step taken twice (redelivery after a worker died, the reaper) leaves one copy in the
+log: the first take recorded. A second take may come out differently (a grader that
+timed out once, a budget's clock, the archive read later); one that is longer shares
+only its first events' ids with the first, and the store leaves it out whole
+(`events.store.Diverged`) rather than splice its tail after the first take's.
 
 Faults: a transient fault (the database or the broker away, `workers.retry`) raised
 while taking the step is left to the task wrapper, which runs the whole step again
