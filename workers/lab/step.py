@@ -81,45 +81,24 @@ def _step(
     if ctx.labs is None:
         raise RuntimeError("this worker has no lab services configured")
     now = utcnow()
+    blobs: dict[str, bytes] = {}
     over = over_budget(state, now)
     if over is not None:
         payloads: list[Payload] = [
             over,
             RunFinished(reason="budget", detail=f"{over.budget} limit"),
         ]
-        _publish(ctx, state, payloads, {}, now)
     elif ctx.leases is None:
         payloads, blobs = _act(ctx, state, after_version, final)
-        _publish(ctx, state, payloads, blobs, now)
     else:
-        # Held: the reaper leaves the run alone, and a second take of the step stays out.
-        # Published inside: a publish that fails gives the lease back for the retry.
-        with ctx.leases.holding(stream, after_version) as held:
-            if not held:
-                return "skipped"  # being taken, or just taken, by another worker
+        with ctx.leases.holding(stream, after_version):  # the reaper leaves the run alone
             payloads, blobs = _act(ctx, state, after_version, final)
-            _publish(ctx, state, payloads, blobs, now)
-        if not payloads:  # nothing on its way: the step may be sent again at once
-            ctx.leases.give_back(stream, after_version)
-    ended = [p.reason for p in payloads if isinstance(p, RunFinished)]
-    return ended[-1] if ended else "acted"
-
-
-def _publish(
-    ctx: WorkerContext,
-    state: RunState,
-    payloads: list[Payload],
-    blobs: dict[str, bytes],
-    began: datetime,
-) -> None:
-    """Publish the step's events: ids from the run's stream and version and the time of
-    its last event, so every take of the step gives its first events the same ids."""
-    stamps = _stamps(payloads, began, utcnow())
+    stamps = _stamps(payloads, now, utcnow())
     out = [
         Event(
-            id=derived_id(f"{state.stream}:{state.version + 1 + i}", state.last_at),
-            stream=state.stream,
-            version=state.version + 1 + i,
+            id=derived_id(f"{stream}:{after_version + 1 + i}", state.last_at),
+            stream=stream,
+            version=after_version + 1 + i,
             occurred_at=at,
             causation_id=state.last_id,
             correlation_id=state.campaign,
@@ -129,6 +108,8 @@ def _publish(
         for i, (payload, at) in enumerate(zip(payloads, stamps, strict=True))
     ]
     publish(ctx.bus, out, blobs)
+    ended = [p.reason for p in payloads if isinstance(p, RunFinished)]
+    return ended[-1] if ended else "acted"
 
 
 def _stamps(payloads: list[Payload], began: datetime, ended: datetime) -> list[datetime]:
