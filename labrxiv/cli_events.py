@@ -33,7 +33,12 @@ def events_tail(
         0, help="Start after this position (0: from the start).", max=INT64_MAX, min=0
     ),
     limit: int = typer.Option(
-        20, min=1, help="Events to show (the last ones unless --after).", max=INT64_MAX
+        20,
+        "--limit",
+        "-n",
+        min=1,
+        help="Events to show (the last ones unless --after).",
+        max=INT64_MAX,
     ),
     stream: str | None = typer.Option(None, help="Only this stream."),
     types: list[str] | None = typer.Option(

@@ -197,6 +197,10 @@ def test_events_tail(demo: Demo) -> None:
         assert has_row(out, record.position, record.stream, record.version, record.type)
     assert len(re.findall(rf"(?m)^\W*\d+\W+{re.escape(stream)}\W", out)) == len(records)
 
+    # `-n`, as `tail -n` (a newcomer's first try; it was "No such option: -n")
+    code, short = demo.cli("events", "tail", "-n", "3")
+    assert code == 0 and short == demo.cli("events", "tail", "--limit", "3")[1], short
+
 
 @pytest.mark.slow
 def test_events_show(demo: Demo) -> None:
