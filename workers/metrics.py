@@ -29,6 +29,7 @@ class Metrics:
 
     events_recorded: Any
     events_skipped: Any
+    diverged_takes: Any
     batch_events: Any
     append_seconds: Any
     dead_letters: Any
@@ -56,6 +57,11 @@ def metrics() -> Metrics:
         events_skipped=Counter(
             "labrxiv_events_skipped",
             "Events the recorder sent to the store that it already held (a redelivered message).",
+        ),
+        diverged_takes=Counter(
+            "labrxiv_diverged_takes",
+            "Second takes of a lab step that came out differently from the first, recorded "
+            "one: left out whole (a step taken twice: a reaction sent again, the reaper).",
         ),
         batch_events=Histogram(
             "labrxiv_recorder_batch_events",
@@ -150,6 +156,12 @@ def count_dead_letter(text: str) -> None:
 def count_undeliverable() -> None:
     """Count a dead letter of a message that was not a task the worker could run."""
     metrics().dead_letters.labels(UNDELIVERABLE).inc()
+
+
+def count_diverged(takes: int) -> None:
+    """Count second takes of a step left out whole (`events.store.Diverged`)."""
+    if takes:
+        metrics().diverged_takes.inc(takes)
 
 
 def count_recorded(appended: Sequence[Event], skipped: int) -> None:

@@ -39,6 +39,7 @@ from workers.context import WorkerContext
 from workers.errors import StreamBehind
 from workers.metrics import (
     count_dead_letter,
+    count_diverged,
     count_recorded,
     count_undeliverable,
     observe_batch,
@@ -381,7 +382,9 @@ def _append_by_stream(
 
 def _say_diverged(diverged: Sequence[Diverged]) -> None:
     """A second take of a step that came out differently is left out whole (the store's
-    rule): said, because it means the step ran twice (a redelivery, the reaper)."""
+    rule): said and counted, because it means the step ran twice (a reaction sent again,
+    the reaper)."""
+    count_diverged(len(diverged))
     for take in diverged:
         first, last = take.sent
         log.warning(

@@ -43,6 +43,16 @@ def test_appended_events_are_counted_by_type_and_a_redelivery_as_skipped(
     assert value("labrxiv_events_skipped_total") == skipped + len(events)
 
 
+def test_a_diverged_second_take_is_counted(ctx: WorkerContext) -> None:
+    """A step's second take that came out longer is left out whole, and counted."""
+    events = list(simulated_run("d", START, attempts=2))
+    record_message(ctx, encode_batch(events[:3]))
+    before = value("labrxiv_diverged_takes_total")
+    outcome = record_message(ctx, encode_batch(events[:5]))  # the first three, and two more
+    assert (outcome.appended, outcome.skipped) == (0, 5)
+    assert value("labrxiv_diverged_takes_total") == before + 1
+
+
 GARBAGE = {
     "not_json": "{",
     "not_a_batch": "[1, 2]",
