@@ -53,6 +53,8 @@ class Diverged:
     stream: str
     sent: tuple[int, int]
     """The first and last version of the take's events in the batch."""
+    events: int
+    """How many events of the stream the batch held."""
     stored: int
     """How many of them the log held (same ids: the versions the two takes share)."""
 
@@ -384,7 +386,7 @@ def _whole_takes(
         held = sum(e.id in stored for e in take)
         if 0 < held < len(take):
             versions = [e.version for e in take]
-            diverged.append(Diverged(stream, (min(versions), max(versions)), held))
+            diverged.append(Diverged(stream, (min(versions), max(versions)), len(take), held))
     apart = {d.stream for d in diverged}
     fresh = [e for e in events if e.id not in stored and e.stream not in apart]
     return fresh, tuple(diverged)

@@ -56,12 +56,14 @@ def metrics() -> Metrics:
         ),
         events_skipped=Counter(
             "labrxiv_events_skipped",
-            "Events the recorder sent to the store that it already held (a redelivered message).",
+            "Events the recorder sent to the store that it already held (a redelivered "
+            "message), or that were part of a step's second take left out whole.",
         ),
         diverged_takes=Counter(
             "labrxiv_diverged_takes",
-            "Second takes of a lab step that came out differently from the first, recorded "
-            "one: left out whole (a step taken twice: a reaction sent again, the reaper).",
+            "Second takes of a lab step that came out longer than the first, recorded one: "
+            "left out whole (a step taken twice: a reaction sent again, the reaper). A take "
+            "no longer than the first is skipped as a redelivery and not counted here.",
         ),
         batch_events=Histogram(
             "labrxiv_recorder_batch_events",

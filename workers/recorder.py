@@ -395,7 +395,7 @@ def _say_diverged(diverged: Sequence[Diverged]) -> None:
             first,
             last,
             take.stored,
-            last - first + 1 - take.stored,
+            take.events - take.stored,
         )
 
 

@@ -96,7 +96,9 @@ def test_a_stream_part_the_log_partly_holds_is_left_out_whole(store: EventStore)
     result = store.append(second_take + elsewhere)
     assert ids(result.appended) == ids(elsewhere)  # other streams of the batch go in
     assert result.skipped == 5
-    assert [(d.stream, d.sent, d.stored) for d in result.diverged] == [(stream, (0, 4), 3)]
+    assert [(d.stream, d.sent, d.events, d.stored) for d in result.diverged] == [
+        (stream, (0, 4), 5, 3)
+    ]
     assert ids(store.read_stream(stream)) == ids(first_take)
     # Whole takes already held, and new ones, are no divergence.
     again = store.append(first_take + make_stream(new_stream(), 1))
