@@ -27,6 +27,7 @@ from labrxiv.cli_reviewers import reviewers_app
 from labrxiv.cli_tasks import tasks_app
 from labrxiv.console import make_console
 from labrxiv.settings import Settings
+from labrxiv.words import counted
 
 # ShellGroup: an error a person can fix (no log, an unknown id, a server away) is one
 # line and exit code 1 in every command, not a traceback (issue 13).
@@ -218,8 +219,7 @@ def reactor(
             sent = reacting.reactor.catch_up()
             reaped = reacting.reap()
             console.print(
-                f"reacted to {sent} event{'' if sent == 1 else 's'}; "
-                f"sent {reaped} stalled step{'' if reaped == 1 else 's'} again"
+                f"reacted to {counted(sent, 'event')}; sent {counted(reaped, 'stalled step')} again"
             )
             return
         reacting.follow(interval or settings.reactor_interval)

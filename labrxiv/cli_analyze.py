@@ -37,6 +37,7 @@ from labrxiv.errors import CannotWrite, NotFound
 from labrxiv.html_report import page
 from labrxiv.lookup import campaign_ids, pick, resolve_run
 from labrxiv.money import dollars_text
+from labrxiv.words import counted
 from projections.analysis_models import analysis_from_models
 from runstate import loader
 
@@ -341,7 +342,7 @@ def _campaign_table(campaign: str, c: CampaignBehaviour) -> Table:
 def _comparison_table(runs: tuple[RunAnalysis, ...], compared: Across) -> Table:
     verdicts = {r.behaviour.run: r.findings.verdict for r in runs if r.findings is not None}
     count = len(compared.runs)
-    title = f"{count} run{'s' if count != 1 else ''}, best first"
+    title = f"{counted(count, 'run')}, best first"
     table = Table(title=title, title_justify="left")
     columns = ["run", "lab", "ended", "best", "scored", "actions", "/h", "time", "tokens", "$"]
     for name in [*columns, "after best", *(["verdict"] if verdicts else [])]:

@@ -30,6 +30,7 @@ from labrxiv.interrupt import (
 from labrxiv.report import count_endings, every_run_errored, print_endings
 from labrxiv.settings import Settings
 from labrxiv.wiring import gym_dirs
+from labrxiv.words import counted
 from workers.errors import BundleError
 from workers.gym.registry import find_bundle
 from workers.lab.campaign import CampaignPlan
@@ -405,4 +406,4 @@ def reap_command(
         sent = reap(bus, store, unfinished_runs(store), timedelta(seconds=quiet), leases)
     finally:
         bus.close()
-    console.print(f"sent {sent} lost step{'' if sent == 1 else 's'} again")
+    console.print(f"sent {counted(sent, 'lost step')} again")

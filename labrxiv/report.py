@@ -12,6 +12,7 @@ from rich.console import Console
 from sqlalchemy import func, select
 
 from events import EventStore
+from labrxiv.words import counted
 from projections.curves import curve_points, paper_points
 from projections.ledger import ledger_totals
 from projections.runs import RUNS, RunView
@@ -118,8 +119,9 @@ def every_run_errored(endings: Sequence[RunEnding]) -> bool:
 def count_endings(endings: Sequence[RunEnding]) -> str:
     """`2 runs: 1 done, 1 error` (`1 run: 1 done`)."""
     counts = Counter(e.reason or "running" for e in endings)
-    runs = "run" if len(endings) == 1 else "runs"
-    return f"{len(endings)} {runs}: " + ", ".join(f"{n} {r}" for r, n in sorted(counts.items()))
+    return f"{counted(len(endings), 'run')}: " + ", ".join(
+        f"{n} {r}" for r, n in sorted(counts.items())
+    )
 
 
 def print_endings(console: Console, endings: Sequence[RunEnding]) -> None:

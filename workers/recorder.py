@@ -32,7 +32,8 @@ from events import ConflictError, Diverged, Event
 from events.blobs import digest
 from events.errors import UnknownSchemaVersion, UpgradeFailed
 from events.gc_pause import gc_paused
-from events.tables import EventRow, table_of, text_limit
+from events.store import EVENTS
+from events.tables import text_limit
 from events.upgrade import upgrade
 from workers.bus.dead_letters import RAW_LIMIT, from_transit, visible
 from workers.context import WorkerContext
@@ -237,9 +238,7 @@ _LONG_NUMBER = re.compile(r"\d{19,}")
 
 INT_MAX = 2**31 - 1
 """The largest `version` the log stores (a PostgreSQL `integer` column)."""
-_TEXT_LIMITS = {
-    name: text_limit(table_of(EventRow).c[name]) for name in ("stream", "correlation_id", "actor")
-}
+_TEXT_LIMITS = {name: text_limit(EVENTS.c[name]) for name in ("stream", "correlation_id", "actor")}
 """The characters each text column of the log holds."""
 
 
