@@ -21,12 +21,12 @@ import pytest
 import redis
 from hypothesis import settings as hypothesis_settings
 
+from tests.needs import IN_CI, missing
 from tests.ports import free_port
 
 PG_ADMIN = os.environ.get("LABRXIV_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 REDIS_BASE = os.environ.get("LABRXIV_TEST_REDIS")
 """A Redis to use instead of the session's own (e.g. `redis://127.0.0.1:6379`)."""
-IN_CI = os.environ.get("CI", "").lower() == "true"
 
 # Under CI the property and fuzz suites draw the same examples on every run of the same
 # code: a new draw that finds a new bug is a finding for a developer's run, not a CI
@@ -38,9 +38,7 @@ if IN_CI:
 
 
 def _unavailable(what: str, exc: Exception) -> None:
-    if IN_CI:
-        pytest.fail(f"{what} is not reachable under CI=true: {exc}")
-    pytest.skip(f"{what} is not running on this machine: {exc}")
+    missing(f"{what} is not running on this machine: {exc}")
 
 
 @pytest.fixture
@@ -82,10 +80,7 @@ def redis_base(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         return
     binary = shutil.which("redis-server")
     if binary is None:
-        message = "redis-server is not installed (Debian: apt-get install redis-server)"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
+        missing("redis-server is not installed (Debian: apt-get install redis-server)")
     port = free_port()
     folder = tmp_path_factory.mktemp("redis")
     server = subprocess.Popen(

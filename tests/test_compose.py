@@ -25,6 +25,7 @@ from typer.testing import CliRunner
 
 from labrxiv.cli import app
 from labrxiv.settings import Settings, load_settings
+from tests.needs import missing
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_DIR = ROOT / "compose"
@@ -35,7 +36,6 @@ SERVICES: dict[str, dict[str, Any]] = COMPOSE["services"]
 LABRXIV_SERVICES = sorted(name for name, spec in SERVICES.items() if "build" in spec)
 DOCKERFILE = (ROOT / "Dockerfile").read_text()
 DEPLOY_DOC = (ROOT / "docs" / "deploy.md").read_text()
-IN_CI = os.environ.get("CI", "").lower() == "true"
 
 
 INTERPRETER_VARIABLES = {
@@ -268,10 +268,7 @@ def test_prometheus_scrapes_what_the_services_serve() -> None:
 def test_prometheus_config_passes_promtool(tmp_path: Path) -> None:
     promtool = shutil.which("promtool")
     if promtool is None:
-        message = "promtool is missing: install Debian's prometheus package (.ci/run does)"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
+        missing("promtool is missing: install Debian's prometheus package (.ci/run does)")
     config = yaml.safe_load((COMPOSE_DIR / "prometheus" / "prometheus.yml").read_text())
     config["rule_files"] = [str(COMPOSE_DIR / "prometheus" / "rules" / "*.yml")]
     (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config))
@@ -327,9 +324,7 @@ def test_every_compose_variable_is_documented() -> None:
 def need_docker_compose() -> None:
     """Debian's docker-compose 1.29 validates and merges compose files with no daemon."""
     if shutil.which("docker-compose") is None:
-        if IN_CI:
-            pytest.fail("docker-compose is missing: `apt-get install docker-compose` (.ci/run)")
-        pytest.skip("docker-compose is not installed (`apt-get install docker-compose`)")
+        missing("docker-compose is missing: `apt-get install docker-compose` (.ci/run does)")
 
 
 def validate(command: list[str]) -> None:

@@ -34,6 +34,7 @@ from events import Event, EventStore
 from events.ids import derived_id
 from events.payloads import RunFinished, RunStarted
 from events.payloads.model import ModelCalled, ModelFailed, ModelResponded, Price, Usage
+from tests.needs import missing
 from tests.ports import free_port
 from workers.app import make_celery
 from workers.bus.base import RECORD_TASK, publish
@@ -46,7 +47,6 @@ RULE_TESTS_DIR = PROMETHEUS_DIR / "tests"
 DASHBOARDS_DIR = ROOT / "grafana" / "dashboards"
 DATASOURCES_DIR = ROOT / "grafana" / "provisioning" / "datasources"
 LABRXIV = Path(sys.executable).with_name("labrxiv")
-IN_CI = os.environ.get("CI", "").lower() == "true"
 DEADLINE_S = 600
 NO_DATA_YET: dict[str, str] = {}
 """Worker counters with no series in a healthy run, and why (none: a worker exports 0 for
@@ -61,10 +61,7 @@ def need(tool: str) -> str:
     """The path of `tool` (Debian's prometheus package); fails under CI, skips elsewhere."""
     path = shutil.which(tool)
     if path is None:
-        message = f"{tool} is missing: install Debian's prometheus package (.ci/run does)"
-        if IN_CI:
-            pytest.fail(message)
-        pytest.skip(message)
+        missing(f"{tool} is missing: install Debian's prometheus package (.ci/run does)")
     return path
 
 

@@ -34,6 +34,7 @@ from tests.analysis.lab_script import CRASH, EVALUATE, GOOD, patch, python
 from tests.analysis.labelled import labelled_runs
 from tests.analysis.scenarios import PLAN, Scenario, experiment, good_paper
 from tests.llm.fake_server import FakeServer, Received, Scripted, completion, usage
+from tests.needs import missing
 
 SCRIPT = "</script><script>document.title='XSS1'</script>"
 IMAGE = "<img src=x onerror=\"document.title='XSS2'\">"
@@ -134,9 +135,7 @@ def chromium() -> str:
     found = shutil.which("chromium")
     if found is not None:
         return found
-    if os.environ.get("CI") == "true":
-        pytest.fail(MISSING)
-    pytest.skip(MISSING)
+    missing(MISSING)
 
 
 @dataclass

@@ -2,7 +2,6 @@
 `unix://` (a socket; kombu has no such transport) and `rediss://` (TLS; kombu took it to
 its stock transport, certificates unchecked), each on a redis-server of the test's own."""
 
-import os
 import shutil
 import ssl
 import subprocess
@@ -16,6 +15,7 @@ import pytest
 import redis
 from kombu import Exchange, Producer, Queue
 
+from tests.needs import missing
 from tests.ports import free_port
 from workers.app import make_celery
 from workers.bus.broker import Broker, SocketTransport, broker
@@ -53,7 +53,7 @@ def test_a_unix_socket_url_reaches_its_database_on_labrxivs_transport() -> None:
 
 def test_a_tls_url_checks_the_certificate_on_labrxivs_transport() -> None:
     if shutil.which("openssl") is None:
-        _missing("openssl is not installed (Debian: apt-get install openssl)")
+        missing("openssl is not installed (Debian: apt-get install openssl)")
     with tempfile.TemporaryDirectory(prefix="lr-") as name:
         folder = Path(name)
         cert, key = folder / "cert.pem", folder / "key.pem"
@@ -123,7 +123,7 @@ def _redis_server(args: Sequence[str], folder: Path, check: redis.Redis) -> Iter
     `_PortTaken` if its port was taken first."""
     binary = shutil.which("redis-server")
     if binary is None:
-        _missing("redis-server is not installed (Debian: apt-get install redis-server)")
+        missing("redis-server is not installed (Debian: apt-get install redis-server)")
     assert binary is not None
     log = folder / "redis.log"
     log.unlink(missing_ok=True)  # an earlier attempt's
@@ -155,10 +155,3 @@ def _read(log: Path) -> str:
         return log.read_text()
     except FileNotFoundError:
         return ""
-
-
-def _missing(message: str) -> None:
-    """Fail under CI (its machine has the tool), else skip."""
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message)
-    pytest.skip(message)
