@@ -132,10 +132,12 @@ def campaign(
     from labrxiv.cli import _settings
 
     if mode not in ("isolated", "archive"):
-        console.print(f"[red]--mode must be isolated or archive, not {mode!r}[/]")
+        console.print(f"[red]--mode must be isolated or archive, not {escape(repr(mode))}[/]")
         raise typer.Exit(2)
     if archive_reads not in ("all", "accepted"):
-        console.print(f"[red]--archive-reads must be all or accepted, not {archive_reads!r}[/]")
+        console.print(
+            f"[red]--archive-reads must be all or accepted, not {escape(repr(archive_reads))}[/]"
+        )
         raise typer.Exit(2)
     if archive_reads == "accepted" and review is None:
         console.print("[red]--archive-reads accepted needs --review (no paper is ever accepted)[/]")
@@ -224,7 +226,9 @@ def _review_config(reviewer: str | None, asked: ReviewConfig) -> ReviewConfig | 
         return ReviewConfig.model_validate({**asked.__dict__, "reviewer": reviewer})
     except ValidationError as exc:
         first = exc.errors()[0]
-        console.print(f"[red]--review {reviewer}: {escape(first['msg'])}[/]", soft_wrap=True)
+        console.print(
+            f"[red]--review {escape(reviewer)}: {escape(first['msg'])}[/]", soft_wrap=True
+        )
         raise typer.Exit(2) from None
 
 
@@ -259,7 +263,9 @@ def check_task(settings: Settings, task: str, policy: str, hint: str = "") -> No
     needs = policy_needs()
     known = sorted(needs)
     if policy not in known:
-        console.print(f"[red]no policy {policy!r} (known: {', '.join(known)})[/]", soft_wrap=True)
+        console.print(
+            f"[red]no policy {escape(repr(policy))} (known: {', '.join(known)})[/]", soft_wrap=True
+        )
         raise typer.Exit(2)
     if policy not in card.policies:
         supported = " and ".join(card.policies)
@@ -304,8 +310,12 @@ def _llm_config(
             context_tokens=context_tokens,
         )
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        console.print(f"[red]bad llm settings: {problems}[/]")
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'] if p != '[key]')}: {e['msg']}"
+            for e in exc.errors()
+        )
+        # Escaped: rich took `[key]` of pydantic's place for a style and printed nothing.
+        console.print(f"[red]bad llm settings: {escape(problems)}[/]", soft_wrap=True)
         raise typer.Exit(2) from None
 
 

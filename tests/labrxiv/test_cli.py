@@ -349,6 +349,19 @@ def test_a_wrong_budget_or_endpoint_is_one_line_before_any_run(
     assert list((tmp_path / "data").iterdir()) == []  # nothing was started
 
 
+def test_an_unknown_phase_is_named_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`--phase-model review=x` said "phase_models.review.: Input should be…": rich took
+    the `[key]` of pydantic's error place for a style tag (found trying a wrong input)."""
+    (tmp_path / "data").mkdir()
+    monkeypatch.chdir(tmp_path)
+    command = ["campaign", "--task", "continual-digits", "--policy", "llm", "--model", "m"]
+    code, out = invoke(*command, "--phase-model", "review=x", LABRXIV_DATA_DIR="data")
+    assert code == 2, out
+    assert said(out).startswith("bad llm settings: phase_models.review: Input should be "), out
+    assert "'revise'" in out and len(out.strip().splitlines()) == 1, out
+    assert list((tmp_path / "data").iterdir()) == []
+
+
 @pytest.mark.parametrize(
     ("option", "named"),
     [
