@@ -35,9 +35,13 @@ BAD_TYPE_ID = uuid.UUID("00000000-0000-7000-8000-00000000bad2")
 NOT_JSON = "{this is not json"
 
 
-def runs(count: int, attempts: int) -> list[list[Event]]:
-    """The events of `count` simulated runs (the test derives the same ids)."""
-    return [list(simulated_run(f"r{i}", START, attempts=attempts, seed=i)) for i in range(count)]
+def runs(count: int, attempts: int, first: int = 0) -> list[list[Event]]:
+    """The events of `count` simulated runs, numbered from `first` (the test derives the
+    same ids)."""
+    return [
+        list(simulated_run(f"r{i}", START, attempts=attempts, seed=i))
+        for i in range(first, first + count)
+    ]
 
 
 def bad_version(template: Event) -> dict[str, object]:
@@ -70,13 +74,14 @@ def main() -> None:
     cut = parser.add_mutually_exclusive_group(required=True)
     cut.add_argument("--chunk", type=int)
     cut.add_argument("--runs-per-message", type=int)
+    parser.add_argument("--first", type=int, default=0, help="the first run's number")
     parser.add_argument("--malformed", action="store_true")
     parser.add_argument(
         "--reverse", action="store_true", help="send the last message first (later parts first)"
     )
     args = parser.parse_args()
 
-    streams = runs(args.runs, args.attempts)
+    streams = runs(args.runs, args.attempts, args.first)
     if args.chunk:
         longest = max(len(events) for events in streams)
         messages = [
