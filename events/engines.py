@@ -28,7 +28,17 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         # initdb makes where no UTF-8 locale is installed) psycopg returned text as bytes
         # and SQLAlchemy's first query failed ("cannot use a string pattern on a
         # bytes-like object"). SQL_ASCII stores the bytes it is given: UTF-8 round-trips.
-        connect_args = {"client_encoding": "utf8"} | kwargs.pop("connect_args", {})
+        # Sessions in UTC whatever the server's or the database's zone: every time in the
+        # log is UTC (`events.ids.utcnow`) and comes back so, as from SQLite; in another
+        # zone psycopg also converted each time into it (a `ZoneInfo`), ~0.5 µs of the
+        # ~4 µs an event of a rebuild's read (bench/rebuild.py). Options the URL gives
+        # (`?options=…`) are kept after it.
+        given = parsed.query.get("options")
+        given = " ".join(given) if isinstance(given, tuple) else given
+        options = " ".join(filter(None, ["-c TimeZone=UTC", given]))
+        connect_args = {"client_encoding": "utf8", "options": options} | kwargs.pop(
+            "connect_args", {}
+        )
         return create_engine(
             url,
             json_serializer=_json_dumps,

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Generator, Iterator
 from typing import Any, TypeVar
 
+import orjson
 import psycopg
 from sqlalchemy import select
 from sqlalchemy.exc import DBAPIError
@@ -78,10 +79,11 @@ def prefetched_pages(
 
 
 _PAGE = (
-    f"SELECT {', '.join(c.name for c in EVENTS.c)} FROM {EVENTS.name} "
-    "WHERE position > %s ORDER BY position LIMIT %s"
+    f"SELECT {', '.join(c.name for c in EVENTS.c if c.name != 'payload')}, payload::text "
+    f"FROM {EVENTS.name} WHERE position > %s ORDER BY position LIMIT %s"
 )
-"""A page of the log after a position, every column in `rows_to_records`' order."""
+"""A page of the log after a position (PostgreSQL), every column in `rows_to_records`'
+order, the payload as its JSON text (`_PageReader`)."""
 
 
 class _PageReader:
@@ -104,11 +106,12 @@ class _PageReader:
             driver = self.conn.connection.driver_connection
             assert driver is not None and driver.autocommit
             # The driver's own cursor: its rows are what `rows_to_records` takes (psycopg
-            # loads the ids, times and payload, with the engine's JSON loader), and
-            # SQLAlchemy's result rows around them cost ~3 µs an event on PostgreSQL,
-            # a third of reading a page (bench/rebuild.py: `iter_records`). Binary rows:
-            # ids, times and numbers cost psycopg less to load than their text (~1 µs an
-            # event of ~6), and the payload is the same JSON text behind a version byte.
+            # loads the ids and times), and SQLAlchemy's result rows around them cost ~3 µs
+            # an event on PostgreSQL, a third of reading a page (bench/rebuild.py:
+            # `iter_records`). Binary rows: ids, times and numbers cost psycopg less to
+            # load than their text (~1 µs an event of ~6). The payload comes as text and
+            # is parsed here: psycopg's JSON loaders are Python code called once a value,
+            # which made a payload cost ~2.4 µs to load against ~1.6 (text, then orjson).
             self.cursor = driver.cursor(binary=True)
 
     def __enter__(self) -> "_PageReader":
@@ -125,7 +128,8 @@ class _PageReader:
                 rows = self.cursor.execute(_PAGE, (after, limit)).fetchall()
             except psycopg.Error as error:  # as SQLAlchemy raises it on its own path
                 raise DBAPIError.instance(_PAGE, (after, limit), error, psycopg.Error) from error
-            return rows_to_records(rows)
+            loads = orjson.loads
+            return rows_to_records([(*row[:11], loads(row[11])) for row in rows])
         query = select(EVENTS).where(EVENTS.c.position > after)
         rows = self.conn.execute(query.order_by(EVENTS.c.position).limit(limit)).all()
         if not self.autocommit:
