@@ -18,6 +18,7 @@ import argparse
 import os
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -48,7 +49,8 @@ from events import EventStore  # noqa: E402
 from events.gc_pause import gc_paused  # noqa: E402
 from events.ids import utcnow  # noqa: E402
 from projections.catalogue import all_projectors  # noqa: E402
-from projections.parallel import default_jobs  # noqa: E402
+from projections.checkpoints import read_checkpoints  # noqa: E402
+from projections.parallel import default_jobs, plan  # noqa: E402
 from projections.projector import Projector  # noqa: E402
 from projections.runner import ProjectionRunner  # noqa: E402
 from projections.runs import RunsProjector  # noqa: E402
@@ -136,7 +138,8 @@ def _bench_backend(backend: str, args: argparse.Namespace, workdir: Path) -> lis
                      _rebuild(store, [RunsProjector()], page, 1)),
             _measure(backend, url, EVERY_ONE, count, _rebuild(store, timed, page, 1)),
             _measure(backend, url, f"{EVERY}, {jobs} process(es)", count,
-                     _rebuild(store, all_projectors(), page, jobs), children=jobs > 1),
+                     _watched(store, _rebuild(store, all_projectors(), page, jobs), jobs),
+                     children=jobs > 1),
             # Again last, warm: the share is taken of the faster of the two raw reads.
             _measure(backend, url, RAW_AGAIN, count, lambda: _raw_read(store, page)),
         ]  # fmt: skip
@@ -200,6 +203,61 @@ def _timed(projectors: list[Projector], spent: dict[str, float]) -> list[Project
 
         projector.apply = timed  # type: ignore[method-assign]
     return projectors
+
+
+def _watched(store: EventStore, work: Callable[[], int], jobs: int) -> Callable[[], int]:
+    """`work` (a rebuild in `jobs` processes) with its groups' checkpoints watched: prints
+    when each group applied its first page and reached the head, against the first group
+    (this process's): the spawned processes' late start `split` gives a head start for
+    (`projections.parallel.SPAWN_SECONDS`), and how far from together the groups ended."""
+    if jobs < 2:
+        return work
+    groups = [[p.name for p in g] for g in plan(store, all_projectors(), jobs)]
+    head = store.max_position()
+
+    def watched() -> int:
+        seen: dict[int, list[float]] = {}
+        reset: set[int] = set()  # groups whose checkpoint the rebuild has dropped
+        stop = threading.Event()
+
+        def watch() -> None:
+            with store.engine.connect() as conn:
+                while not stop.wait(0.01):
+                    at = read_checkpoints(conn, [names[0] for names in groups])
+                    conn.rollback()
+                    now = time.perf_counter()
+                    for index, names in enumerate(groups):
+                        position = at.get(names[0], 0)
+                        if position == 0:
+                            reset.add(index)
+                        if position > 0 and index in reset and index not in seen:
+                            seen[index] = [now, now]
+                        if position < head and index in seen:
+                            seen[index][1] = now
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        began = time.perf_counter()
+        watcher.start()
+        try:
+            return work()
+        finally:
+            stop.set()
+            watcher.join()
+            if 0 in seen:
+                first, end = seen[0]
+                print(
+                    f"  first group: first page at {first - began:.2f} s,"
+                    f" at the head at {end - began:.2f} s"
+                )
+                for index in range(1, len(groups)):
+                    start, ended = seen.get(index, [float("nan")] * 2)
+                    print(
+                        f"  spawned group {', '.join(groups[index])}: first page"
+                        f" {start - first:.2f} s after the first group's"
+                        f" ({', '.join(groups[0])}), at the head {ended - end:+.2f} s after it"
+                    )
+
+    return watched
 
 
 def _rebuild(

@@ -132,7 +132,7 @@ class ArchiveProjector(Projector):
     """Folds `paper.submitted` and `papers.retrieved` into the archive tables."""
 
     name = "archive"
-    cost = 0.3
+    cost = 0.2
     tables = (PAPERS, PAPER_CLAIMS, PAPER_CITATIONS, PAPER_RETRIEVALS, PAPER_TERMS)
 
     def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:

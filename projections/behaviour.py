@@ -77,7 +77,7 @@ class BehaviourProjector(Projector):
     name = "behaviour"
     version = 2
     """2: a fork's steps are numbered on from the steps it inherits, as `replay` numbers them."""
-    cost = 2.8
+    cost = 2.3
     tables = (BEHAVIOUR,)
 
     def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:

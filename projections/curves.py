@@ -123,7 +123,7 @@ class CurvesProjector(Projector):
     """Folds run streams into curve points, paper points and running totals."""
 
     name = "curves"
-    cost = 2.6
+    cost = 2.5
     tables = (CURVE_RUNS, CURVE_POINTS, CURVE_PAPERS)
 
     def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:

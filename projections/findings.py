@@ -93,7 +93,7 @@ class FindingsProjector(Projector):
     """Runs the detectors on every run a page touches and replaces its findings."""
 
     name = "findings"
-    cost = 12.1
+    cost = 9.3
     tables = (FINDINGS, FINDINGS_RUNS)
 
     def __init__(self) -> None:

@@ -123,7 +123,7 @@ class LedgerProjector(Projector):
     """Folds tool and model call events into `ledger` rows."""
 
     name = "ledger"
-    cost = 4.3
+    cost = 4.2
     tables = (LEDGER,)
 
     def __init__(self) -> None:

@@ -6,8 +6,9 @@ and each has its own checkpoint, so a group replays the log exactly as the one-p
 rebuild would: same pages, same transactions for its read models, same rows. What a
 group costs is one more read of the log (~5–6 µs of client CPU an event and ~3 of the
 database's), so groups are made only where a core is free to take them, and balanced by
-each read model's measured CPU an event (`Projector.cost`): the findings read model
-alone costs as much as the six others together (docs/benchmarks.md, "Rebuild").
+each read model's measured CPU an event (`Projector.cost`) so that they end together:
+the findings read model alone costs nearly as much as the six others together
+(docs/benchmarks.md, "Rebuild").
 
 PostgreSQL only: SQLite has one writer at a time, so a second process would wait for the
 first's transactions (and an in-memory database cannot be shared at all).
@@ -49,31 +50,51 @@ class OneWriter(ValueError):
     """A rebuild in several processes asked of a database that takes one writer at a time."""
 
 
+SPAWN_SECONDS = 0.75
+"""How long a spawned process takes to apply its first page after the rebuild's own
+process began with its own (importing labrxiv, connecting, reading): the head start a
+split gives the first group (bench/rebuild.py prints it; docs/benchmarks.md)."""
+
+
 def plan(store: EventStore, projectors: Sequence[Projector], jobs: int) -> list[list[Projector]]:
-    """The groups a rebuild in `jobs` processes runs (`split`), or `OneWriter` where
-    `store` cannot take them: checked before anything is dropped."""
+    """The groups a rebuild in `jobs` processes runs (`split`, with the spawned processes'
+    late start spread over the log's events), or `OneWriter` where `store` cannot take
+    them: checked before anything is dropped."""
     if jobs > 1 and not parallel_capable(store):
         raise OneWriter(
             f"a rebuild in {jobs} processes needs PostgreSQL: "
             f"{store.engine.dialect.name} takes one writer at a time"
         )
-    return split(projectors, jobs)
+    if jobs == 1:
+        return split(projectors, jobs)
+    return split(projectors, jobs, lead=SPAWN_SECONDS * 1e6 / max(1, store.max_position()))
 
 
-def split(projectors: Sequence[Projector], jobs: int) -> list[list[Projector]]:
-    """`projectors` in at most `jobs` groups of near-equal cost, the costliest first
-    (longest processing time first); each group keeps the catalogue's order."""
+def split(projectors: Sequence[Projector], jobs: int, lead: float = 0.0) -> list[list[Projector]]:
+    """`projectors` in at most `jobs` groups that end together, the first for this process
+    (longest processing time first, each group put where it would end soonest); each
+    group keeps the catalogue's order.
+
+    Costs are µs of CPU an event (`Projector.cost`); `lead` is the time, in the same µs an
+    event, that the groups after the first start late (they are spawned): a balance of
+    costs alone left the spawned process ~2 s of a 500,000-event rebuild to finish alone,
+    the machine half idle (bench/rebuild.py)."""
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, not {jobs}")
+    if not projectors:
+        return []
     order = {id(p): i for i, p in enumerate(projectors)}
-    groups: list[list[Projector]] = [[] for _ in range(min(jobs, len(projectors)))]
-    loads = [0.0] * len(groups)
+    count = min(jobs, len(projectors))
+    groups: list[list[Projector]] = [[] for _ in range(count)]
+    ends = [0.0] + [lead] * (count - 1)
     for projector in sorted(projectors, key=lambda p: -p.cost):
-        lightest = loads.index(min(loads))
-        groups[lightest].append(projector)
-        loads[lightest] += projector.cost
-    kept = [sorted(g, key=lambda p: order[id(p)]) for g in groups if g]
-    return sorted(kept, key=lambda g: -sum(p.cost for p in g))
+        soonest = ends.index(min(ends))
+        groups[soonest].append(projector)
+        ends[soonest] += projector.cost
+    if not all(groups):  # a start so late that one process would do it all: `jobs` asked
+        return split(projectors, jobs)  # for, each gets its share as if all began at once
+    here, *spawned = [sorted(g, key=lambda p: order[id(p)]) for g in groups]
+    return [here, *sorted(spawned, key=lambda g: -sum(p.cost for p in g))]
 
 
 class Elsewhere:

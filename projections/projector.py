@@ -27,9 +27,11 @@ class Projector(ABC):
     fixed, a count added), so a read model an older labrxiv stored is rebuilt from the
     log instead of read as it is (`projections.versions`). New columns are found without it."""
     cost: float = 1.0
-    """Its CPU an event in a rebuild, relative to the others: how a rebuild on several
-    cores splits the read models (`projections.parallel`). The shipped ones give the µs
-    of CPU an event bench/rebuild.py measured (docs/benchmarks.md, 2026-11-26 13:40)."""
+    """Its CPU an event in a rebuild, in µs: how a rebuild on several cores splits the
+    read models (`projections.parallel`). The shipped ones give what bench/rebuild.py
+    measured on simulated runs: their `apply`'s CPU in the one-process rebuild, plus the
+    database's for their writes (each rebuilt alone, beside the read of the log alone;
+    docs/benchmarks.md, 2026-11-27)."""
 
     @abstractmethod
     def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:

@@ -78,7 +78,7 @@ class ReviewsProjector(Projector):
     """Folds `review.submitted` and `paper.decided` into the reviews tables."""
 
     name = "reviews"
-    cost = 0.2
+    cost = 0.1
     tables = (REVIEWS, DECISIONS)
 
     def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:

@@ -300,8 +300,9 @@ class ProjectionRunner:
         return rebuilt
 
     def _replay(self, groups: list[list[Projector]]) -> Rebuilt:
-        """Catch up each group of read models in a process of its own: the first (the
-        costliest) here, where imports are warm, the others spawned beside it."""
+        """Catch up each group of read models in a process of its own: the first here,
+        where imports are warm (`split` gives it the others' late start), the others
+        spawned beside it."""
         if len(groups) == 1:
             return Rebuilt(self.catch_up(), 1)
         elsewhere: list[Elsewhere] = []

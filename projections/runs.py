@@ -140,7 +140,7 @@ class RunsProjector(Projector):
     name = "runs"
     version = 2
     """2: a fork's inherited attempts and papers, and revisions, are counted."""
-    cost = 1.4
+    cost = 1.2
     tables = (RUNS,)
 
     def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:
