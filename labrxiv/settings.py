@@ -54,7 +54,8 @@ class Settings(BaseSettings):
     stall_seconds: float = Field(default=30.0, gt=0)
     """A run with no event for this long and no step being taken has lost its step (a
     message lost with Redis, a worker killed): the reaper sends it again. Also the time
-    to live of a step's lease (renewed while the step runs)."""
+    to live of a step's lease (renewed while the step runs): a step whose worker died is
+    taken over by another once it runs out (`workers.lab.lease`)."""
     reactor_interval: float = Field(default=0.5, gt=0)
     """Seconds between the reactor's looks at the log (`labrxiv reactor`)."""
 

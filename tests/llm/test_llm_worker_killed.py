@@ -61,6 +61,9 @@ def test_a_run_resumes_after_its_worker_died_mid_call(
         LABRXIV_VISIBILITY_TIMEOUT="4",
         LABRXIV_DATA_DIR=str(tmp_path / "data"),
         LABRXIV_LLM_TIMEOUT="60",
+        # The killed worker's step lease: the step brought back to the other worker waits
+        # for it to run out (`workers.lab.lease`), 6 s here instead of the default 30.
+        LABRXIV_STALL_SECONDS="6",
         OPENAI_API_KEY=KEY,
         OPENAI_BASE_URL=server.url,
     )

@@ -1,4 +1,4 @@
-"""Step leases: a run whose step is being taken says so, so the reaper leaves it alone.
+"""Step leases: a step being taken says so, so no one else takes it meanwhile.
 
 The reaper sends a run's step again when the run has had no event for a while (its
 step message was lost: Redis restarted empty, a worker killed). A step may rightly take
@@ -8,15 +8,41 @@ it at once. So a worker taking a step holds a lease on the run, renewed every th
 of its time to live while the step runs; the reaper sends again only the steps of
 runs with no live lease. A worker that dies stops renewing: its lease runs out within
 `ttl` seconds, and the run is reaped. One upsert a step, one more per `ttl / 3` of a
-long step; the lease is left to run out, not deleted (the run's next event says more).
+long step.
+
+A lease is exclusive: each take holds it under a token of its own, and a take that
+finds the same step's lease held by another (a step sent twice: the reactor sending a
+reaction again after a crash, kombu bringing a message back from a worker it thought
+dead) does not run it beside the first, in the same workspace, but waits for the
+lease (`Held`, with the time it has left). When it comes back, the step is either taken
+(the run moved on: it does nothing) or its taker died (the lease ran out: it takes it):
+a worker's death costs its step up to `ttl` before another worker takes it over.
+
+A take that raises gives its lease back (it published nothing: its retry takes the step
+at once); one that ends leaves it to run out, so the time between its publish and the
+recorder's append is covered too.
 """
 
 import threading
+import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 
-from sqlalchemy import BigInteger, Column, DateTime, MetaData, String, Table, select
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    MetaData,
+    String,
+    Table,
+    delete,
+    inspect,
+    or_,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -24,6 +50,8 @@ from events import EventStore
 from events.engines import WRITER_OPTIONS
 from events.envelope import as_utc
 from events.ids import utcnow
+from events.schema import schema_transaction
+from workers.errors import WorkerError
 from workers.reactor import create_table
 
 STEP_LEASES = Table(
@@ -32,8 +60,22 @@ STEP_LEASES = Table(
     Column("stream", String(200), primary_key=True),
     Column("version", BigInteger, nullable=False),
     Column("expires_at", DateTime(timezone=True), nullable=False),
+    Column("holder", String(32)),
 )
-"""Per run: the step being taken (the version it follows) and until when it is held."""
+"""Per run: the step being taken (the version it follows), until when it is held, and by
+which take (a token; none in a table an older labrxiv wrote: added when missing)."""
+
+
+class Held(WorkerError):
+    """Another take holds the lease on this step; it runs out in `left` seconds unless
+    renewed."""
+
+    def __init__(self, stream: str, version: int, left: float) -> None:
+        super().__init__(
+            f"the step of {stream} after version {version} is being taken elsewhere "
+            f"(its lease has {left:.1f}s left)"
+        )
+        self.left = left
 
 
 class Leases:
@@ -46,21 +88,31 @@ class Leases:
 
     @contextmanager
     def holding(self, stream: str, version: int) -> Iterator[None]:
-        """Hold the lease on `stream`'s step after `version` while the block runs."""
-        self._renew(stream, version)
+        """Hold the lease on `stream`'s step after `version` while the block runs; raises
+        `Held` if another take holds it. Given back if the block raises."""
+        token = uuid.uuid4().hex
+        left = self._take(stream, version, token)
+        if left is not None:
+            raise Held(stream, version, left)
         done = threading.Event()
 
         def renew() -> None:
             while not done.wait(self.ttl / 3):
-                self._renew(stream, version)
+                self._renew(stream, token)
 
         renewer = threading.Thread(target=renew, name=f"lease {stream}", daemon=True)
         renewer.start()
+        raised = False
         try:
             yield
+        except BaseException:
+            raised = True
+            raise
         finally:
             done.set()
             renewer.join(timeout=self.ttl)
+            if raised:
+                self._give_back(stream, token)
 
     def live(self, streams: Iterable[str], now: datetime | None = None) -> dict[str, int]:
         """The runs among `streams` whose step is held now: stream → the version it follows."""
@@ -74,12 +126,20 @@ class Leases:
             rows = conn.execute(query.where(STEP_LEASES.c.stream.in_(wanted))).all()
         return {stream: version for stream, version, until in rows if as_utc(until) > now}
 
-    def _renew(self, stream: str, version: int) -> None:
+    def _take(self, stream: str, version: int, token: str) -> float | None:
+        """Take the lease for `token` unless another take holds the same step's; returns
+        None when taken, else the seconds the holder's lease has left.
+
+        One conditional upsert: the stored lease is replaced if it ran out, is of another
+        step (the run's previous one, left to run out) or has no holder (an older
+        labrxiv's); PostgreSQL decides it row-locked, SQLite under its writer lock."""
         self._ensure_table()
+        now = utcnow()
         row = {
             "stream": stream,
             "version": version,
-            "expires_at": utcnow() + timedelta(seconds=self.ttl),
+            "expires_at": now + timedelta(seconds=self.ttl),
+            "holder": token,
         }
         # BEGIN IMMEDIATE on SQLite: the upsert reads before it writes, and a deferred
         # transaction failed at once with "database is locked" when the recorder
@@ -88,14 +148,59 @@ class Leases:
         with writer as conn, conn.begin():
             insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
             statement = insert(STEP_LEASES).values(row)
+            stored = STEP_LEASES.c
             conn.execute(
                 statement.on_conflict_do_update(
-                    index_elements=[STEP_LEASES.c.stream],
-                    set_={"version": version, "expires_at": row["expires_at"]},
+                    index_elements=[stored.stream],
+                    set_={k: v for k, v in row.items() if k != "stream"},
+                    where=or_(
+                        stored.expires_at <= now,
+                        stored.version != version,
+                        stored.holder.is_(None),
+                    ),
                 )
             )
+            holder, until = conn.execute(
+                select(stored.holder, stored.expires_at).where(stored.stream == stream)
+            ).one()
+        if holder == token:
+            return None
+        return max(0.0, (as_utc(until) - now).total_seconds())
+
+    def _renew(self, stream: str, token: str) -> None:
+        """Move the lease's end on, if `token` still holds it."""
+        until = utcnow() + timedelta(seconds=self.ttl)
+        writer = self.store.engine.connect().execution_options(**WRITER_OPTIONS)
+        with writer as conn, conn.begin():
+            conn.execute(
+                update(STEP_LEASES)
+                .where(STEP_LEASES.c.stream == stream, STEP_LEASES.c.holder == token)
+                .values(expires_at=until)
+            )
+
+    def _give_back(self, stream: str, token: str) -> None:
+        """End the lease now, if `token` still holds it (best effort: else it runs out)."""
+        try:
+            writer = self.store.engine.connect().execution_options(**WRITER_OPTIONS)
+            with writer as conn, conn.begin():
+                conn.execute(
+                    delete(STEP_LEASES).where(
+                        STEP_LEASES.c.stream == stream, STEP_LEASES.c.holder == token
+                    )
+                )
+        except Exception:  # noqa: BLE001 - the database away: the lease runs out instead
+            pass
 
     def _ensure_table(self) -> None:
         if self._ready:
             return
-        self._ready = create_table(self.store, STEP_LEASES)
+        create_table(self.store, STEP_LEASES)
+        columns = {c["name"] for c in inspect(self.store.engine).get_columns(STEP_LEASES.name)}
+        if "holder" not in columns:  # a table an older labrxiv made
+            with schema_transaction(self.store.engine) as conn:
+                columns = {c["name"] for c in inspect(conn).get_columns(STEP_LEASES.name)}
+                if "holder" not in columns:
+                    conn.execute(
+                        text(f"ALTER TABLE {STEP_LEASES.name} ADD COLUMN holder VARCHAR(32)")
+                    )
+        self._ready = True

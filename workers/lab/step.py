@@ -5,10 +5,14 @@ Idempotency rule: a step is addressed by (run stream, the version it follows). I
 stream has moved past that version, the step was already taken and this delivery does
 nothing; if not, the events it publishes have ids derived from (stream, version), so
 a step taken twice (redelivery after a worker died, the reaper) leaves one copy in the
-log: the first take recorded. A second take may come out differently (a grader that
-timed out once, a budget's clock, the archive read later); one that is longer shares
-only its first events' ids with the first, and the store leaves it out whole
-(`events.store.Diverged`) rather than splice its tail after the first take's.
+log: the first take recorded. Two takes never run at once where the worker holds step
+leases (`workers.lab.lease`: every worker labrxiv starts): a second delivery waits for
+the first take's lease. Taken one after the other (the first take's events not yet
+recorded when its lease ran out: a recorder down longer than the lease), a second take
+may come out differently (a grader that timed out once, a budget's clock, the archive
+read later); one that is longer shares only its first events' ids with the first, and
+the store leaves it out whole (`events.store.Diverged`) rather than splice its tail
+after the first take's.
 
 Faults: a transient fault (the database or the broker away, `workers.retry`) raised
 while taking the step is left to the task wrapper, which runs the whole step again
@@ -39,6 +43,7 @@ from workers.context import WorkerContext
 from workers.errors import RetryLater
 from workers.gym.grading import GraderBroken
 from workers.lab.budget import over_budget
+from workers.lab.lease import Held
 from workers.lab.policies import StepInput
 from workers.metrics import observe_step
 from workers.retry import is_transient
@@ -48,6 +53,8 @@ log = logging.getLogger(__name__)
 LAB_STEP_TASK = "labrxiv.lab_step"
 DETAIL_CHARS = 2500
 """Characters of a broken grader's message kept in `run.finished` (its stderr's tail)."""
+HELD_MARGIN = 0.5
+"""Seconds past the end of another take's lease before this take looks again."""
 
 
 def lab_step(ctx: WorkerContext, stream: str, after_version: int, final: bool = True) -> None:
@@ -60,12 +67,33 @@ def lab_step(ctx: WorkerContext, stream: str, after_version: int, final: bool = 
     seen: list[RunState] = []  # the state read, for the policy label (none if it raised first)
     outcome = "raised"
     try:
-        outcome = _step(ctx, stream, after_version, final, seen)
+        outcome = _step_alone(ctx, stream, after_version, final, seen)
     except RetryLater:
         outcome = "later"
         raise
     finally:
         observe_step(seen[0].started.policy if seen else None, outcome, started)
+
+
+def _step_alone(
+    ctx: WorkerContext, stream: str, after_version: int, final: bool, seen: list[RunState]
+) -> str:
+    """Take the step unless another take holds its lease (`workers.lab.lease`): then run
+    it again once the lease would have run out (`RetryLater`), or, where the bus cannot
+    (`final`), wait here as long and look again. Either way the step is taken by one
+    worker at a time, and a look after the holder's events were recorded does nothing."""
+    while True:
+        try:
+            return _step(ctx, stream, after_version, final, seen)
+        except Held as held:
+            if not final:
+                raise RetryLater(str(held), delay_s=held.left + HELD_MARGIN) from None
+            log.info("%s; waiting for it", held)
+            _wait(held.left + HELD_MARGIN)
+
+
+_wait = time.sleep
+"""How a final take waits for another's lease (a test's hook)."""
 
 
 def _step(
@@ -91,7 +119,9 @@ def _step(
     elif ctx.leases is None:
         payloads, blobs = _act(ctx, state, after_version, final)
     else:
-        with ctx.leases.holding(stream, after_version):  # the reaper leaves the run alone
+        # Held: the reaper leaves the run alone, and a second delivery of this step waits
+        # (`Held`) instead of running the same tools in the same workspace at once.
+        with ctx.leases.holding(stream, after_version):
             payloads, blobs = _act(ctx, state, after_version, final)
     stamps = _stamps(payloads, now, utcnow())
     out = [

@@ -1,0 +1,230 @@
+"""A step is taken by one worker at a time (`workers.lab.lease`): a second delivery of a
+step being taken (the reactor sending a reaction again after a crash, kombu bringing a
+message back from a worker it took for dead) waits for the first take's lease instead of
+running the same tools in the same workspace beside it; a take that raised gives its
+lease back; a dead take's lease runs out and the step is taken then."""
+
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from sqlalchemy import BigInteger, Column, DateTime, MetaData, String, Table, insert, select
+
+from events import Event, EventStore
+from events.ids import new_id, utcnow
+from events.payloads import Payload, RunStarted, ToolInvoked
+from labrxiv.settings import load_settings
+from labrxiv.wiring import open_store, worker_context
+from runstate import RunState
+from workers.bus.base import RECORD_TASK
+from workers.context import WorkerContext
+from workers.errors import RetryLater
+from workers.lab import lease as lease_module
+from workers.lab import step as step_module
+from workers.lab.lease import STEP_LEASES, Held, Leases
+from workers.lab.step import lab_step
+
+STREAM = "run-lease-0"
+
+
+class Sent(list[tuple[str, tuple[Any, ...]]]):
+    """A bus that keeps what it is asked to send and runs nothing."""
+
+    def send(self, task: str, *args: Any) -> None:
+        self.append((task, args))
+
+    def close(self) -> None:
+        pass
+
+    def published(self) -> list[Event]:
+        """The events of every batch sent to the recorder."""
+        batches = [orjson.loads(args[0])["events"] for task, args in self if task == RECORD_TASK]
+        return [Event.model_validate(e) for batch in batches for e in batch]
+
+
+@pytest.fixture
+def ctx(tmp_path: Path) -> Iterator[WorkerContext]:
+    settings = load_settings(data_dir=tmp_path / "data")
+    store = open_store(settings)
+    made = worker_context(settings, store, Sent())
+    assert made.leases is not None  # every worker labrxiv starts holds step leases
+    started = RunStarted(task="t", lab="lab-a", policy="search")
+    store.append(
+        [Event(id=new_id(), stream=STREAM, version=0, occurred_at=utcnow(), payload=started)]
+    )
+    yield made
+    store.engine.dispose()
+
+
+class Blocking:
+    """A step's work (`_act`) that holds the first take until released; counts takes."""
+
+    def __init__(self) -> None:
+        self.takes = 0
+        self.inside = threading.Event()
+        self.release = threading.Event()
+
+    def __call__(
+        self, _ctx: WorkerContext, _state: RunState, version: int, _final: bool
+    ) -> tuple[list[Payload], dict[str, bytes]]:
+        self.takes += 1
+        if self.takes == 1:
+            self.inside.set()
+            assert self.release.wait(30), "the test never released the first take"
+        return [ToolInvoked(call_id=f"call-{version}", tool="bash", args={})], {}
+
+
+def _first_take(ctx: WorkerContext, work: Blocking) -> threading.Thread:
+    first = threading.Thread(target=lab_step, args=(ctx, STREAM, 0))
+    first.start()
+    assert work.inside.wait(30), "the first take never began"
+    return first
+
+
+def test_a_second_delivery_runs_later_instead_of_beside_the_first(
+    ctx: WorkerContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work = Blocking()
+    monkeypatch.setattr(step_module, "_act", work)
+    first = _first_take(ctx, work)
+    try:
+        with pytest.raises(RetryLater, match="being taken elsewhere") as later:
+            lab_step(ctx, STREAM, 0, final=False)
+    finally:
+        work.release.set()
+        first.join(30)
+    assert work.takes == 1  # not two takes of one step at once
+    assert ctx.leases is not None
+    assert 0 < (later.value.delay_s or 0) <= ctx.leases.ttl + step_module.HELD_MARGIN
+
+
+def test_a_final_delivery_waits_and_finds_the_step_taken(
+    ctx: WorkerContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the bus cannot run it later, the second take waits for the lease; by then the
+    first take's events are recorded, and it does nothing."""
+    work = Blocking()
+    monkeypatch.setattr(step_module, "_act", work)
+    first = _first_take(ctx, work)
+    waits: list[float] = []
+
+    def wait(seconds: float) -> None:  # the first take ends, and is recorded, meanwhile
+        waits.append(seconds)
+        work.release.set()
+        first.join(30)
+        bus = ctx.bus
+        assert isinstance(bus, Sent)
+        ctx.store.append(bus.published())
+
+    monkeypatch.setattr(step_module, "_wait", wait)
+    try:
+        lab_step(ctx, STREAM, 0, final=True)
+    finally:
+        work.release.set()
+        first.join(30)
+    assert work.takes == 1 and len(waits) == 1
+    assert [e.version for e in ctx.store.read_stream(STREAM)] == [0, 1]
+
+
+def test_a_take_that_raised_gives_its_lease_back(
+    ctx: WorkerContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*_args: Any) -> Any:
+        raise RetryLater("the model's next attempt is not due")
+
+    monkeypatch.setattr(step_module, "_act", broken)
+    with pytest.raises(RetryLater, match="not due"):
+        lab_step(ctx, STREAM, 0, final=False)
+    work = Blocking()
+    work.takes = 1  # do not block: this is the retry, taken at once
+    monkeypatch.setattr(step_module, "_act", work)
+    lab_step(ctx, STREAM, 0, final=False)
+    assert work.takes == 2
+
+
+def test_a_dead_takes_lease_runs_out_and_the_step_is_taken_then(
+    ctx: WorkerContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    leases = ctx.leases
+    assert leases is not None
+    dead = Leases(ctx.store, ttl=leases.ttl)
+    with dead.holding(STREAM, 0):  # a worker that took the step, then was killed
+        pass
+    work = Blocking()
+    work.takes = 1
+    monkeypatch.setattr(step_module, "_act", work)
+    with pytest.raises(RetryLater) as later:
+        lab_step(ctx, STREAM, 0, final=False)
+    assert work.takes == 1
+    ran_out = utcnow() + timedelta(seconds=(later.value.delay_s or 0))
+    monkeypatch.setattr(lease_module, "utcnow", lambda: ran_out)
+    lab_step(ctx, STREAM, 0, final=False)  # the redelivery, when it is due
+    assert work.takes == 2
+
+
+# -- the leases themselves, on both backends ------------------------------------------
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[EventStore]:
+    made = EventStore.from_url(store_url)
+    yield made
+    made.engine.dispose()
+
+
+def test_a_lease_is_exclusive_to_its_step_and_taker(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    leases, other = Leases(store, ttl=5.0), Leases(store, ttl=5.0)
+    with leases.holding("run-x", 3):
+        with pytest.raises(Held) as held, other.holding("run-x", 3):
+            pass
+        assert 0 < held.value.left <= 5.0
+        with other.holding("run-y", 3):  # another run's step
+            pass
+    with pytest.raises(Held):  # an ended take's lease is left to run out
+        with other.holding("run-x", 3):
+            pass
+    with other.holding("run-x", 4):  # the run's next step: the old lease is not its
+        pass
+    later = utcnow() + timedelta(seconds=6)
+    monkeypatch.setattr(lease_module, "utcnow", lambda: later)
+    with other.holding("run-x", 4):  # ran out
+        pass
+
+
+def test_a_renewal_never_takes_back_a_lease_another_took_over(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    slow, quick = Leases(store, ttl=5.0), Leases(store, ttl=5.0)
+    stuck = utcnow()
+    monkeypatch.setattr(lease_module, "utcnow", lambda: stuck)
+    with slow.holding("run-x", 0):
+        monkeypatch.setattr(lease_module, "utcnow", lambda: stuck + timedelta(seconds=6))
+        with quick.holding("run-x", 0):
+            with store.engine.connect() as conn:
+                holder = conn.execute(select(STEP_LEASES.c.holder)).scalar_one()
+            slow._renew("run-x", "not-the-holder")
+            with store.engine.connect() as conn:
+                assert conn.execute(select(STEP_LEASES.c.holder)).scalar_one() == holder
+
+
+def test_a_lease_table_an_older_labrxiv_made_gets_its_holder_column(store: EventStore) -> None:
+    old = Table(
+        "step_leases",
+        MetaData(),
+        Column("stream", String(200), primary_key=True),
+        Column("version", BigInteger, nullable=False),
+        Column("expires_at", DateTime(timezone=True), nullable=False),
+    )
+    old.create(store.engine)
+    live = utcnow() + timedelta(seconds=60)
+    with store.engine.begin() as conn:  # a take of an older labrxiv: no holder to compare
+        conn.execute(insert(old).values(stream="run-x", version=0, expires_at=live))
+    leases = Leases(store, ttl=5.0)
+    with leases.holding("run-x", 0):
+        assert leases.live(["run-x"]) == {"run-x": 0}
