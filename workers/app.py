@@ -142,7 +142,8 @@ def _register(
             log.info("%s: not yet (%s), retrying in %.1fs", name, exc, delay)
             count_retry(name, "later")
             observe_task(name, "retried", started)
-            raise self.retry(exc=exc, countdown=delay, kwargs={"later": later + 1}) from exc
+            counted = later + 1 if exc.counted else later
+            raise self.retry(exc=exc, countdown=delay, kwargs={"later": counted}) from exc
         except Exception as exc:
             if not is_transient(exc):
                 # A bug, or a message the handler cannot cope with: keep the message

@@ -7,7 +7,7 @@ from celery import Celery
 from sqlalchemy.exc import OperationalError
 
 from workers.app import RETRY_LATER_LIMIT, _register
-from workers.errors import StreamBehind
+from workers.errors import RetryLater, StreamBehind
 
 
 def eager_task(handler: Any) -> Any:
@@ -47,6 +47,24 @@ def test_database_retries_do_not_use_up_the_tries_of_a_stream_behind() -> None:
 
     assert eager_task(handler).apply(args=("message",)).successful()
     assert calls[20:] == ["final=False"] * RETRY_LATER_LIMIT + ["final=True"]
+
+
+def test_waits_on_another_workers_work_do_not_use_up_the_tries() -> None:
+    """A step being taken elsewhere (`workers.lab.lease.Held`) may rightly wait as long
+    as that step runs: its waits are not counted toward the last try."""
+    calls: list[str] = []
+
+    def handler(ctx: Any, message: str, final: bool = True) -> None:
+        if len(calls) < 2 * RETRY_LATER_LIMIT:
+            calls.append(f"held, final={final}")
+            raise RetryLater("being taken elsewhere", delay_s=0, counted=False)
+        calls.append(f"final={final}")
+        if not final:
+            raise StreamBehind("behind")
+
+    assert eager_task(handler).apply(args=("message",)).successful()
+    assert set(calls[: 2 * RETRY_LATER_LIMIT]) == {"held, final=False"}
+    assert calls[2 * RETRY_LATER_LIMIT :] == ["final=False"] * RETRY_LATER_LIMIT + ["final=True"]
 
 
 def test_a_handler_without_final_is_called_as_before() -> None:

@@ -5,6 +5,7 @@ running the same tools in the same workspace beside it; a take that raised gives
 lease back; a dead take's lease runs out and the step is taken then."""
 
 import threading
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -191,6 +192,9 @@ def test_a_lease_is_exclusive_to_its_step_and_taker(
             pass
     with other.holding("run-x", 4):  # the run's next step: the old lease is not its
         pass
+    with pytest.raises(Held):  # a stale take of the step before is kept out
+        with leases.holding("run-x", 3):
+            pass
     later = utcnow() + timedelta(seconds=6)
     monkeypatch.setattr(lease_module, "utcnow", lambda: later)
     with other.holding("run-x", 4):  # ran out
@@ -228,3 +232,26 @@ def test_a_lease_table_an_older_labrxiv_made_gets_its_holder_column(store: Event
     leases = Leases(store, ttl=5.0)
     with leases.holding("run-x", 0):
         assert leases.live(["run-x"]) == {"run-x": 0}
+
+
+def test_a_renewal_that_failed_is_tried_again(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database blip during a long step does not end the renewals (the lease would run
+    out while the step runs, and another worker take it beside it)."""
+    leases = Leases(store, ttl=0.3)
+    calls: list[str] = []
+    renew = Leases._renew
+
+    def blip(self: Leases, stream: str, token: str) -> bool:
+        calls.append(stream)
+        if len(calls) == 1:
+            raise OSError("connection reset")
+        return renew(self, stream, token)
+
+    monkeypatch.setattr(Leases, "_renew", blip)
+    with leases.holding("run-x", 0):
+        deadline = time.monotonic() + 30
+        while len(calls) < 3:
+            assert time.monotonic() < deadline, f"renewed {len(calls)} time(s) only"
+            time.sleep(0.02)

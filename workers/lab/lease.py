@@ -23,6 +23,7 @@ at once); one that ends leaves it to run out, so the time between its publish an
 recorder's append is covered too.
 """
 
+import logging
 import threading
 import uuid
 from collections.abc import Iterable, Iterator
@@ -53,6 +54,8 @@ from events.ids import utcnow
 from events.schema import schema_transaction
 from workers.errors import WorkerError
 from workers.reactor import create_table
+
+log = logging.getLogger(__name__)
 
 STEP_LEASES = Table(
     "step_leases",
@@ -97,8 +100,26 @@ class Leases:
         done = threading.Event()
 
         def renew() -> None:
-            while not done.wait(self.ttl / 3):
-                self._renew(stream, token)
+            wait = self.ttl / 3
+            while not done.wait(wait):
+                try:
+                    held = self._renew(stream, token)
+                except Exception as exc:  # noqa: BLE001 - the database away: try again sooner
+                    log.warning(
+                        "%s: the step's lease was not renewed (%s); trying again", stream, exc
+                    )
+                    wait = self.ttl / 10
+                    continue
+                wait = self.ttl / 3
+                if not held:  # it ran out and another take has it: say so, and stop
+                    log.warning(
+                        "%s: the lease on the step after version %d ran out while it ran and "
+                        "was taken by another worker (a stall longer than %.0fs)",
+                        stream,
+                        version,
+                        self.ttl,
+                    )
+                    return
 
         renewer = threading.Thread(target=renew, name=f"lease {stream}", daemon=True)
         renewer.start()
@@ -130,9 +151,13 @@ class Leases:
         """Take the lease for `token` unless another take holds the same step's; returns
         None when taken, else the seconds the holder's lease has left.
 
-        One conditional upsert: the stored lease is replaced if it ran out, is of another
-        step (the run's previous one, left to run out) or has no holder (an older
-        labrxiv's); PostgreSQL decides it row-locked, SQLite under its writer lock."""
+        One conditional upsert: the stored lease is replaced if it ran out, is of an
+        earlier step (the run's previous one, left to run out) or has no holder (an older
+        labrxiv's); PostgreSQL decides it row-locked, SQLite under its writer lock. A live
+        lease of a later step is kept: this take is stale (the run moved on meanwhile).
+
+        Expiry is each worker's clock (`utcnow`): workers are assumed to agree within a
+        fraction of `ttl` (NTP), as the reaper already assumed."""
         self._ensure_table()
         now = utcnow()
         row = {
@@ -155,7 +180,7 @@ class Leases:
                     set_={k: v for k, v in row.items() if k != "stream"},
                     where=or_(
                         stored.expires_at <= now,
-                        stored.version != version,
+                        stored.version < version,  # the run's previous step's
                         stored.holder.is_(None),
                     ),
                 )
@@ -167,16 +192,17 @@ class Leases:
             return None
         return max(0.0, (as_utc(until) - now).total_seconds())
 
-    def _renew(self, stream: str, token: str) -> None:
-        """Move the lease's end on, if `token` still holds it."""
+    def _renew(self, stream: str, token: str) -> bool:
+        """Move the lease's end on, if `token` still holds it; returns whether it does."""
         until = utcnow() + timedelta(seconds=self.ttl)
         writer = self.store.engine.connect().execution_options(**WRITER_OPTIONS)
         with writer as conn, conn.begin():
-            conn.execute(
+            moved = conn.execute(
                 update(STEP_LEASES)
                 .where(STEP_LEASES.c.stream == stream, STEP_LEASES.c.holder == token)
                 .values(expires_at=until)
             )
+            return bool(moved.rowcount)
 
     def _give_back(self, stream: str, token: str) -> None:
         """End the lease now, if `token` still holds it (best effort: else it runs out)."""

@@ -5,8 +5,8 @@ Idempotency rule: a step is addressed by (run stream, the version it follows). I
 stream has moved past that version, the step was already taken and this delivery does
 nothing; if not, the events it publishes have ids derived from (stream, version), so
 a step taken twice (redelivery after a worker died, the reaper) leaves one copy in the
-log: the first take recorded. Two takes never run at once where the worker holds step
-leases (`workers.lab.lease`: every worker labrxiv starts): a second delivery waits for
+log: the first take recorded. Two takes never do a step's work at once where the worker
+holds step leases (`workers.lab.lease`: every worker labrxiv starts): a second delivery waits for
 the first take's lease. Taken one after the other (the first take's events not yet
 recorded when its lease ran out: a recorder down longer than the lease), a second take
 may come out differently (a grader that timed out once, a budget's clock, the archive
@@ -55,6 +55,9 @@ DETAIL_CHARS = 2500
 """Characters of a broken grader's message kept in `run.finished` (its stderr's tail)."""
 HELD_MARGIN = 0.5
 """Seconds past the end of another take's lease before this take looks again."""
+HELD_LOOK = 1.0
+"""Seconds between the looks of a take waiting in place for another's lease: the run
+may move on (the other take's events recorded) well before the lease runs out."""
 
 
 def lab_step(ctx: WorkerContext, stream: str, after_version: int, final: bool = True) -> None:
@@ -80,16 +83,18 @@ def _step_alone(
 ) -> str:
     """Take the step unless another take holds its lease (`workers.lab.lease`): then run
     it again once the lease would have run out (`RetryLater`), or, where the bus cannot
-    (`final`), wait here as long and look again. Either way the step is taken by one
-    worker at a time, and a look after the holder's events were recorded does nothing."""
+    (`final`), wait here, looking again every `HELD_LOOK`. Either way the step's work is
+    done by one take at a time, and a look after the holder's events were recorded does
+    nothing."""
     while True:
         try:
             return _step(ctx, stream, after_version, final, seen)
         except Held as held:
-            if not final:
-                raise RetryLater(str(held), delay_s=held.left + HELD_MARGIN) from None
+            if not final:  # not counted among the step's own waits: it is another's
+                wait = held.left + HELD_MARGIN
+                raise RetryLater(str(held), delay_s=wait, counted=False) from None
             log.info("%s; waiting for it", held)
-            _wait(held.left + HELD_MARGIN)
+            _wait(min(held.left + HELD_MARGIN, HELD_LOOK))
 
 
 _wait = time.sleep
@@ -109,21 +114,36 @@ def _step(
     if ctx.labs is None:
         raise RuntimeError("this worker has no lab services configured")
     now = utcnow()
-    blobs: dict[str, bytes] = {}
     over = over_budget(state, now)
-    if over is not None:
-        payloads: list[Payload] = [
-            over,
-            RunFinished(reason="budget", detail=f"{over.budget} limit"),
-        ]
-    elif ctx.leases is None:
+    if over is not None:  # no tool runs: the lease is not needed (a second take ends alike)
+        ended = [over, RunFinished(reason="budget", detail=f"{over.budget} limit")]
+        return _send(ctx, state, ended, {}, now)
+    if ctx.leases is None:
         payloads, blobs = _act(ctx, state, after_version, final)
-    else:
-        # Held: the reaper leaves the run alone, and a second delivery of this step waits
-        # (`Held`) instead of running the same tools in the same workspace at once.
-        with ctx.leases.holding(stream, after_version):
-            payloads, blobs = _act(ctx, state, after_version, final)
-    stamps = _stamps(payloads, now, utcnow())
+        return _send(ctx, state, payloads, blobs, now)
+    # Held while the step runs and its events are sent: the reaper leaves the run alone,
+    # and a second delivery of this step waits (`Held`) instead of running the same tools
+    # in the same workspace at once. A take that raises (sending its events included)
+    # gives the lease back, so its retry takes the step at once.
+    with ctx.leases.holding(stream, after_version):
+        again = ctx.streams.run_state(stream)
+        if again is None or again.version != after_version:
+            return "skipped"  # the run moved on between the look above and the lease
+        payloads, blobs = _act(ctx, state, after_version, final)
+        return _send(ctx, state, payloads, blobs, now)
+
+
+def _send(
+    ctx: WorkerContext,
+    state: RunState,
+    payloads: list[Payload],
+    blobs: dict[str, bytes],
+    began: datetime,
+) -> str:
+    """Send the step's events (versions after `state`'s, ids derived from the run and
+    version, so a second take of the step repeats them); returns the step's outcome."""
+    stamps = _stamps(payloads, began, utcnow())
+    stream, after_version = state.stream, state.version
     out = [
         Event(
             id=derived_id(f"{stream}:{after_version + 1 + i}", state.last_at),
