@@ -8,6 +8,10 @@ cut every line at ~45 characters). A command's own help (`labrxiv fork --help`) 
 line breaks of every paragraph but the first too, so a terminal narrower than the
 docstring showed each of its lines broken in two; each paragraph is now one line there
 too (a paragraph that starts with click's `\b` keeps its lines).
+
+Every integer option is bounded by the 64 bits the log stores (`labrxiv.cli_bounds`), and
+typer showed those bounds in every option's help (`[1<=x<=9223372036854775807]`): the
+help shows the bounds a user chooses by (`[x>=1]`), not the storage's.
 """
 
 import inspect
@@ -15,6 +19,8 @@ from typing import Any
 
 import typer
 from typer.core import TyperGroup
+
+from labrxiv.cli_bounds import INT64_MAX, INT64_MIN
 
 
 class OneLineHelpGroup(TyperGroup):
@@ -30,6 +36,27 @@ class OneLineHelpGroup(TyperGroup):
                 command.short_help = " ".join(first.split())
             if command.help:
                 command.help = reflowed(command.help)
+            for param in command.params:
+                _storage_bounds_unshown(param)
+
+
+def _storage_bounds_unshown(param: object) -> None:
+    """Show `param`'s range in its help without the 64-bit bounds every integer option
+    has (what typer's `_get_number_range_help_str`, per option, gives)."""
+    low, high = getattr(param, "min", None), getattr(param, "max", None)
+    if low != INT64_MIN and high != INT64_MAX:
+        return
+    low = None if low == INT64_MIN else low
+    high = None if high == INT64_MAX else high
+
+    def described() -> str | None:
+        if low is None and high is None:
+            return None
+        if low is None:
+            return f"x<={high}"
+        return f"x>={low}" if high is None else f"{low}<=x<={high}"
+
+    setattr(param, "_get_number_range_help_str", described)  # noqa: B010 - typer's hook
 
 
 def reflowed(help: str) -> str:  # noqa: A002 - click's name

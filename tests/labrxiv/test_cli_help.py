@@ -74,3 +74,32 @@ def test_a_commands_help_is_whole_sentences_wrapped_to_the_terminal(
         assert room < len(following.split()[0]) + 1 or following[:1].isupper(), (
             f"a line broken early: {line!r} then {following!r}"
         )
+
+
+def _commands() -> list[list[str]]:
+    """The arguments that reach every command that is not a group."""
+    found = []
+    for args, group in _groups():
+        for name, command in group.commands.items():
+            if not isinstance(command, TyperGroup):
+                found.append([*args, name])
+    return found
+
+
+def test_no_help_shows_the_64_bit_bounds_every_integer_option_has(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every integer option is bounded by what the log stores (`labrxiv.cli_bounds`): its
+    help shows the bound a user chooses by, `[x>=1]`, not `[1<=x<=9223372036854775807]`."""
+    monkeypatch.setattr(typer.rich_utils, "MAX_WIDTH", 2000)  # nothing wraps
+    commands = _commands()
+    assert len(commands) > 20
+    for args in commands:
+        result = CliRunner().invoke(app, [*args, "--help"])
+        assert result.exit_code == 0, result.output
+        assert "9223372036854775807" not in result.output, args
+        assert "-9223372036854775808" not in result.output, args
+    shown = CliRunner().invoke(app, ["campaign", "--help"]).output
+    assert "[x>=1]" in shown  # --labs
+    refused = CliRunner().invoke(app, ["campaign", "--labs", "99999999999999999999"])
+    assert refused.exit_code == 2 and "--labs" in refused.output  # still bounded
