@@ -191,3 +191,33 @@ def test_rebuild_reproduces_every_read_model(campaign: tuple[Embedded, str]) -> 
     system.runner.page = 5000
     system.runner.rebuild()
     assert snapshot(system.store, tables) == incremental
+
+
+@pytest.mark.slow
+def test_a_round_that_found_nothing_better_says_so_instead_of_restating_the_best(
+    campaign: tuple[Embedded, str],
+) -> None:
+    """A search lab's round that did not beat its best wrote that best again, title and
+    claims alike: `papers top` listed the same result twice. Such a round's paper names
+    the best that stands and claims what the round itself measured."""
+    system, _campaign_id = campaign
+    by_run: dict[str, list[Recorded]] = defaultdict(list)
+    for event in log_of(system, "paper.submitted"):
+        by_run[event.stream].append(event)
+    no_gain = 0
+    for papers in by_run.values():
+        told = [(p.payload["title"], repr(p.payload["claims"])) for p in papers]
+        assert len(set(told)) == len(told), "a run restated a paper"
+        best = None
+        for paper in papers:
+            claimed = [
+                c["value"] for c in paper.payload["claims"] if c["subtask"] == "final_accuracy"
+            ]
+            if "no gain over final_accuracy" in paper.payload["title"]:
+                no_gain += 1
+                assert best is not None and f"{best:.4f}" in paper.payload["title"]
+                assert all(value <= best for value in claimed)
+            elif claimed:
+                assert best is None or claimed[0] > best  # a paper that moved the best on
+                best = claimed[0]
+    assert no_gain, "no round of this campaign failed to improve: the case is not exercised"

@@ -9,8 +9,16 @@ from workers.gym.scoring import PROGRESS, better, over_baseline
 from workers.lab.reviews import Revise
 
 
-def write_paper(state: RunState, bundle: Bundle, published: list[dict[str, Any]]) -> dict[str, Any]:
-    """The `submit_paper` arguments for the round the run just finished."""
+def write_paper(
+    state: RunState, bundle: Bundle, published: list[dict[str, Any]], revising: bool = False
+) -> dict[str, Any]:
+    """The `submit_paper` arguments for the round the run just finished.
+
+    A round that did not beat the run's best reported before writes what it found (its
+    own best, claimed as measured, and that the earlier best stands), not the earlier best
+    again: restated, it was a second paper with the same title and claims, listed twice in
+    `labrxiv papers top`. A revision (`revising`) presents the run's best, as the version
+    of the paper under review that answers it."""
     card = bundle.card
     primary = card.subtask(card.primary)
     scored = [a for a in state.attempts if a.scores is not None]
@@ -24,6 +32,8 @@ def write_paper(state: RunState, bundle: Bundle, published: list[dict[str, Any]]
         if best and (_same_method(p["method"], best.config) or _led(p, primary, before))
     ]
     number = len(state.papers) + 1
+    if best is not None and best not in round_attempts and state.papers and not revising:
+        return _no_gain(state, bundle, best, round_attempts, scored, cited)
     if best is None:
         title = f"{card.title}: no configuration scored ({state.lab}, report {number})"
         abstract = "Every attempt of this round failed to produce scores."
@@ -61,6 +71,64 @@ def write_paper(state: RunState, bundle: Bundle, published: list[dict[str, Any]]
         "experiments": [
             {"attempt": a.number, "config": a.config, "scores": a.scores}
             for a in ([best] if best and best not in round_attempts else []) + round_attempts
+            if a.scores is not None
+        ],
+        "cited": cited,
+    }
+
+
+def _no_gain(
+    state: RunState,
+    bundle: Bundle,
+    best: Attempt,
+    round_attempts: list[Attempt],
+    scored: list[Attempt],
+    cited: list[str],
+) -> dict[str, Any]:
+    """A round's paper when the round did not beat `best` (the run's, reported before):
+    its claims are the round's own best attempt's scores, graded (none if nothing of the
+    round scored); the earlier best is named in the title and kept among the experiments."""
+    card = bundle.card
+    primary = card.subtask(card.primary)
+    stands = best.scores[primary.name]  # type: ignore[index]
+    found = _best([a for a in round_attempts if a.scores is not None], primary)
+    tried = len(round_attempts)
+    title = (
+        f"{card.title}: no gain over {primary.name} {stands:.4f} in {tried} more attempt"
+        f"{'' if tried == 1 else 's'} ({state.lab}, report {len(state.papers) + 1})"
+    )
+    if found is None:
+        outcome = "None of them produced scores."
+        claims: list[dict[str, Any]] = []
+        method: dict[str, Any] = {}
+    else:
+        scores = found.scores
+        assert scores is not None
+        outcome = f"The round's best reached {primary.name} = {scores[primary.name]:.4f}."
+        claims = [
+            {
+                "subtask": s.name,
+                "metric": s.metric,
+                "value": scores[s.name],
+                "attempt": found.number,
+            }
+            for s in card.subtasks
+        ]
+        method = dict(found.config)
+    abstract = (
+        f"We tried {tried} more configuration{'' if tried == 1 else 's'} around our best "
+        f"(attempt {best.number}, {primary.name} = {stands:.4f}); none beat it. {outcome}"
+        + (f" It starts from {', '.join(cited)}." if cited else "")
+    )
+    return {
+        "title": title[:300],
+        "abstract": abstract,
+        "body": _body(card.goal, round_attempts, scored, best, card.subtasks, cited),
+        "claims": claims,
+        "method": method,
+        "experiments": [
+            {"attempt": a.number, "config": a.config, "scores": a.scores}
+            for a in [best, *round_attempts]
             if a.scores is not None
         ],
         "cited": cited,

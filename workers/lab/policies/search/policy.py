@@ -102,7 +102,9 @@ class SearchPolicy:
             return Action(
                 "write_file", {"path": "config.json", "content": json.dumps(config, sort_keys=True)}
             )
-        paper = write_paper(state, bundle, _published(state, archive))
+        paper = write_paper(
+            state, bundle, _published(state, archive), revising=isinstance(revising, Revise)
+        )
         if isinstance(revising, Revise):  # the new version answers the reviews with work
             paper = revision(paper, revising, state, bundle)
         return Action("submit_paper", paper)
