@@ -51,6 +51,7 @@ from labrxiv.settings import load_settings  # noqa: E402
 from labrxiv.wiring import open_embedded  # noqa: E402
 from workers.bus.memory import MemoryBus  # noqa: E402
 from workers.context import WorkerContext  # noqa: E402
+from workers.lab.lease import Leases  # noqa: E402
 from workers.lab.step import lab_step  # noqa: E402
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -198,7 +199,10 @@ def measure(
         store = system.store
         write_run(store, policy, size, context_tokens)
         bus = MemoryBus()
-        ctx = WorkerContext(store=store, bus=bus, labs=system.ctx.labs)
+        # With a step lease, as every worker labrxiv starts takes a step (the lease taken
+        # and the run looked at again under it).
+        leases = Leases(store, ttl=settings.stall_seconds)
+        ctx = WorkerContext(store=store, bus=bus, labs=system.ctx.labs, leases=leases)
         # `run_state` is the cache's fold; before issue 11 the cache held events only
         # (`read`): the bench runs on both, to measure the code it replaced.
         warm = getattr(ctx.streams, "run_state", None) or ctx.streams.read
