@@ -19,6 +19,7 @@ from analysis.findings_hook import MISSING, RunFindings, available, run_findings
 from analysis.inspection_tools import Inspected
 from analysis.streaming import behaviours
 from events import EventStore
+from events.envelope import RUN_PREFIX
 from events.gc_pause import gc_paused
 from events.recorded import Recorded
 from runstate.fork import loader
@@ -113,7 +114,7 @@ class OpenRuns:
         """`records`, passed on, with those of runs kept on the way."""
         for record in records:
             stream = record.stream
-            if stream.startswith("run-") and stream not in self._dropped:
+            if stream.startswith(RUN_PREFIX) and stream not in self._dropped:
                 self._runs.setdefault(stream, []).append(record)
                 self._count += 1
                 if self._count > self.limit:

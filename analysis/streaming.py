@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator
 
 from analysis.figures import Behaviour
 from analysis.tally import BehaviourTally, Record
+from events.envelope import RUN_PREFIX
 
 
 def behaviours(records: Iterable[Record]) -> Iterator[Behaviour]:
@@ -19,7 +20,7 @@ def behaviours(records: Iterable[Record]) -> Iterator[Behaviour]:
     open_runs: dict[str, BehaviourTally] = {}
     for record in records:
         stream = record.stream
-        if not stream.startswith("run-"):
+        if not stream.startswith(RUN_PREFIX):
             continue
         tally = open_runs.get(stream)
         if tally is None:

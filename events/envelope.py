@@ -52,9 +52,18 @@ class Event(BaseModel):
         return self.payload.type
 
 
+RUN_PREFIX = "run-"
+"""What a lab run's stream name begins with: `run-<campaign>-<lab>` (a fork's too)."""
+
+
 def stream_kind(stream: str) -> str:
     """`run` for `run-1234`."""
     return stream.split("-", 1)[0]
+
+
+def run_stream(run_id: str) -> str:
+    """The stream of the run `run_id` names (`<campaign>-<lab>`)."""
+    return f"{RUN_PREFIX}{run_id}"
 
 
 def is_stream(name: str) -> bool:

@@ -27,6 +27,7 @@ from analysis.report import (
     analyze_run,
 )
 from events import Event, EventStore
+from events.envelope import RUN_PREFIX
 from events.payloads import InspectionConfig
 from events.payloads.inspection import Verdict
 from labrxiv.cli_bounds import INT64_MAX
@@ -164,7 +165,7 @@ def _resolve(store: EventStore, conn: Connection, text: str) -> tuple[str, str]:
     campaign (its runs' streams start with it too); anything else is looked up as a run."""
     if not text.strip():
         raise NotFound("an empty id names no run or campaign")
-    if text.startswith("run-"):
+    if text.startswith(RUN_PREFIX):
         return "run", resolve_run(conn, text)
     bare = text.removeprefix("campaign-")
     known = campaign_ids(store, conn)

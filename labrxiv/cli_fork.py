@@ -5,6 +5,7 @@ stronger model have recovered from here?"."""
 import typer
 
 from events import EventStore
+from events.envelope import RUN_PREFIX
 from events.payloads import LlmConfig
 from labrxiv.cli_bounds import INT64_MAX
 from labrxiv.cli_campaign import check_task, console, require_sandbox
@@ -57,7 +58,7 @@ def fork(
     settings = found.settings
     store = open_log(settings)
     runs = {r.stream for r in store.iter_records(types=["run.started"])}
-    stream = pick_prefixed("run", "run-", run, runs, "labrxiv runs lists them")
+    stream = pick_prefixed("run", RUN_PREFIX, run, runs, "labrxiv runs lists them")
     try:
         point, parent, _ = fork_point(store, stream, at)
     except ForkError as exc:

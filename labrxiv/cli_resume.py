@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import typer
 
 from events import EventStore
+from events.envelope import RUN_PREFIX
 from labrxiv.campaigns import CampaignOutcome, watch_campaign
 from labrxiv.cli_campaign import console, report_outcome, require_sandbox
 from labrxiv.cli_common import settings_or_exit
@@ -65,7 +66,7 @@ def _chosen(store: EventStore, campaign: str | None, names: list[str]) -> dict[s
         left = {chosen: left[chosen]}
     if names:
         streams = {s for runs in left.values() for s in runs}
-        wanted = {pick_prefixed("unfinished run", "run-", name, streams, "") for name in names}
+        wanted = {pick_prefixed("unfinished run", RUN_PREFIX, name, streams, "") for name in names}
         left = {c: [s for s in runs if s in wanted] for c, runs in left.items()}
         left = {c: runs for c, runs in left.items() if runs}
     if not left:

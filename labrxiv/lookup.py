@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from sqlalchemy import Connection, String, cast, func, inspect, select
 
 from events import Event, EventStore
+from events.envelope import RUN_PREFIX
 from events.store import EVENTS
 from labrxiv.cli_bounds import INT64_MAX
 from labrxiv.errors import NotFound
@@ -62,7 +63,7 @@ def resolve_campaign(store: EventStore, conn: Connection, text: str | None) -> s
 def resolve_run(conn: Connection, text: str) -> str:
     """The run stream `text` names: `run-<campaign>-<lab index>`, `run-` optional."""
     streams = set(conn.execute(select(RUNS.c.stream)).scalars())
-    return pick_prefixed("run", "run-", text, streams, "labrxiv runs lists them")
+    return pick_prefixed("run", RUN_PREFIX, text, streams, "labrxiv runs lists them")
 
 
 def resolve_paper(conn: Connection, text: str) -> str:

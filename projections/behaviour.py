@@ -25,6 +25,7 @@ from sqlmodel import Field, SQLModel
 from analysis.figures import Behaviour
 from analysis.tally import BehaviourTally
 from analysis.tally_state import state_of, tally_from
+from events.envelope import RUN_PREFIX
 from events.recorded import Recorded
 from events.tables import table_of
 from projections.bulk import born_streams, insert_rows
@@ -90,7 +91,7 @@ class BehaviourProjector(Projector):
         for event in events:
             group = by_run.get(event.stream)
             if group is None:
-                if not event.stream.startswith("run-"):
+                if not event.stream.startswith(RUN_PREFIX):
                     continue
                 group = by_run[event.stream] = []
             group.append(event)

@@ -26,7 +26,7 @@ from typing import Any
 from sqlalchemy import BigInteger, Column, Connection, DateTime, delete, func, or_, select
 from sqlmodel import Field, SQLModel
 
-from events.envelope import as_utc
+from events.envelope import RUN_PREFIX, as_utc
 from events.recorded import Recorded
 from events.spend import spend_of
 from events.tables import table_of
@@ -131,7 +131,7 @@ class CurvesProjector(Projector):
 
         Runs born in this page have no stored totals yet (`projections.bulk`): they are
         neither looked up nor deleted, only inserted."""
-        relevant = [e for e in events if e.type in CURVE_TYPES and e.stream.startswith("run-")]
+        relevant = [e for e in events if e.type in CURVE_TYPES and e.stream.startswith(RUN_PREFIX)]
         if not relevant:
             return
         born = born_streams(events)

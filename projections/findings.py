@@ -38,6 +38,7 @@ from analysis.detectors import detect
 from analysis.finding import Finding
 from analysis.findings_hook import RunFindings
 from analysis.verdict import verdict
+from events.envelope import RUN_PREFIX
 from events.payloads import RunFinished
 from events.recorded import Fact, Recorded, TypedRecord
 from events.store import EVENTS, rows_to_records
@@ -108,7 +109,7 @@ class FindingsProjector(Projector):
         for event in events:
             group = by_run.get(event.stream)
             if group is None:
-                if not event.stream.startswith("run-"):
+                if not event.stream.startswith(RUN_PREFIX):
                     continue
                 group = by_run[event.stream] = []
             group.append(event)

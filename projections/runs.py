@@ -12,7 +12,7 @@ from typing import Any
 from sqlalchemy import Connection, delete, select
 from sqlmodel import Field, SQLModel
 
-from events.envelope import as_utc
+from events.envelope import RUN_PREFIX, as_utc
 from events.payloads import ExperimentScored, PaperSubmitted
 from events.recorded import Recorded
 from events.tables import table_of
@@ -155,7 +155,7 @@ class RunsProjector(Projector):
         for event in events:
             group = by_stream.get(event.stream)
             if group is None:
-                if not event.stream.startswith("run-"):
+                if not event.stream.startswith(RUN_PREFIX):
                     if event.type == "campaign.interrupted":
                         interrupts.append(event)
                     continue

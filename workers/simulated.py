@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 from events import Event
+from events.envelope import run_stream
 from events.ids import derived_id
 from events.payloads import (
     Budget,
@@ -33,7 +34,7 @@ def simulated_run(
 ) -> Iterator[Event]:
     """The events of one simulated run, in version order."""
     rng = random.Random(f"{run_id}:{seed}")
-    stream = f"run-{run_id}"
+    stream = run_stream(run_id)
     lab = f"lab-{run_id}"
     clock = start
     version = 0

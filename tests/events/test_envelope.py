@@ -238,3 +238,10 @@ def test_as_utc_makes_naive_utc_and_keeps_aware() -> None:
     assert as_utc(naive) == datetime(2025, 1, 1, 10, 0, tzinfo=UTC)
     aware = datetime(2025, 1, 1, 10, 0, tzinfo=timezone(timedelta(hours=-5)))
     assert as_utc(aware) is aware
+
+
+def test_a_run_stream_is_named_with_the_one_prefix() -> None:
+    from events.envelope import RUN_PREFIX, run_stream
+
+    assert run_stream("c1-0") == "run-c1-0" and run_stream("c1-0").startswith(RUN_PREFIX)
+    assert stream_kind(run_stream("c1-0")) == "run" and is_stream(run_stream("c1-0"))

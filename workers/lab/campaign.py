@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Literal
 
 from events import Event
+from events.envelope import run_stream
 from events.ids import new_id, utcnow
 from events.payloads import Budget, CampaignStarted, LlmConfig, ReviewConfig, RunStarted
 from workers.bus.base import Bus, publish
@@ -76,7 +77,7 @@ def start_campaign(
         ),
         now,
     )
-    runs = [f"run-{campaign}-{index}" for index in range(plan.labs)]
+    runs = [run_stream(f"{campaign}-{index}") for index in range(plan.labs)]
     events = [started]
     for index, stream in enumerate(runs):
         run = RunStarted(

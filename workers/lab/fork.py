@@ -13,6 +13,7 @@ import uuid
 from pathlib import Path, PurePosixPath
 
 from events import EventStore
+from events.envelope import run_stream
 from events.ids import utcnow
 from events.payloads import Budget, CampaignStarted, ForkPoint, LlmConfig, RunStarted
 from runstate import loader
@@ -79,7 +80,7 @@ def start_fork(
         ),
         now,
     )
-    stream = f"run-{campaign}-0"
+    stream = run_stream(f"{campaign}-0")
     run = RunStarted(
         task=parent.task,
         lab=parent.lab,

@@ -9,6 +9,7 @@ derived from the campaign, so doing either twice is harmless.
 from collections.abc import Sequence
 
 from events import Event, EventStore
+from events.envelope import RUN_PREFIX
 from events.ids import derived_id, utcnow
 from events.payloads import CampaignFinished, CampaignStarted
 from events.recorded import Recorded
@@ -20,7 +21,7 @@ def schedule_next_steps(store: EventStore, bus: Bus, recorded: Sequence[Recorded
     """Send the next step of every run that moved and is not finished."""
     last: dict[str, Recorded] = {}
     for event in recorded:
-        if event.stream.startswith("run-"):
+        if event.stream.startswith(RUN_PREFIX):
             last[event.stream] = event
     finished_in: set[str] = set()
     for stream, event in last.items():
