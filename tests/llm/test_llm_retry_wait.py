@@ -6,9 +6,7 @@ the step slept up to 60 s in its task with its own backoff, ignoring the gateway
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
-import orjson
 import pytest
 from fake_server import FakeServer
 from fake_server import rate_limited as rate_limited_reply
@@ -19,7 +17,7 @@ from events.ids import new_id, utcnow
 from events.payloads import LlmConfig, ModelCalled, ModelFailed, RunStarted
 from labrxiv.settings import load_settings
 from labrxiv.wiring import open_store, worker_context
-from workers.bus.base import RECORD_TASK
+from tests.sent_bus import Sent
 from workers.context import WorkerContext
 from workers.errors import RetryLater
 from workers.lab.step import lab_step
@@ -27,24 +25,6 @@ from workers.llm import Gateway, ModelRequest, PriceTable
 from workers.llm import driver as llm_step_module  # where a step waits in place
 
 STREAM = "run-wait-0"
-
-
-class Sent(list[tuple[str, tuple[Any, ...]]]):
-    """A bus that keeps what it is asked to send and runs nothing."""
-
-    def send(self, task: str, *args: Any) -> None:
-        self.append((task, args))
-
-    def close(self) -> None:
-        pass
-
-    def published(self) -> list[dict[str, Any]]:
-        """The events of every batch sent to the recorder."""
-        return [e for task, args in self if task == RECORD_TASK for e in _events(args[0])]
-
-
-def _events(message: str) -> list[dict[str, Any]]:
-    return list(orjson.loads(message)["events"])
 
 
 @pytest.fixture

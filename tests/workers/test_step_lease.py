@@ -11,7 +11,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 from sqlalchemy import BigInteger, Column, DateTime, MetaData, String, Table, insert, select
 
@@ -21,7 +20,7 @@ from events.payloads import Payload, RunStarted, ToolInvoked
 from labrxiv.settings import load_settings
 from labrxiv.wiring import open_store, worker_context
 from runstate import RunState
-from workers.bus.base import RECORD_TASK
+from tests.sent_bus import Sent
 from workers.context import WorkerContext
 from workers.errors import RetryLater
 from workers.lab import lease as lease_module
@@ -30,21 +29,6 @@ from workers.lab.lease import STEP_LEASES, Held, Leases
 from workers.lab.step import lab_step
 
 STREAM = "run-lease-0"
-
-
-class Sent(list[tuple[str, tuple[Any, ...]]]):
-    """A bus that keeps what it is asked to send and runs nothing."""
-
-    def send(self, task: str, *args: Any) -> None:
-        self.append((task, args))
-
-    def close(self) -> None:
-        pass
-
-    def published(self) -> list[Event]:
-        """The events of every batch sent to the recorder."""
-        batches = [orjson.loads(args[0])["events"] for task, args in self if task == RECORD_TASK]
-        return [Event.model_validate(e) for batch in batches for e in batch]
 
 
 @pytest.fixture
@@ -119,7 +103,7 @@ def test_a_final_delivery_waits_and_finds_the_step_taken(
         first.join(30)
         bus = ctx.bus
         assert isinstance(bus, Sent)
-        ctx.store.append(bus.published())
+        ctx.store.append([Event.model_validate(e) for e in bus.published()])
 
     monkeypatch.setattr(step_module, "_wait", wait)
     try:

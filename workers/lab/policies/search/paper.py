@@ -51,15 +51,7 @@ def write_paper(
             f"(baseline {primary.baseline}, reference {primary.sota})."
             + (f" It starts from {', '.join(cited)}." if cited else "")
         )
-        claims = [
-            {
-                "subtask": s.name,
-                "metric": s.metric,
-                "value": scores[s.name],
-                "attempt": best.number,
-            }
-            for s in card.subtasks
-        ]
+        claims = _claims(best, card.subtasks)
         method = dict(best.config)
     body = _body(card.goal, round_attempts, scored, best, card.subtasks, cited)
     return {
@@ -105,15 +97,7 @@ def _no_gain(
         scores = found.scores
         assert scores is not None
         outcome = f"The round's best reached {primary.name} = {scores[primary.name]:.4f}."
-        claims = [
-            {
-                "subtask": s.name,
-                "metric": s.metric,
-                "value": scores[s.name],
-                "attempt": found.number,
-            }
-            for s in card.subtasks
-        ]
+        claims = _claims(found, card.subtasks)
         method = dict(found.config)
     abstract = (
         f"We tried {tried} more configuration{'' if tried == 1 else 's'} around our best "
@@ -164,6 +148,16 @@ def revision(
         "revises": old.paper_id,
         "answers": [str(i) for i in received.reviews],
     }
+
+
+def _claims(attempt: Attempt, subtasks: list[Subtask]) -> list[dict[str, Any]]:
+    """A paper's claims: the grader's scores of `attempt`, one a subtask."""
+    scores = attempt.scores
+    assert scores is not None  # a scored attempt
+    return [
+        {"subtask": s.name, "metric": s.metric, "value": scores[s.name], "attempt": attempt.number}
+        for s in subtasks
+    ]
 
 
 def _best(scored: list[Attempt], primary: Subtask) -> Attempt | None:
