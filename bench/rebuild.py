@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from common import (  # noqa: E402
     BACKENDS,
+    START,
     Measurement,
     Timer,
     backend_cpu,
@@ -46,6 +47,7 @@ from common import (  # noqa: E402
     sqlite_connect,
     sqlite_row,
 )
+from llm_runs import llm_events  # noqa: E402
 
 from events import EventStore  # noqa: E402
 from events.gc_pause import gc_paused  # noqa: E402
@@ -57,6 +59,7 @@ from projections.projector import Projector  # noqa: E402
 from projections.runner import ProjectionRunner  # noqa: E402
 from projections.runs import RunsProjector  # noqa: E402
 
+_RUNS = {"simulated": "simulated runs of 17", "llm": "llm runs of 38"}
 TEMPLATE_EVENTS = 34_000
 """Simulated events built once (2,000 runs) and copied under new ids and streams."""
 RAW = "raw read (driver rows, no Recorded)"
@@ -79,7 +82,7 @@ def main() -> None:
         for backend in backends:
             rows.extend(_bench_backend(backend, args, Path(tmp)))
     print_table(
-        f"rebuild: {args.events} events (simulated runs of 17), pages of {args.page},"
+        f"rebuild: {args.events} events ({_RUNS[args.runs]}), pages of {args.page},"
         f" {os.cpu_count()} cores",
         rows,
         "µs/ev: CPU per event. client: this process (with the reader thread); db: the"
@@ -112,6 +115,13 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--events", type=int, default=500_000, help="events in the log")
     parser.add_argument("--page", type=int, default=5000, help="events read per page")
     parser.add_argument(
+        "--runs",
+        choices=["simulated", "llm"],
+        default="simulated",
+        help="the runs the log holds: simulated (17 events, no model call) or llm (38"
+        " events, 8 model calls with tokens and dollars)",
+    )
+    parser.add_argument(
         "--each",
         action="store_true",
         help="also rebuild each read model alone (its CPU beside the log's read it needs)",
@@ -123,7 +133,7 @@ def _bench_backend(backend: str, args: argparse.Namespace, workdir: Path) -> lis
     url = fresh_database(backend, workdir, "rebuild")
     try:
         with Timer() as fill:
-            _fill(backend, url, args.events)
+            _fill(backend, url, args.events, args.runs)
         print(f"{backend}: filled {args.events} events in {fill.seconds:.1f}s (not timed)")
         store = EventStore.from_url(url, create=False)
         count = store.count()
@@ -274,9 +284,12 @@ def _rebuild(
 # -- filling the log ---------------------------------------------------------------
 
 
-def _fill(backend: str, url: str, count: int) -> None:
-    """`count` events: copies of a template of simulated runs, each under new streams."""
-    template = event_rows(simulated_events(min(count, TEMPLATE_EVENTS), "t"), utcnow())
+def _fill(backend: str, url: str, count: int, runs: str = "simulated") -> None:
+    """`count` events: copies of a template of `runs` (simulated ones, or `llm` ones with
+    their model calls: `bench/llm_runs.py`), each under new streams."""
+    size = min(count, TEMPLATE_EVENTS)
+    made = llm_events(size, "t", START) if runs == "llm" else simulated_events(size, "t")
+    template = event_rows(made, utcnow())
     position = 0
 
     def copies() -> Any:
