@@ -1,6 +1,7 @@
 """Database engines for the two backends: a SQLite file (embedded) and PostgreSQL."""
 
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -31,11 +32,12 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         # Sessions in UTC whatever the server's or the database's zone: every time in the
         # log is UTC (`events.ids.utcnow`) and comes back so, as from SQLite; in another
         # zone psycopg also converted each time into it (a `ZoneInfo`), ~0.5 µs of the
-        # ~4 µs an event of a rebuild's read (bench/rebuild.py). Options the URL gives
-        # (`?options=…`) are kept after it.
+        # ~4 µs an event of a rebuild's read (bench/rebuild.py). Options given elsewhere
+        # are kept after it: libpq's PGOPTIONS (which an explicit `options` would
+        # override), then the URL's (`?options=…`).
         given = parsed.query.get("options")
         given = " ".join(given) if isinstance(given, tuple) else given
-        options = " ".join(filter(None, ["-c TimeZone=UTC", given]))
+        options = " ".join(filter(None, ["-c TimeZone=UTC", os.environ.get("PGOPTIONS"), given]))
         connect_args = {"client_encoding": "utf8", "options": options} | kwargs.pop(
             "connect_args", {}
         )

@@ -91,8 +91,9 @@ def split(projectors: Sequence[Projector], jobs: int, lead: float = 0.0) -> list
         soonest = ends.index(min(ends))
         groups[soonest].append(projector)
         ends[soonest] += projector.cost
-    if not all(groups):  # a start so late that one process would do it all: `jobs` asked
-        return split(projectors, jobs)  # for, each gets its share as if all began at once
+    if lead > 0 and not all(groups):  # a start so late that one process would do it all:
+        return split(projectors, jobs)  # `jobs` asked for, each gets its share as if at once
+    groups = [g for g in groups if g]  # read models of no cost: fewer groups than jobs
     here, *spawned = [sorted(g, key=lambda p: order[id(p)]) for g in groups]
     return [here, *sorted(spawned, key=lambda g: -sum(p.cost for p in g))]
 

@@ -61,3 +61,17 @@ def test_options_in_the_url_are_kept_beside_it(pg_url: str) -> None:
             assert conn.exec_driver_sql("SHOW statement_timeout").scalar() == "4321ms"
     finally:
         store.engine.dispose()
+
+
+def test_pgoptions_from_the_environment_are_kept_too(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """libpq reads PGOPTIONS only when no `options` is given: the engine passes it on."""
+    monkeypatch.setenv("PGOPTIONS", "-c statement_timeout=1234")
+    store = EventStore.from_url(pg_url)
+    try:
+        with store.engine.connect() as conn:
+            assert conn.exec_driver_sql("SHOW TIME ZONE").scalar() == "UTC"
+            assert conn.exec_driver_sql("SHOW statement_timeout").scalar() == "1234ms"
+    finally:
+        store.engine.dispose()

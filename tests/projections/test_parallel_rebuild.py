@@ -145,6 +145,13 @@ def test_the_spawned_groups_late_start_moves_work_to_the_first() -> None:
     assert split(projectors, 2, lead=total + 1) == split(projectors, 2)
 
 
+def test_read_models_of_no_cost_make_no_empty_group() -> None:
+    free = all_projectors()[:3]
+    for projector in free:
+        projector.cost = 0.0
+    assert split(free, 2) == [free]  # one process does it all, and the split ends
+
+
 @pytest.mark.postgres
 def test_a_rebuild_in_several_processes_equals_one_in_one(
     pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -63,6 +63,14 @@ def test_labs_revise_their_papers_answering_the_reviews(tmp_path: Path) -> None:
                 assert isinstance(received.payload, ReviewReceived)
                 assert received.payload.reviews == decided.reviews
                 assert any(e.type == "experiment.scored" for e in between)
+                # "went from X to Y" only for a best the revision's own work found (it
+                # once credited a revision with a best measured before the paper it answers)
+                claimed = next(c.attempt for c in new.claims if c.subtask == "final_accuracy")
+                fresh = {e.payload.attempt for e in between if e.type == "experiment.scored"}
+                if "went from" in new.body:
+                    assert claimed in fresh, new.body
+                else:
+                    assert "None of them beat our best" in new.body, new.body
             last = papers[-1].payload
             assert isinstance(last, PaperSubmitted)
             decided_last = store.read_stream(review_stream(last.paper_id))[-1].payload

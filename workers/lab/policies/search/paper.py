@@ -129,17 +129,24 @@ def revision(
     before = next((c.value for c in old.claims if c.subtask == primary.name), None)
     now = next((c["value"] for c in paper["claims"] if c["subtask"] == primary.name), None)
     done = len(state.attempts_since_paper())
+    claimed = next((c["attempt"] for c in paper["claims"] if c["subtask"] == primary.name), None)
+    new_work = {a.number for a in state.attempts_since_paper()}
+    if before is not None and now is not None and claimed in new_work:
+        outcome = f"{primary.name} went from {before:.4f} to {now:.4f}."
+    elif now is not None:  # the reviewed paper said a round found nothing better: nor did this
+        outcome = (
+            f"None of them beat our best, {primary.name} = {now:.4f} (attempt {claimed}), "
+            "which this version reports."
+        )
+    else:
+        outcome = "Every number below is the grader's."
     answer = [
         "## Response to the reviews",
         f"The reviews of {old.paper_id} ({received.decision}, mean rating "
         f"{received.mean_rating:.1f}) named these weaknesses:",
         "\n".join(f"- {w}" for w in received.weaknesses) or "- none",
         f"We answered with work: {done} more graded attempt(s) from our best configuration. "
-        + (
-            f"{primary.name} went from {before:.4f} to {now:.4f}."
-            if before is not None and now is not None
-            else "Every number below is the grader's."
-        ),
+        + outcome,
     ]
     return {
         **paper,
