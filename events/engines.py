@@ -2,6 +2,8 @@
 
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -100,3 +102,12 @@ def lock_for_append(conn: Connection) -> Connection:
 
 WRITER_OPTIONS = {"sqlite_begin": "IMMEDIATE"}
 """Execution options for a connection that will write the log."""
+
+
+@contextmanager
+def writing(engine: Engine) -> Iterator[Connection]:
+    """A transaction that will write, on a connection of its own (SQLite: begun IMMEDIATE,
+    so it waits for the writer lock at its start instead of failing at its first write
+    with "database is locked" when another writer committed in between)."""
+    with engine.connect().execution_options(**WRITER_OPTIONS) as conn, conn.begin():
+        yield conn

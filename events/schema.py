@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 from sqlalchemy import Connection, Engine, Table, inspect, text
 
-from events.engines import WRITER_OPTIONS
+from events.engines import writing
 
 SCHEMA_LOCK = 0x6C61627278697621
 """The PostgreSQL advisory lock key every labrxiv process takes to create tables."""
@@ -40,8 +40,7 @@ def schema_transaction(engine: Engine) -> Iterator[Connection]:
     """A writer transaction that holds the database against every other labrxiv process
     changing tables or read-model bookkeeping (PostgreSQL: the schema advisory lock;
     SQLite: a transaction begun IMMEDIATE, its single writer lock)."""
-    writer = engine.connect().execution_options(**WRITER_OPTIONS)
-    with writer as conn, conn.begin():
+    with writing(engine) as conn:
         if conn.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": SCHEMA_LOCK})
         yield conn

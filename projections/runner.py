@@ -9,7 +9,7 @@ from typing import NamedTuple
 from sqlalchemy import Connection, delete, func, inspect, select
 
 from events import EventStore
-from events.engines import WRITER_OPTIONS
+from events.engines import WRITER_OPTIONS, writing
 from events.gc_pause import gc_paused
 from events.recorded import Recorded
 from events.schema import create_tables, schema_transaction
@@ -213,8 +213,7 @@ class ProjectionRunner:
         with self.store.engine.connect() as conn:
             stored = read_checkpoints(conn, names)
         if len(stored) < len(set(names)):
-            writer = self.store.engine.connect().execution_options(**WRITER_OPTIONS)
-            with writer as conn, conn.begin():
+            with writing(self.store.engine) as conn:
                 ensure_checkpoints(conn, names)
         # Projectors at the same checkpoint (all of them after a rebuild) share one read
         # of the log and apply each page in one transaction that moves all their

@@ -39,7 +39,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from events import EventStore
-from events.engines import WRITER_OPTIONS
+from events.engines import writing
 from events.recorded import Recorded
 from events.schema import create_tables
 from workers.bus.base import Bus
@@ -107,8 +107,7 @@ class Reactor:
         return int(value or 0)
 
     def _one_page(self) -> int:
-        writer = self.store.engine.connect().execution_options(**WRITER_OPTIONS)
-        with writer as conn, conn.begin():
+        with writing(self.store.engine) as conn:
             seen = self._claim(conn)
             records = self.store.read_records(seen, self.page)
             if not records:

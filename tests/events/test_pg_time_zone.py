@@ -53,14 +53,20 @@ def test_times_are_read_back_in_utc(new_york_url: str) -> None:
         store.engine.dispose()
 
 
-def test_options_in_the_url_are_kept_beside_it(pg_url: str) -> None:
-    store = EventStore.from_url(f"{pg_url}?options=-c%20statement_timeout%3D4321")
+def _session(url: str) -> tuple[str, str]:
+    """The time zone and statement timeout of a session the store's engine opens."""
+    store = EventStore.from_url(url)
     try:
         with store.engine.connect() as conn:
-            assert conn.exec_driver_sql("SHOW TIME ZONE").scalar() == "UTC"
-            assert conn.exec_driver_sql("SHOW statement_timeout").scalar() == "4321ms"
+            zone = conn.exec_driver_sql("SHOW TIME ZONE").scalar()
+            timeout = conn.exec_driver_sql("SHOW statement_timeout").scalar()
+            return str(zone), str(timeout)
     finally:
         store.engine.dispose()
+
+
+def test_options_in_the_url_are_kept_beside_it(pg_url: str) -> None:
+    assert _session(f"{pg_url}?options=-c%20statement_timeout%3D4321") == ("UTC", "4321ms")
 
 
 def test_pgoptions_from_the_environment_are_kept_too(
@@ -68,10 +74,4 @@ def test_pgoptions_from_the_environment_are_kept_too(
 ) -> None:
     """libpq reads PGOPTIONS only when no `options` is given: the engine passes it on."""
     monkeypatch.setenv("PGOPTIONS", "-c statement_timeout=1234")
-    store = EventStore.from_url(pg_url)
-    try:
-        with store.engine.connect() as conn:
-            assert conn.exec_driver_sql("SHOW TIME ZONE").scalar() == "UTC"
-            assert conn.exec_driver_sql("SHOW statement_timeout").scalar() == "1234ms"
-    finally:
-        store.engine.dispose()
+    assert _session(pg_url) == ("UTC", "1234ms")

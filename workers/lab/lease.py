@@ -48,7 +48,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from events import EventStore
-from events.engines import WRITER_OPTIONS
+from events.engines import writing
 from events.envelope import as_utc
 from events.ids import utcnow
 from events.schema import schema_transaction
@@ -166,11 +166,10 @@ class Leases:
             "expires_at": now + timedelta(seconds=self.ttl),
             "holder": token,
         }
-        # BEGIN IMMEDIATE on SQLite: the upsert reads before it writes, and a deferred
-        # transaction failed at once with "database is locked" when the recorder
-        # committed in between (tests/llm/test_llm_lab.py caught it).
-        writer = self.store.engine.connect().execution_options(**WRITER_OPTIONS)
-        with writer as conn, conn.begin():
+        # `writing`: the upsert reads before it writes, and on SQLite a deferred transaction
+        # failed at once with "database is locked" when the recorder committed in between
+        # (tests/llm/test_llm_lab.py caught it).
+        with writing(self.store.engine) as conn:
             insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
             statement = insert(STEP_LEASES).values(row)
             stored = STEP_LEASES.c
@@ -195,8 +194,7 @@ class Leases:
     def _renew(self, stream: str, token: str) -> bool:
         """Move the lease's end on, if `token` still holds it; returns whether it does."""
         until = utcnow() + timedelta(seconds=self.ttl)
-        writer = self.store.engine.connect().execution_options(**WRITER_OPTIONS)
-        with writer as conn, conn.begin():
+        with writing(self.store.engine) as conn:
             moved = conn.execute(
                 update(STEP_LEASES)
                 .where(STEP_LEASES.c.stream == stream, STEP_LEASES.c.holder == token)
@@ -207,8 +205,7 @@ class Leases:
     def _give_back(self, stream: str, token: str) -> None:
         """End the lease now, if `token` still holds it (best effort: else it runs out)."""
         try:
-            writer = self.store.engine.connect().execution_options(**WRITER_OPTIONS)
-            with writer as conn, conn.begin():
+            with writing(self.store.engine) as conn:
                 conn.execute(
                     delete(STEP_LEASES).where(
                         STEP_LEASES.c.stream == stream, STEP_LEASES.c.holder == token
