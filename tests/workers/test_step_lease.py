@@ -25,7 +25,7 @@ from workers.context import WorkerContext
 from workers.errors import RetryLater
 from workers.lab import lease as lease_module
 from workers.lab import step as step_module
-from workers.lab.lease import STEP_LEASES, Held, Leases
+from workers.lab.lease import STEP_LEASES, Held, Leases, Taken
 from workers.lab.step import lab_step
 
 STREAM = "run-lease-0"
@@ -84,7 +84,7 @@ def test_a_second_delivery_runs_later_instead_of_beside_the_first(
         first.join(30)
     assert work.takes == 1  # not two takes of one step at once
     assert ctx.leases is not None
-    assert 0 < (later.value.delay_s or 0) <= ctx.leases.ttl + step_module.HELD_MARGIN
+    assert 0 < (later.value.delay_s or 0) <= step_module.HELD_RETRY
 
 
 def test_a_final_delivery_waits_and_finds_the_step_taken(
@@ -115,6 +115,52 @@ def test_a_final_delivery_waits_and_finds_the_step_taken(
     assert [e.version for e in ctx.store.read_stream(STREAM)] == [0, 1]
 
 
+def test_a_second_take_after_the_first_sent_its_events_does_nothing_at_once(
+    ctx: WorkerContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On one thread (the deterministic demo's bus) the first take's events wait on the
+    queue behind the second take: waiting in place for the first take's lease, it held
+    up their recording for the whole lease (30 s), then took the step again."""
+    work = Blocking()
+    work.takes = 1  # no blocking: every take is counted past the first
+    monkeypatch.setattr(step_module, "_act", work)
+    lab_step(ctx, STREAM, 0, final=True)  # its events sent, not recorded yet
+
+    def wait(seconds: float) -> None:
+        raise AssertionError(f"waited {seconds}s for the lease of a take that had ended")
+
+    monkeypatch.setattr(step_module, "_wait", wait)
+    lab_step(ctx, STREAM, 0, final=True)
+    lab_step(ctx, STREAM, 0, final=False)  # nor run again later: nothing is left to do
+    assert work.takes == 2  # one take
+    bus = ctx.bus
+    assert isinstance(bus, Sent) and len(bus.published()) == 1
+
+
+def test_a_take_that_sent_nothing_leaves_the_step_free_at_once(
+    ctx: WorkerContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run waiting for its paper's reviews takes steps that send nothing until the
+    decision is in (the `review.awaited` step, then the decision's wake-up: one step after
+    the same version). Nothing of the first is in flight, so its lease is given back: the
+    wake-up is taken at once (it waited out the whole lease, 30 s a review round)."""
+    takes: list[bool] = []
+
+    def waiting_then_decided(
+        _ctx: WorkerContext, _state: RunState, version: int, _final: bool
+    ) -> tuple[list[Payload], dict[str, bytes]]:
+        takes.append(True)
+        if len(takes) == 1:
+            return [], {}  # not decided yet: idle until woken
+        return [ToolInvoked(call_id=f"call-{version}", tool="bash", args={})], {}
+
+    monkeypatch.setattr(step_module, "_act", waiting_then_decided)
+    lab_step(ctx, STREAM, 0, final=False)
+    lab_step(ctx, STREAM, 0, final=False)  # the wake-up: not RetryLater
+    assert len(takes) == 2
+    assert ctx.leases is not None and ctx.leases.live([STREAM]) == {STREAM: 0}
+
+
 def test_a_take_that_raised_gives_its_lease_back(
     ctx: WorkerContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -137,18 +183,24 @@ def test_a_dead_takes_lease_runs_out_and_the_step_is_taken_then(
     leases = ctx.leases
     assert leases is not None
     dead = Leases(ctx.store, ttl=leases.ttl)
-    with dead.holding(STREAM, 0):  # a worker that took the step, then was killed
-        pass
+    dead._take(STREAM, 0, "killed-mid-step")  # took the step, then was killed: no renewals
     work = Blocking()
     work.takes = 1
     monkeypatch.setattr(step_module, "_act", work)
-    with pytest.raises(RetryLater) as later:
-        lab_step(ctx, STREAM, 0, final=False)
-    assert work.takes == 1
-    ran_out = utcnow() + timedelta(seconds=(later.value.delay_s or 0))
-    monkeypatch.setattr(lease_module, "utcnow", lambda: ran_out)
-    lab_step(ctx, STREAM, 0, final=False)  # the redelivery, when it is due
+    began = now = utcnow()
+    retries = 0
+    while True:  # the bus runs it again after each delay, until the lease ran out
+        monkeypatch.setattr(lease_module, "utcnow", lambda at=now: at)
+        try:
+            lab_step(ctx, STREAM, 0, final=False)
+            break
+        except RetryLater as later:
+            assert work.takes == 1
+            retries += 1
+            assert retries < 50, "never taken"
+            now += timedelta(seconds=later.delay_s or 0)
     assert work.takes == 2
+    assert (now - began).total_seconds() >= leases.ttl  # taken once the lease ran out
 
 
 # -- the leases themselves, on both backends ------------------------------------------
@@ -171,12 +223,14 @@ def test_a_lease_is_exclusive_to_its_step_and_taker(
         assert 0 < held.value.left <= 5.0
         with other.holding("run-y", 3):  # another run's step
             pass
-    with pytest.raises(Held):  # an ended take's lease is left to run out
+    with pytest.raises(Taken):  # an ended take's lease says its events were sent
         with other.holding("run-x", 3):
             pass
     with other.holding("run-x", 4):  # the run's next step: the old lease is not its
-        pass
-    with pytest.raises(Held):  # a stale take of the step before is kept out
+        with pytest.raises(Held):  # a stale take of the step before is kept out
+            with leases.holding("run-x", 3):
+                pass
+    with pytest.raises(Taken):  # and told there is nothing to do once the next one sent
         with leases.holding("run-x", 3):
             pass
     later = utcnow() + timedelta(seconds=6)

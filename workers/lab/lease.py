@@ -19,8 +19,12 @@ lease (`Held`, with the time it has left). When it comes back, the step is eithe
 a worker's death costs its step up to `ttl` before another worker takes it over.
 
 A take that raises gives its lease back (it published nothing: its retry takes the step
-at once); one that ends leaves it to run out, so the time between its publish and the
-recorder's append is covered too.
+at once), and so does one that says it sent nothing (`Take.sent_nothing`: a run waiting
+for its paper's decision, whose wake-up is the same step again). One that ends after
+sending marks its lease `SENT` and leaves it to run out, so the reaper leaves the run
+alone between its publish and the recorder's append; a later take of the same step then
+finds the step done (`Taken`) and does nothing at once: waiting for the lease, it would
+hold up the very recording it waits for where both share a thread (the embedded bus).
 """
 
 import logging
@@ -81,6 +85,29 @@ class Held(WorkerError):
         self.left = left
 
 
+SENT = "sent"
+"""The holder of a lease whose take ended after sending its events."""
+
+
+class Taken(WorkerError):
+    """This step was taken already and its events sent: nothing is left to do."""
+
+    def __init__(self, stream: str, version: int) -> None:
+        super().__init__(f"the step of {stream} after version {version} was taken already")
+
+
+class Take:
+    """A take holding a step's lease (what `Leases.holding` gives its block)."""
+
+    def __init__(self) -> None:
+        self.idle = False
+
+    def sent_nothing(self) -> None:
+        """Say the take published nothing: there is nothing in flight for the lease to
+        cover, so it is given back when the block ends and the step is free at once."""
+        self.idle = True
+
+
 class Leases:
     """Leases on runs' steps, in the log's database (shared by every worker)."""
 
@@ -90,12 +117,16 @@ class Leases:
         self._ready = False
 
     @contextmanager
-    def holding(self, stream: str, version: int) -> Iterator[None]:
+    def holding(self, stream: str, version: int) -> Iterator[Take]:
         """Hold the lease on `stream`'s step after `version` while the block runs; raises
-        `Held` if another take holds it. Given back if the block raises."""
+        `Held` if another take holds it, `Taken` if another took it and sent its events.
+        Given back if the block raises or says it sent nothing (`Take.sent_nothing`), else
+        marked `SENT`."""
         token = uuid.uuid4().hex
-        left = self._take(stream, version, token)
-        if left is not None:
+        holder, left = self._take(stream, version, token)
+        if holder == SENT:
+            raise Taken(stream, version)
+        if holder != token:
             raise Held(stream, version, left)
         done = threading.Event()
 
@@ -123,17 +154,20 @@ class Leases:
 
         renewer = threading.Thread(target=renew, name=f"lease {stream}", daemon=True)
         renewer.start()
+        take = Take()
         raised = False
         try:
-            yield
+            yield take
         except BaseException:
             raised = True
             raise
         finally:
             done.set()
             renewer.join(timeout=self.ttl)
-            if raised:
+            if raised or take.idle:
                 self._give_back(stream, token)
+            else:
+                self._mark_sent(stream, token)
 
     def live(self, streams: Iterable[str], now: datetime | None = None) -> dict[str, int]:
         """The runs among `streams` whose step is held now: stream → the version it follows."""
@@ -147,9 +181,9 @@ class Leases:
             rows = conn.execute(query.where(STEP_LEASES.c.stream.in_(wanted))).all()
         return {stream: version for stream, version, until in rows if as_utc(until) > now}
 
-    def _take(self, stream: str, version: int, token: str) -> float | None:
+    def _take(self, stream: str, version: int, token: str) -> tuple[str | None, float]:
         """Take the lease for `token` unless another take holds the same step's; returns
-        None when taken, else the seconds the holder's lease has left.
+        the lease's holder (`token` when taken) and the seconds it has left.
 
         One conditional upsert: the stored lease is replaced if it ran out, is of an
         earlier step (the run's previous one, left to run out) or has no holder (an older
@@ -187,9 +221,7 @@ class Leases:
             holder, until = conn.execute(
                 select(stored.holder, stored.expires_at).where(stored.stream == stream)
             ).one()
-        if holder == token:
-            return None
-        return max(0.0, (as_utc(until) - now).total_seconds())
+        return holder, max(0.0, (as_utc(until) - now).total_seconds())
 
     def _renew(self, stream: str, token: str) -> bool:
         """Move the lease's end on, if `token` still holds it; returns whether it does."""
@@ -201,6 +233,19 @@ class Leases:
                 .values(expires_at=until)
             )
             return bool(moved.rowcount)
+
+    def _mark_sent(self, stream: str, token: str) -> None:
+        """Say `token`'s take sent its events, if it still holds the lease (best effort:
+        unmarked, a later take of the step waits for the lease and then finds it done)."""
+        try:
+            with writing(self.store.engine) as conn:
+                conn.execute(
+                    update(STEP_LEASES)
+                    .where(STEP_LEASES.c.stream == stream, STEP_LEASES.c.holder == token)
+                    .values(holder=SENT)
+                )
+        except Exception as exc:  # noqa: BLE001 - the database away: the events are sent
+            log.warning("%s: the step's lease was not marked sent (%s)", stream, exc)
 
     def _give_back(self, stream: str, token: str) -> None:
         """End the lease now, if `token` still holds it (best effort: else it runs out)."""

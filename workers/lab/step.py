@@ -43,7 +43,7 @@ from workers.context import WorkerContext
 from workers.errors import RetryLater
 from workers.gym.grading import GraderBroken
 from workers.lab.budget import over_budget
-from workers.lab.lease import Held
+from workers.lab.lease import Held, Taken
 from workers.lab.policies import StepInput
 from workers.metrics import observe_step
 from workers.retry import is_transient
@@ -58,6 +58,10 @@ HELD_MARGIN = 0.5
 HELD_LOOK = 1.0
 """Seconds between the looks of a take waiting in place for another's lease: the run
 may move on (the other take's events recorded) well before the lease runs out."""
+HELD_RETRY = 5.0
+"""At most this many seconds before a take that found the lease held runs again (the
+bus's retry): a holder that sends nothing gives its lease back long before it runs out
+(the wake-up of a run waiting for its paper's decision, racing the waiting step)."""
 
 
 def lab_step(ctx: WorkerContext, stream: str, after_version: int, final: bool = True) -> None:
@@ -82,16 +86,19 @@ def _step_alone(
     ctx: WorkerContext, stream: str, after_version: int, final: bool, seen: list[RunState]
 ) -> str:
     """Take the step unless another take holds its lease (`workers.lab.lease`): then run
-    it again once the lease would have run out (`RetryLater`), or, where the bus cannot
-    (`final`), wait here, looking again every `HELD_LOOK`. Either way the step's work is
+    it again once the lease would have run out or after `HELD_RETRY`, whichever is first
+    (`RetryLater`), or, where the bus cannot (`final`), wait here, looking again every
+    `HELD_LOOK`. Either way the step's work is
     done by one take at a time, and a look after the holder's events were recorded does
     nothing."""
     while True:
         try:
             return _step(ctx, stream, after_version, final, seen)
+        except Taken:
+            return "skipped"  # its events are on their way to the log
         except Held as held:
             if not final:  # not counted among the step's own waits: it is another's
-                wait = held.left + HELD_MARGIN
+                wait = min(held.left + HELD_MARGIN, HELD_RETRY)
                 raise RetryLater(str(held), delay_s=wait, counted=False) from None
             log.info("%s; waiting for it", held)
             _wait(min(held.left + HELD_MARGIN, HELD_LOOK))
@@ -125,11 +132,16 @@ def _step(
     # and a second delivery of this step waits (`Held`) instead of running the same tools
     # in the same workspace at once. A take that raises (sending its events included)
     # gives the lease back, so its retry takes the step at once.
-    with ctx.leases.holding(stream, after_version):
+    # A take that sends nothing (the run moved on meanwhile, or it waits for its paper's
+    # decision, whose wake-up is this step again) gives the lease back at once.
+    with ctx.leases.holding(stream, after_version) as take:
         again = ctx.streams.run_state(stream)
         if again is None or again.version != after_version:
+            take.sent_nothing()
             return "skipped"  # the run moved on between the look above and the lease
         payloads, blobs = _act(ctx, state, after_version, final)
+        if not payloads:
+            take.sent_nothing()
         return _send(ctx, state, payloads, blobs, now)
 
 
