@@ -232,13 +232,16 @@ def wait_for(
     what: str, ready: Callable[[], Any], deadline: float, diagnose: Callable[[], str]
 ) -> Any:
     """The first true value of `ready()`, polled until `deadline` (connection errors
-    count as not ready); past it, fails with what `diagnose()` says."""
+    count as not ready); past it, fails with what `diagnose()` says. Prints how long it
+    waited (shown with a failure: where a slow run's time went)."""
+    began = time.monotonic()
     while True:
         try:
             value = ready()
         except (urllib.error.URLError, ConnectionError):
             value = None
         if value:
+            print(f"waited {time.monotonic() - began:.1f}s for {what}")
             return value
         if time.monotonic() > deadline:
             pytest.fail(f"timed out waiting for {what}\n{diagnose()}")
