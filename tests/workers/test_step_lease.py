@@ -142,8 +142,9 @@ def test_a_take_that_sent_nothing_leaves_the_step_free_at_once(
 ) -> None:
     """A run waiting for its paper's reviews takes steps that send nothing until the
     decision is in (the `review.awaited` step, then the decision's wake-up: one step after
-    the same version). Nothing of the first is in flight, so its lease is given back: the
-    wake-up is taken at once (it waited out the whole lease, 30 s a review round)."""
+    the same version). Nothing of the first is in flight, so its lease is free to the
+    same step: the wake-up is taken at once (it waited out the whole lease, 30 s a review
+    round)."""
     takes: list[bool] = []
 
     def waiting_then_decided(
@@ -155,10 +156,15 @@ def test_a_take_that_sent_nothing_leaves_the_step_free_at_once(
         return [ToolInvoked(call_id=f"call-{version}", tool="bash", args={})], {}
 
     monkeypatch.setattr(step_module, "_act", waiting_then_decided)
+    leases = ctx.leases
+    assert leases is not None
     lab_step(ctx, STREAM, 0, final=False)
+    assert leases.live([STREAM]) == {STREAM: 0}  # the reaper leaves the waiting run alone
     lab_step(ctx, STREAM, 0, final=False)  # the wake-up: not RetryLater
     assert len(takes) == 2
-    assert ctx.leases is not None and ctx.leases.live([STREAM]) == {STREAM: 0}
+    with pytest.raises(Taken):  # and the lease now says the wake-up's events were sent
+        with leases.holding(STREAM, 0):
+            pass
 
 
 def test_a_take_that_raised_gives_its_lease_back(
@@ -236,6 +242,18 @@ def test_a_lease_is_exclusive_to_its_step_and_taker(
     later = utcnow() + timedelta(seconds=6)
     monkeypatch.setattr(lease_module, "utcnow", lambda: later)
     with other.holding("run-x", 4):  # ran out
+        pass
+
+
+def test_an_idle_takes_lease_is_free_to_the_same_step_alone(store: EventStore) -> None:
+    leases, other = Leases(store, ttl=5.0), Leases(store, ttl=5.0)
+    with leases.holding("run-z", 5) as take:
+        take.sent_nothing()
+    assert leases.live(["run-z"]) == {"run-z": 5}  # live: the reaper leaves the run alone
+    with pytest.raises(Held):  # a stale take of the step before is kept out
+        with other.holding("run-z", 4):
+            pass
+    with other.holding("run-z", 5):  # the same step again (a wake-up): taken at once
         pass
 
 

@@ -14,17 +14,23 @@ A lease is exclusive: each take holds it under a token of its own, and a take th
 finds the same step's lease held by another (a step sent twice: the reactor sending a
 reaction again after a crash, kombu bringing a message back from a worker it thought
 dead) does not run it beside the first, in the same workspace, but waits for the
-lease (`Held`, with the time it has left). When it comes back, the step is either taken
-(the run moved on: it does nothing) or its taker died (the lease ran out: it takes it):
-a worker's death costs its step up to `ttl` before another worker takes it over.
+lease (`Held`, with the time it has left). When it comes back, the step is taken (the
+run moved on: it does nothing), still being taken (it waits again), or its taker died
+(the lease ran out: it takes it): a worker's death costs its step up to `ttl` before
+another worker takes it over.
 
-A take that raises gives its lease back (it published nothing: its retry takes the step
-at once), and so does one that says it sent nothing (`Take.sent_nothing`: a run waiting
-for its paper's decision, whose wake-up is the same step again). One that ends after
-sending marks its lease `SENT` and leaves it to run out, so the reaper leaves the run
-alone between its publish and the recorder's append; a later take of the same step then
-finds the step done (`Taken`) and does nothing at once: waiting for the lease, it would
-hold up the very recording it waits for where both share a thread (the embedded bus).
+How a take ends says what its lease still guards:
+- it raised: given back (it published nothing: its retry takes the step at once);
+- it sent its events: marked `SENT` and left to run out, so the reaper leaves the run
+  alone between the publish and the recorder's append; a later take of the same step
+  finds the step done (`Taken`) and does nothing at once (waiting for the lease, it would
+  hold up the very recording it waits for where both share a thread: the embedded bus).
+  Once it has run out, a take of the step takes it again: that is how events lost on
+  their way (Redis restarted empty) are made again;
+- it sent nothing (`Take.sent_nothing`: a run waiting for its paper's decision, whose
+  wake-up is the same step again): marked `IDLE` and left to run out, so the reaper
+  leaves the waiting run alone as long as after any step, but a take of the same step
+  takes it at once (the wake-up waited out the whole lease: 30 s a review round).
 """
 
 import logging
@@ -41,6 +47,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    and_,
     delete,
     inspect,
     or_,
@@ -87,6 +94,8 @@ class Held(WorkerError):
 
 SENT = "sent"
 """The holder of a lease whose take ended after sending its events."""
+IDLE = "idle"
+"""The holder of a lease whose take ended having sent nothing: free to the same step."""
 
 
 class Taken(WorkerError):
@@ -104,7 +113,7 @@ class Take:
 
     def sent_nothing(self) -> None:
         """Say the take published nothing: there is nothing in flight for the lease to
-        cover, so it is given back when the block ends and the step is free at once."""
+        cover, so the step is free to its next take at once (`IDLE`)."""
         self.idle = True
 
 
@@ -120,8 +129,8 @@ class Leases:
     def holding(self, stream: str, version: int) -> Iterator[Take]:
         """Hold the lease on `stream`'s step after `version` while the block runs; raises
         `Held` if another take holds it, `Taken` if another took it and sent its events.
-        Given back if the block raises or says it sent nothing (`Take.sent_nothing`), else
-        marked `SENT`."""
+        Given back if the block raises; marked `IDLE` if it says it sent nothing
+        (`Take.sent_nothing`), else `SENT`."""
         token = uuid.uuid4().hex
         holder, left = self._take(stream, version, token)
         if holder == SENT:
@@ -164,10 +173,10 @@ class Leases:
         finally:
             done.set()
             renewer.join(timeout=self.ttl)
-            if raised or take.idle:
+            if raised:
                 self._give_back(stream, token)
             else:
-                self._mark_sent(stream, token)
+                self._mark(stream, token, IDLE if take.idle else SENT)
 
     def live(self, streams: Iterable[str], now: datetime | None = None) -> dict[str, int]:
         """The runs among `streams` whose step is held now: stream → the version it follows."""
@@ -186,9 +195,10 @@ class Leases:
         the lease's holder (`token` when taken) and the seconds it has left.
 
         One conditional upsert: the stored lease is replaced if it ran out, is of an
-        earlier step (the run's previous one, left to run out) or has no holder (an older
-        labrxiv's); PostgreSQL decides it row-locked, SQLite under its writer lock. A live
-        lease of a later step is kept: this take is stale (the run moved on meanwhile).
+        earlier step (the run's previous one, left to run out), is an idle take's of this
+        step or has no holder (an older labrxiv's); PostgreSQL decides it row-locked,
+        SQLite under its writer lock. A live lease of a later step is kept: this take is
+        stale (the run moved on meanwhile).
 
         Expiry is each worker's clock (`utcnow`): workers are assumed to agree within a
         fraction of `ttl` (NTP), as the reaper already assumed."""
@@ -214,6 +224,7 @@ class Leases:
                     where=or_(
                         stored.expires_at <= now,
                         stored.version < version,  # the run's previous step's
+                        and_(stored.holder == IDLE, stored.version == version),
                         stored.holder.is_(None),
                     ),
                 )
@@ -234,18 +245,18 @@ class Leases:
             )
             return bool(moved.rowcount)
 
-    def _mark_sent(self, stream: str, token: str) -> None:
-        """Say `token`'s take sent its events, if it still holds the lease (best effort:
-        unmarked, a later take of the step waits for the lease and then finds it done)."""
+    def _mark(self, stream: str, token: str, how: str) -> None:
+        """Say how `token`'s take ended (`SENT` or `IDLE`), if it still holds the lease
+        (best effort: unmarked, a later take of the step waits for the lease to run out)."""
         try:
             with writing(self.store.engine) as conn:
                 conn.execute(
                     update(STEP_LEASES)
                     .where(STEP_LEASES.c.stream == stream, STEP_LEASES.c.holder == token)
-                    .values(holder=SENT)
+                    .values(holder=how)
                 )
-        except Exception as exc:  # noqa: BLE001 - the database away: the events are sent
-            log.warning("%s: the step's lease was not marked sent (%s)", stream, exc)
+        except Exception as exc:  # noqa: BLE001 - the database away: the lease runs out
+            log.warning("%s: the step's lease was not marked %s (%s)", stream, how, exc)
 
     def _give_back(self, stream: str, token: str) -> None:
         """End the lease now, if `token` still holds it (best effort: else it runs out)."""

@@ -133,7 +133,7 @@ def _step(
     # in the same workspace at once. A take that raises (sending its events included)
     # gives the lease back, so its retry takes the step at once.
     # A take that sends nothing (the run moved on meanwhile, or it waits for its paper's
-    # decision, whose wake-up is this step again) gives the lease back at once.
+    # decision, whose wake-up is this step again) leaves the step free to its next take.
     with ctx.leases.holding(stream, after_version) as take:
         again = ctx.streams.run_state(stream)
         if again is None or again.version != after_version:
