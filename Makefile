@@ -31,16 +31,22 @@ demo: $(BIN)/.installed
 # PostgreSQL databases); `make test TEST_WORKERS=0` runs it in this one process.
 TEST_WORKERS ?= 2
 
+# The benchmarks are type-checked too (nothing else runs them between measurements):
+# each is a script importing its neighbours and the tests' fake model server.
+MYPY_BENCH := MYPYPATH=bench:tests/llm $(BIN)/mypy --explicit-package-bases bench
+
 test: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(MYPY_BENCH)
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist worksteal --durations=30
 
 lint: $(BIN)/.installed
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 	$(BIN)/mypy
+	$(MYPY_BENCH)
 
 bench: $(BIN)/.installed
 	$(BIN)/python bench/ingest.py

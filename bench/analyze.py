@@ -192,7 +192,9 @@ def _raw_read(store: EventStore) -> int:
     )
     seen, after = 0, 0
     with store.engine.connect() as conn:
-        cursor = conn.connection.driver_connection.cursor()
+        driver = conn.connection.driver_connection
+        assert driver is not None
+        cursor = driver.cursor()
         while rows := cursor.execute(query, (after, CAMPAIGN)).fetchall():
             seen += len(rows)
             after = rows[-1][0]

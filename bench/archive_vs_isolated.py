@@ -58,7 +58,7 @@ def main() -> None:
                         task=args.task,
                         labs=args.labs,
                         papers=args.papers,
-                        mode=mode,  # type: ignore[arg-type]
+                        mode=mode,
                         seed=seed,
                         attempts=args.attempts,
                     )

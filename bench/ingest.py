@@ -290,7 +290,7 @@ class _Path:
         if self.backend != "postgres":
             return []
         with self.store.engine.connect() as conn:
-            mine = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar()
+            mine = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar_one()
         return database_backends(self.url, exclude=[mine])
 
     def _wait_for(self, target: int) -> None:

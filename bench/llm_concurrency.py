@@ -132,7 +132,7 @@ def _answered(store: EventStore) -> int:
         return int(
             conn.exec_driver_sql(
                 "SELECT count(*) FROM events WHERE type = 'model.responded'"
-            ).scalar()
+            ).scalar_one()
         )
 
 

@@ -348,7 +348,9 @@ def _raw_read(store: EventStore, page: int, pause: bool = True) -> int:
     seen, after = 0, 0
     loads = orjson.loads
     with gc_paused() if pause else nullcontext(), store.engine.connect() as conn:
-        cursor = conn.connection.driver_connection.cursor(**({"binary": True} if postgres else {}))
+        driver = conn.connection.driver_connection
+        assert driver is not None
+        cursor = driver.cursor(**({"binary": True} if postgres else {}))
         while rows := _fetch(cursor.execute(query, (after, page))):
             payloads = [loads(row[11]) for row in rows]  # SQLite's are text too
             assert len(payloads) == len(rows)

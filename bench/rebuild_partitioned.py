@@ -121,7 +121,7 @@ def _child(url: str, how: str, part: int, go: Signal, results: Any) -> None:
 
     store = EventStore.from_url(url, create=False)
     if how == "by stream":
-        pages._PAGE = pages._PAGE.replace(  # type: ignore[attr-defined]
+        pages._PAGE = pages._PAGE.replace(
             "WHERE position > %s", f"WHERE position > %s AND (hashtext(stream) & 1) = {part}"
         )
     runner = ProjectionRunner(store, _projectors(how, part))

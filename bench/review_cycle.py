@@ -72,7 +72,7 @@ def main() -> None:
                         seed,
                         ReviewConfig(),
                         mode,
-                        args.papers,  # type: ignore[arg-type]
+                        args.papers,
                     )
                     labs = _labs_best(system.store, campaign)
                     reads[mode].append(statistics.fmean(labs))

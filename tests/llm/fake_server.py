@@ -162,6 +162,7 @@ class FakeServer:
     def url(self) -> str:
         """The base URL to give a client (ends in /v1)."""
         host, port = self._httpd.server_address[:2]
+        assert isinstance(host, str)  # an IPv4 address
         return f"http://{host}:{port}/v1"
 
     def queue(self, *replies: Scripted) -> None:
@@ -231,7 +232,8 @@ def conversation_problem(body: Any) -> str | None:
                 f"messages: {', '.join(sorted(unanswered))}"
             )
         if role == "assistant":
-            asked = {c.get("id") for c in message.get("tool_calls") or () if isinstance(c, dict)}
+            calls = message.get("tool_calls") or ()
+            asked = {str(c.get("id")) for c in calls if isinstance(c, dict)}
             unanswered = set(asked)
         elif role == "tool":
             if message.get("tool_call_id") not in asked:
