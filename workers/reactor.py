@@ -42,7 +42,7 @@ from events import EventStore
 from events.engines import writing
 from events.recorded import Recorded
 from events.schema import create_tables
-from workers.bus.base import Bus
+from workers.bus.base import Bus, BusStopped
 from workers.retry import DEFAULT, RetryPolicy, keep_going
 
 log = logging.getLogger(__name__)
@@ -95,6 +95,8 @@ class Reactor:
         next catch-up, the checkpoint not having moved."""
         try:
             self.catch_up()
+        except BusStopped:
+            raise  # stopping (Ctrl-C): nothing to warn of, and the task ends there
         except Exception:  # noqa: BLE001 - the log keeps what was not sent
             log.warning("reactions not sent now; the next catch-up sends them", exc_info=True)
 

@@ -10,6 +10,11 @@ RECORD_TASK = "labrxiv.record"
 """The recorder's task name; its queue is `events`."""
 
 
+class BusStopped(RuntimeError):
+    """The bus was stopped (the embedded one at Ctrl-C): nothing sent now is delivered. A
+    task raising it ends there; what it would have sent is taken again from the log."""
+
+
 class Bus(Protocol):
     """Delivers task messages at least once; handlers make redelivery harmless."""
 

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from workers.bus.base import BusStopped
 from workers.metrics import observe_task
 
 log = logging.getLogger(__name__)
@@ -40,10 +41,18 @@ class LocalBus:
             thread.start()
             self._threads.append(thread)
 
+    @property
+    def stopped(self) -> bool:
+        """Whether the bus was abandoned (`abandon`)."""
+        return self._abandoned.is_set()
+
     def send(self, task: str, *args: Any) -> None:
-        """Queue a task; it runs on a bus thread (dropped once the bus is abandoned)."""
-        if not self._abandoned.is_set():
-            self._queue.put((task, args))
+        """Queue a task; it runs on a bus thread. Once the bus is abandoned, `BusStopped`:
+        the sender learns it was not sent (a lab step then gives its lease back instead
+        of saying its events were sent)."""
+        if self._abandoned.is_set():
+            raise BusStopped(f"{task} was not sent: the bus was stopped")
+        self._queue.put((task, args))
 
     def join(self) -> None:
         """Wait until every queued task (and what they queued) has run."""
@@ -58,8 +67,9 @@ class LocalBus:
         self._threads.clear()
 
     def abandon(self) -> int:
-        """Stop at once (Ctrl-C): queued tasks, and those the running ones send, are dropped
-        unrun; the tasks being run are let finish, and the threads end. Returns how many
+        """Stop at once (Ctrl-C): queued tasks are dropped unrun, and a running task that
+        sends gets `BusStopped` and ends there; the tasks being run are let finish, and
+        the threads end. Returns how many
         queued tasks were dropped. What is dropped is safe to lose: a step's events that
         were not recorded are taken again from the log when the run is resumed."""
         self._abandoned.set()
@@ -87,6 +97,8 @@ class LocalBus:
                 started = time.perf_counter()
                 try:
                     self._runner(task, args)
+                except BusStopped:
+                    pass  # stopped while it ran: it ends there, as the queued ones do
                 except Exception as exc:  # a handler bug must not kill the bus thread
                     log.exception("task %s failed", task)
                     self.failures.append((task, exc))

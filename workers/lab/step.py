@@ -60,7 +60,7 @@ HELD_LOOK = 1.0
 may move on (the other take's events recorded) well before the lease runs out."""
 HELD_RETRY = 5.0
 """At most this many seconds before a take that found the lease held runs again (the
-bus's retry): a holder that sends nothing gives its lease back long before it runs out
+bus's retry): a holder that sends nothing frees the step long before its lease runs out
 (the wake-up of a run waiting for its paper's decision, racing the waiting step)."""
 
 
