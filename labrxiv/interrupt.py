@@ -95,6 +95,8 @@ def stop_embedded(system: Embedded, detail: str, campaign: str | None = None) ->
     for stopped, runs in sorted(unfinished.items()):
         _record(system.store, stopped, runs, detail)
         left.append(Left(stopped, runs))
+    if system.ctx.leases is not None:  # the runs' only worker stopped: `resume` takes them
+        system.ctx.leases.forget(run for item in left for run in item.runs)
     system.runner.catch_up()
     return left
 

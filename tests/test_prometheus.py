@@ -239,7 +239,7 @@ def wait_for(
     while True:
         try:
             value = ready()
-        except (urllib.error.URLError, ConnectionError):
+        except OSError:  # refused, reset, or a read that timed out (URLError is one too)
             value = None
         if value:
             print(f"waited {time.monotonic() - began:.1f}s for {what}")

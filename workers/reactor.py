@@ -96,7 +96,7 @@ class Reactor:
         try:
             self.catch_up()
         except BusStopped:
-            raise  # stopping (Ctrl-C): nothing to warn of, and the task ends there
+            pass  # stopping (Ctrl-C): nothing to warn of; a resume's catch-up sends them
         except Exception:  # noqa: BLE001 - the log keeps what was not sent
             log.warning("reactions not sent now; the next catch-up sends them", exc_info=True)
 

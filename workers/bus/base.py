@@ -19,7 +19,8 @@ class Bus(Protocol):
     """Delivers task messages at least once; handlers make redelivery harmless."""
 
     def send(self, task: str, *args: Any) -> None:
-        """Queue `task(*args)` for a worker (JSON-able arguments only)."""
+        """Queue `task(*args)` for a worker (JSON-able arguments only); `BusStopped` if
+        the bus was stopped and it is not sent."""
 
     def close(self) -> None:
         """Release connections and threads."""

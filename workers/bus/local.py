@@ -3,7 +3,9 @@
 Tasks go on a `queue.Queue` and run on worker threads in this process, through the
 same handlers that Celery runs, so `labrxiv demo` on a bare machine exercises the
 same write path as a cluster. A handler's exception is logged and counted, never
-lost silently; there is no redelivery (the process is the failure domain).
+lost silently; there is no redelivery (the process is the failure domain). Once the bus
+is stopped (`abandon`, at Ctrl-C), `send` raises `BusStopped`, and a running task that
+sent ends there, quietly and uncounted, as the queued ones are dropped.
 """
 
 import logging
@@ -32,6 +34,8 @@ class LocalBus:
         self.failures: list[tuple[str, BaseException]] = []
         """Tasks that raised, with the exception (for the caller to report)."""
         self._abandoned = threading.Event()
+        self._sending = threading.Lock()
+        """Held to queue a task and to stop: nothing is queued once `abandon` began."""
 
     def start(self, runner: Runner) -> None:
         """Begin running tasks with `runner(task, args)`."""
@@ -50,9 +54,10 @@ class LocalBus:
         """Queue a task; it runs on a bus thread. Once the bus is abandoned, `BusStopped`:
         the sender learns it was not sent (a lab step then gives its lease back instead
         of saying its events were sent)."""
-        if self._abandoned.is_set():
-            raise BusStopped(f"{task} was not sent: the bus was stopped")
-        self._queue.put((task, args))
+        with self._sending:
+            if self._abandoned.is_set():
+                raise BusStopped(f"{task} was not sent: the bus was stopped")
+            self._queue.put((task, args))
 
     def join(self) -> None:
         """Wait until every queued task (and what they queued) has run."""
@@ -72,7 +77,8 @@ class LocalBus:
         the threads end. Returns how many
         queued tasks were dropped. What is dropped is safe to lose: a step's events that
         were not recorded are taken again from the log when the run is resumed."""
-        self._abandoned.set()
+        with self._sending:
+            self._abandoned.set()
         dropped = 0
         while True:
             try:

@@ -178,6 +178,16 @@ class Leases:
             else:
                 self._mark(stream, token, IDLE if take.idle else SENT)
 
+    def forget(self, streams: Iterable[str]) -> None:
+        """Remove the leases of `streams`, whoever holds them: for a process that was the
+        runs' only worker and has stopped taking steps (the embedded system at Ctrl-C),
+        whose leases guard nothing any more (a sent one's events may have been dropped)."""
+        self._ensure_table()
+        wanted = sorted(set(streams))
+        if wanted:
+            with writing(self.store.engine) as conn:
+                conn.execute(delete(STEP_LEASES).where(STEP_LEASES.c.stream.in_(wanted)))
+
     def live(self, streams: Iterable[str], now: datetime | None = None) -> dict[str, int]:
         """The runs among `streams` whose step is held now: stream → the version it follows."""
         self._ensure_table()

@@ -38,7 +38,7 @@ from events.payloads import (
     ToolReturned,
 )
 from runstate import RunState
-from workers.bus.base import publish
+from workers.bus.base import BusStopped, publish
 from workers.context import WorkerContext
 from workers.errors import RetryLater
 from workers.gym.grading import GraderBroken
@@ -92,6 +92,8 @@ def _step_alone(
     done by one take at a time, and a look after the holder's events were recorded does
     nothing."""
     while True:
+        if getattr(ctx.bus, "stopped", False):  # the embedded bus at Ctrl-C: take nothing
+            raise BusStopped(f"the step of {stream} was not taken: the bus was stopped")
         try:
             return _step(ctx, stream, after_version, final, seen)
         except Taken:
