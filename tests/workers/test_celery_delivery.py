@@ -304,13 +304,24 @@ def assert_nothing_lost(client: redis.Redis, store: EventStore, messages: int, s
 
 
 def kill_mid_task(
-    worker: Worker, client: redis.Redis, store: EventStore, total: int
+    worker: Worker,
+    client: redis.Redis,
+    store: EventStore,
+    total: Callable[[], int],
+    more: Callable[[int], None],
 ) -> tuple[str, set[uuid.UUID], int]:
     """Kill the worker inside a task; the task id and event ids of its message (left
     unacknowledged) and how many of them were stored. A kill that found no message in
-    flight proves nothing: the worker is restarted and killed again, up to 5 times."""
-    for _ in range(5):
-        into_a_task(worker, client, store, total)
+    flight proves nothing: the worker is restarted and killed again, up to 5 times.
+
+    The worker drains the queue while this looks: on a loaded machine it recorded every
+    message before a look saw one under way (a CI run waited 60 s for a batch that could
+    no longer come). Then `more(n)` publishes more messages (runs of new names; `total()`
+    counts them) and it looks again."""
+    for attempt in range(1, 6):
+        if not into_a_task(worker, client, store, total(), drained=True):
+            more(attempt)
+            continue
         worker.kill()
         messages = in_flight(client)
         assert len(messages) <= 1, "prefetch 1 with late acks: one message in flight at most"
@@ -318,7 +329,7 @@ def kill_mid_task(
             task_id, ids = messages[0]
             return task_id, ids, stored_of(store, ids)
         worker.start()
-    pytest.fail(f"five kills landed between tasks\n{worker.tail()}")
+    pytest.fail(f"five kills landed between tasks, or five drains before a look\n{worker.tail()}")
 
 
 @pytest.mark.parametrize(
@@ -345,12 +356,22 @@ def test_worker_killed_mid_task_redelivers_after_visibility_timeout(
     store = EventStore.from_url(store_url)
     client = redis.Redis.from_url(redis_url)
     expected = expected_ids(runs, attempts)
-    sent = publish(env, str(runs), str(attempts), "--runs-per-message", str(per_message))
+    options = [str(runs), str(attempts), "--runs-per-message", str(per_message)]
+    messages = publish(env, *options)["messages"]
     worker = Worker(env, tmp_path / "worker.log", pool).start()
     workers.append(worker)
 
-    task_id, ids, stored = kill_mid_task(worker, client, store, len(expected))
-    assert_nothing_lost(client, store, sent["messages"], len(ids))
+    batches = 1
+
+    def more(batch: int) -> None:  # all recorded before a look: runs of new names
+        nonlocal expected, messages, batches
+        batches += 1
+        first = batch * runs
+        expected |= expected_ids(runs, attempts, first)  # derived before they are sent
+        messages += publish(env, *options, "--first", str(first))["messages"]
+
+    task_id, ids, stored = kill_mid_task(worker, client, store, lambda: len(expected), more)
+    assert_nothing_lost(client, store, messages, len(ids))
     # A batch is one transaction: the killed task stored all of its events or none.
     assert stored in (0, len(ids)), f"{stored} of {len(ids)}: a batch was half written"
     assert store.count() < len(expected)
@@ -360,7 +381,7 @@ def test_worker_killed_mid_task_redelivers_after_visibility_timeout(
     assert_exactly_once(store, expected)
     assert store.dead_letter_count() == 0
     assert f"[{task_id}] received" in worker.since_start(), "the killed task was not redelivered"
-    assert sent["messages"] == runs // per_message
+    assert messages == batches * runs // per_message  # whole runs per message
 
 
 EXITED = "exited with 'signal 9 (SIGKILL)'"
