@@ -7,8 +7,8 @@ gateway's timeout), and sending it again while it runs would have two workers ta
 it at once. So a worker taking a step holds a lease on the run, renewed every third
 of its time to live while the step runs; the reaper sends again only the steps of
 runs with no live lease. A worker that dies stops renewing: its lease runs out within
-`ttl` seconds, and the run is reaped. One upsert a step, one more per `ttl / 3` of a
-long step.
+`ttl` seconds, and the run is reaped. An upsert and an update a step (taken, then
+marked how it ended), and an update per `ttl / 3` of a long step.
 
 A lease is exclusive: each take holds it under a token of its own, and a take that
 finds the same step's lease held by another (a step sent twice: the reactor sending a
