@@ -352,7 +352,10 @@ def test_compose_file_is_valid_for_docker_compose_v2() -> None:
     if not plugin or plugin.returncode != 0:
         # The Docker CLI's compose plugin is optional: the v1 test above validates the
         # file against the same specification and must pass everywhere.
-        pytest.skip("the Docker CLI's compose plugin is missing; docker-compose validated the file")
+        pytest.skip(
+            "the Docker CLI's compose plugin is missing (Docker's docker-compose-plugin "
+            "package; Debian has none): docker-compose v1 validated the file above"
+        )
     validate([docker, "compose"])  # type: ignore[list-item]
 
 

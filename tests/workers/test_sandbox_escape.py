@@ -51,6 +51,7 @@ from events.payloads import RunStarted
 from labrxiv.settings import load_settings
 from labrxiv.wiring import Embedded, open_embedded
 from runstate import fold
+from tests.needs import missing
 from workers.gym.grading import protected_digests
 from workers.sandbox.base import Limits
 from workers.sandbox.jail import SANDBOX_USER
@@ -830,7 +831,8 @@ def test_attempt_is_refused_or_contained(lab: Lab, attempt: Attempt) -> None:
     if attempt.name == "hidden-data-from-git-history" and not (
         shutil.which("git") and (REPO / ".git").exists()
     ):
-        pytest.skip("not a git checkout: there is no git history to read hidden data from")
+        # .ci/run works on a clone: under CI=true this fails instead of skipping.
+        missing("not a git checkout (or no git): there is no git history to read hidden data from")
     env = lab.new_env()
     values = lab.placeholders(env)
     victim = _Victim(lab.victim) if attempt.beside_victim else None
