@@ -74,9 +74,9 @@ class LocalBus:
     def abandon(self) -> int:
         """Stop at once (Ctrl-C): queued tasks are dropped unrun, and a running task that
         sends gets `BusStopped` and ends there; the tasks being run are let finish, and
-        the threads end. Returns how many
-        queued tasks were dropped. What is dropped is safe to lose: a step's events that
-        were not recorded are taken again from the log when the run is resumed."""
+        the threads end. Returns how many queued tasks were dropped. What is dropped is
+        safe to lose: a step's events that were not recorded are taken again from the log
+        when the run is resumed."""
         with self._sending:
             self._abandoned.set()
         dropped = 0

@@ -173,10 +173,7 @@ class Leases:
         finally:
             done.set()
             renewer.join(timeout=self.ttl)
-            if raised:
-                self._give_back(stream, token)
-            else:
-                self._mark(stream, token, IDLE if take.idle else SENT)
+            self._end(stream, token, None if raised else IDLE if take.idle else SENT)
 
     def forget(self, streams: Iterable[str]) -> None:
         """Remove the leases of `streams`, whoever holds them: for a process that was the
@@ -255,30 +252,17 @@ class Leases:
             )
             return bool(moved.rowcount)
 
-    def _mark(self, stream: str, token: str, how: str) -> None:
-        """Say how `token`'s take ended (`SENT` or `IDLE`), if it still holds the lease
-        (best effort: unmarked, a later take of the step waits for the lease to run out)."""
+    def _end(self, stream: str, token: str, how: str | None) -> None:
+        """End `token`'s take, if it still holds the lease: given back (`how` None) or
+        marked how it ended (`SENT`, `IDLE`). Best effort: the database away, the lease
+        runs out instead (a later take of the step waits for that)."""
+        mine = STEP_LEASES.c.stream == stream, STEP_LEASES.c.holder == token
+        ending = delete(STEP_LEASES) if how is None else update(STEP_LEASES).values(holder=how)
         try:
             with writing(self.store.engine) as conn:
-                conn.execute(
-                    update(STEP_LEASES)
-                    .where(STEP_LEASES.c.stream == stream, STEP_LEASES.c.holder == token)
-                    .values(holder=how)
-                )
+                conn.execute(ending.where(*mine))
         except Exception as exc:  # noqa: BLE001 - the database away: the lease runs out
-            log.warning("%s: the step's lease was not marked %s (%s)", stream, how, exc)
-
-    def _give_back(self, stream: str, token: str) -> None:
-        """End the lease now, if `token` still holds it (best effort: else it runs out)."""
-        try:
-            with writing(self.store.engine) as conn:
-                conn.execute(
-                    delete(STEP_LEASES).where(
-                        STEP_LEASES.c.stream == stream, STEP_LEASES.c.holder == token
-                    )
-                )
-        except Exception:  # noqa: BLE001 - the database away: the lease runs out instead
-            pass
+            log.warning("%s: the step's lease was not ended (%s)", stream, exc)
 
     def _ensure_table(self) -> None:
         if self._ready:

@@ -88,9 +88,8 @@ def _step_alone(
     """Take the step unless another take holds its lease (`workers.lab.lease`): then run
     it again once the lease would have run out or after `HELD_RETRY`, whichever is first
     (`RetryLater`), or, where the bus cannot (`final`), wait here, looking again every
-    `HELD_LOOK`. Either way the step's work is
-    done by one take at a time, and a look after the holder's events were recorded does
-    nothing."""
+    `HELD_LOOK`. Either way the step's work is done by one take at a time, and a look
+    after the holder's events were sent does nothing."""
     while True:
         if getattr(ctx.bus, "stopped", False):  # the embedded bus at Ctrl-C: take nothing
             raise BusStopped(f"the step of {stream} was not taken: the bus was stopped")
@@ -133,9 +132,9 @@ def _step(
     # Held while the step runs and its events are sent: the reaper leaves the run alone,
     # and a second delivery of this step waits (`Held`) instead of running the same tools
     # in the same workspace at once. A take that raises (sending its events included)
-    # gives the lease back, so its retry takes the step at once.
-    # A take that sends nothing (the run moved on meanwhile, or it waits for its paper's
-    # decision, whose wake-up is this step again) leaves the step free to its next take.
+    # gives the lease back, so its retry takes the step at once; one that sends nothing
+    # (the run moved on meanwhile, or it waits for its paper's decision, whose wake-up
+    # is this step again) leaves the step free to its next take.
     with ctx.leases.holding(stream, after_version) as take:
         again = ctx.streams.run_state(stream)
         if again is None or again.version != after_version:
