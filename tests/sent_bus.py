@@ -10,6 +10,8 @@ from workers.bus.base import RECORD_TASK
 class Sent(list[tuple[str, tuple[Any, ...]]]):
     """A bus that keeps what it is asked to send and runs nothing."""
 
+    stopped = False
+
     def send(self, task: str, *args: Any) -> None:
         self.append((task, args))
 

@@ -25,6 +25,8 @@ AT = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 
 
 class NullBus:
+    stopped = False
+
     def send(self, task: str, *args: Any) -> None:
         raise AssertionError("the recorder sends nothing by itself")
 

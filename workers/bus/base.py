@@ -25,6 +25,11 @@ class Bus(Protocol):
     def close(self) -> None:
         """Release connections and threads."""
 
+    @property
+    def stopped(self) -> bool:
+        """Whether `send` now raises `BusStopped` (only the embedded bus can be stopped:
+        `LocalBus.abandon`, at Ctrl-C); a lab step takes nothing then."""
+
 
 def publish(bus: Bus, events: Sequence[Event], blobs: Mapping[str, bytes] | None = None) -> None:
     """Publish a batch of events (and their blobs) for the recorder to append."""

@@ -10,6 +10,9 @@ from workers.handlers import HANDLERS
 class CeleryBus:
     """Sends tasks by name to their queues through a Celery app (no result backend)."""
 
+    stopped = False
+    """Never stopped: its workers go on when the sending process ends."""
+
     def __init__(self, app: Celery) -> None:
         self.app = app
 

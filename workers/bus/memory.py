@@ -8,6 +8,8 @@ from typing import Any
 class MemoryBus:
     """Keeps every `send` as (task, args), in order; thread-safe."""
 
+    stopped = False
+
     def __init__(self) -> None:
         self.sent: list[tuple[str, tuple[Any, ...]]] = []
         self._lock = threading.Lock()

@@ -91,7 +91,7 @@ def _step_alone(
     `HELD_LOOK`. Either way the step's work is done by one take at a time, and a look
     after the holder's events were sent does nothing."""
     while True:
-        if getattr(ctx.bus, "stopped", False):  # the embedded bus at Ctrl-C: take nothing
+        if ctx.bus.stopped:  # the embedded bus at Ctrl-C: take nothing
             raise BusStopped(f"the step of {stream} was not taken: the bus was stopped")
         try:
             return _step(ctx, stream, after_version, final, seen)
