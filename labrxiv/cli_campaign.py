@@ -164,14 +164,7 @@ def campaign(
             "--tool-protocol": tool_protocol != TOOL_PROTOCOL,
             "--context-tokens": context_tokens != CONTEXT_TOKENS,
         }
-        named = [option for option, was in given.items() if was]
-        if named:
-            console.print(
-                f"[red]{', '.join(named)}: for llm labs only, and these are "
-                f"--policy {escape(policy)} labs[/]",
-                soft_wrap=True,
-            )
-            raise typer.Exit(2)
+        refuse_llm_options(given, f"these are --policy {policy} labs")
     plan = CampaignPlan(
         task=task,
         labs=labs,
@@ -204,7 +197,7 @@ def campaign(
     outcome, left = _run(settings, plan, timeout)
     code = report_outcome(outcome)
     if left is not None:  # stopped at --timeout, in embedded mode
-        say_stopped(console, left)
+        say_stopped(console, left, timed_out=True)
     raise typer.Exit(code)
 
 
@@ -300,15 +293,36 @@ def _llm_config(
     for item in phase_model:
         phase, _, name = item.partition("=")
         phases[phase] = name
-    try:
-        return LlmConfig(
-            model=model,
-            phase_models=phases,
-            base_url=http_url_or_exit("--base-url", base_url),
-            temperature=temperature,
-            tool_protocol=tool_protocol,
-            context_tokens=context_tokens,
+    return llm_config_or_exit(
+        {
+            "model": model,
+            "phase_models": phases,
+            "base_url": http_url_or_exit("--base-url", base_url),
+            "temperature": temperature,
+            "tool_protocol": tool_protocol,
+            "context_tokens": context_tokens,
+        }
+    )
+
+
+def refuse_llm_options(given: dict[str, bool], labs: str) -> None:
+    """Stop with exit code 2 when an option only llm labs read was given (`given`: option
+    → whether it was) to labs that read none of them (`labs` says which they are): a
+    mistake, and unchecked (`--tool-protocol nope`, a search run "with a stronger model")."""
+    named = [option for option, was in given.items() if was]
+    if named:
+        console.print(
+            f"[red]{', '.join(named)}: for llm labs only, and {escape(labs)}[/]", soft_wrap=True
         )
+        raise typer.Exit(2)
+
+
+def llm_config_or_exit(fields: dict[str, object]) -> LlmConfig:
+    """The llm labs' settings validated as `run.started` will be, or exit code 2 with one
+    line naming each problem, before anything is written (unchecked, the run's first
+    event was dead-lettered and its campaign watched a run that never began)."""
+    try:
+        return LlmConfig.model_validate(fields)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc'] if p != '[key]')}: {e['msg']}"

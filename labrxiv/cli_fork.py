@@ -8,7 +8,13 @@ from events import EventStore
 from events.envelope import RUN_PREFIX
 from events.payloads import LlmConfig
 from labrxiv.cli_bounds import INT64_MAX
-from labrxiv.cli_campaign import check_task, console, require_sandbox
+from labrxiv.cli_campaign import (
+    check_task,
+    console,
+    llm_config_or_exit,
+    refuse_llm_options,
+    require_sandbox,
+)
 from labrxiv.cli_checks import budget_or_exit, http_url_or_exit
 from labrxiv.cli_common import settings_or_exit
 from labrxiv.cli_errors import err
@@ -111,10 +117,12 @@ def _llm(
 ) -> LlmConfig | None:
     """The fork's model settings: the run's, with what was given instead."""
     if policy != "llm":
+        given = {"--model": model, "--base-url": base_url, "--temperature": temperature}
+        named = {option: value is not None for option, value in given.items()}
+        refuse_llm_options(named, f"this fork is a --policy {policy} run")
         return None
     if parent is None and model is None:
         raise ShellError("an llm fork of a run that had no model needs --model")
-    base = parent or LlmConfig(model=model or "")
     changes = {
         key: value
         for key, value in (
@@ -124,4 +132,5 @@ def _llm(
         )
         if value is not None
     }
-    return base.model_copy(update=changes)
+    inherited = parent.model_dump() if parent is not None else {}
+    return llm_config_or_exit({**inherited, **changes})

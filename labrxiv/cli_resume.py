@@ -127,7 +127,7 @@ def follow(
             system.close()
         code = report_outcome(outcome)
         if left is not None:  # stopped at --timeout
-            say_stopped(console, left)
+            say_stopped(console, left, timed_out=True)
         return code
     bus = open_bus(settings)
     try:

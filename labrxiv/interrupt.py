@@ -144,9 +144,16 @@ def _record(store: EventStore, campaign: str, runs: list[str], detail: str) -> N
     store.append([event])
 
 
-def say_stopped(console: Console, left: list[Left]) -> None:
-    """What was left, and the command that goes on with it."""
-    if not left:
+def say_stopped(console: Console, left: list[Left], timed_out: bool = False) -> None:
+    """What was left, and the command that goes on with it. `timed_out`: the watch ended
+    at `--timeout` with its runs not seen to finish, so none left means none began."""
+    if not left and timed_out:  # e.g. a run whose run.started was dead-lettered
+        console.print(
+            "stopped: no run was left unfinished in the log (the watched runs never began:"
+            " `labrxiv events dead` lists what was not recorded)",
+            soft_wrap=True,
+        )
+    elif not left:
         console.print("stopped: every run had finished")
     for item in left:
         console.print(

@@ -108,10 +108,30 @@ def test_what_cannot_be_forked_is_one_line(parent: tuple[str, Path], cli: Cli) -
             ("fork", run, "--at", "2", "--policy", "llm", "--model", "m", "--base-url", "x"),
             "--base-url 'x': must start",
         ),
+        # Found running labrxiv from outside: a setting `campaign` refuses reached the
+        # fork's run.started unchecked, which was dead-lettered, and the command watched a
+        # run that never began until --timeout; options the fork's labs read none of were
+        # dropped silently (a search run forked "with a stronger model" tested nothing).
+        (
+            ("fork", run, "--at", "2", "--policy", "llm", "--model", "m", "--temperature", "5"),
+            "bad llm settings: temperature: Input should be less than or equal to 2",
+        ),
+        (
+            ("fork", run, "--at", "2", "--policy", "llm", "--temperature", "nan", "--model", "m"),
+            "bad llm settings: temperature",
+        ),
+        (("fork", run, "--at", "2", "--model", "gpt-x"), "--model: for llm labs only"),
+        (
+            ("fork", run, "--at", "2", "--temperature", "-3", "--base-url", "http://h/v1"),
+            "--base-url, --temperature: for llm labs only, and this fork is a --policy search run",
+        ),
     ]:
         said = cli(*args, LABRXIV_DATA_DIR=str(data))
-        assert said.code != 0 and words in said.text, said.out
+        assert said.code == 2 if "llm" in words else said.code != 0, said.out
+        assert words in said.text, said.out
         assert "Traceback" not in said.out
+    started = _store(data).read_records(types=["run.started", "campaign.started"])
+    assert [r.stream for r in started if r.type == "run.started"] == [run], "nothing begun"
     finished_at = len([s for s in steps(_store(data).read_stream(run))]) - 1
     said = cli("fork", run, "--at", str(finished_at), LABRXIV_DATA_DIR=str(data))
     assert said.code == 1 and "had finished" in said.text

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import pytest
 from cli_support import Cli
+from rich.console import Console
 
 from events import EventStore
+from labrxiv.interrupt import say_stopped
 from projections.catalogue import all_projectors
 from projections.runner import ProjectionRunner
 from projections.runs import runs_of
@@ -199,3 +201,16 @@ def test_a_timeout_that_is_not_positive_is_refused(
     assert said.code == 2, said.out
     assert "--timeout" in said.text
     assert not (tmp_path / "data").exists()
+
+
+def test_a_timeout_with_no_run_left_does_not_say_every_run_finished() -> None:
+    """A watch that timed out with nothing unfinished in the log watched runs that never
+    began (their run.started dead-lettered): it said "every run had finished" after
+    "NOT finished" (found running labrxiv from outside)."""
+    console = Console(record=True, width=200)
+    say_stopped(console, [], timed_out=True)
+    said = console.export_text()
+    assert "every run had finished" not in said and "never began" in said, said
+    assert "labrxiv events dead" in said
+    say_stopped(console, [])  # Ctrl-C after every run had ended
+    assert "stopped: every run had finished" in console.export_text()
