@@ -267,6 +267,24 @@ def test_a_broken_bundle_is_rejected_with_every_problem_named(bundle_copy: MakeC
     assert all(problem in str(raised.value) for problem in expected)
 
 
+def test_numbers_that_are_not_finite_and_a_folder_for_a_script_are_named(
+    bundle_copy: MakeCopy,
+) -> None:
+    """Found running labrxiv from outside: `sota = nan` validated "ok" and every run on the
+    task then ended in error (a weight that is not finite); a grader command naming a
+    folder was called missing."""
+    folder = bundle_copy()
+    edit_card(folder, "sota = 0.9648", "sota = nan")
+    edit_card(folder, "baseline = 0.9908", "baseline = inf")
+    edit_card(folder, 'command = ["python", "grader/grade.py"]', 'command = ["python", "grader"]')
+
+    assert validate_bundle(folder) == [
+        "task.toml: subtasks.0.sota: Input should be a finite number (got nan)",
+        "task.toml: subtasks.1.baseline: Input should be a finite number (got inf)",
+        "grader: a folder, not a script (named by grader.command)",
+    ]
+
+
 def test_hidden_data_or_grader_copied_into_the_workspace_is_named(
     bundle_copy: MakeCopy,
 ) -> None:

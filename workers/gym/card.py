@@ -19,7 +19,9 @@ ParamValue = int | float | str | bool
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Finite numbers only: TOML writes `nan` and `inf`, and a card's `sota = nan` made
+    # every run on the task end in error (found running labrxiv from outside).
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class Subtask(_Strict):

@@ -198,6 +198,8 @@ def _check_scripts(path: Path, raw: dict[str, Any]) -> list[str]:
     for field, script in _scripts(raw).items():
         if not is_inside(script):
             problems.append(f"{field}: {script!r} is not a path inside the bundle")
+        elif (path / script).is_dir():
+            problems.append(f"{script}: a folder, not a script (named by {field})")
         elif not (path / script).is_file():
             problems.append(f"{script}: missing (named by {field})")
         elif Path(script).parts[0] == WORKSPACE:
