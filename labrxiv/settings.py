@@ -18,8 +18,14 @@ class SettingsError(Exception):
 class Settings(BaseSettings):
     """How this labrxiv process finds its database and broker."""
 
+    # `env_ignore_empty`: `LABRXIV_DATA_DIR= labrxiv runs` is the variable unset, as shells
+    # mean it (it was the path "", the current folder).
     model_config = SettingsConfigDict(
-        env_prefix="LABRXIV_", extra="ignore", frozen=True, allow_inf_nan=False
+        env_prefix="LABRXIV_",
+        extra="ignore",
+        frozen=True,
+        allow_inf_nan=False,
+        env_ignore_empty=True,
     )
 
     data_dir: Path = Path(".labrxiv")
