@@ -6,6 +6,8 @@ any run started (a bad option, an unknown task, a policy the task does not suppo
 labs cannot run on this machine); 3 the watch timed out before the campaign finished.
 """
 
+import dataclasses
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Literal
 
@@ -27,7 +29,7 @@ from labrxiv.interrupt import (
     settle_or_stop,
     stop_embedded,
 )
-from labrxiv.report import count_endings, every_run_errored, print_endings
+from labrxiv.report import count_endings, every_run_errored, interrupted, print_endings
 from labrxiv.settings import Settings
 from labrxiv.wiring import gym_dirs
 from labrxiv.words import counted
@@ -195,6 +197,8 @@ def campaign(
     )
     check_task(settings, task, policy)
     outcome, left = _run(settings, plan, timeout)
+    if left:
+        outcome = outcome_of_stopped(outcome, left)
     code = report_outcome(outcome)
     if left is not None:  # stopped at --timeout, in embedded mode
         say_stopped(console, left, timed_out=True)
@@ -227,6 +231,12 @@ def _review_config(reviewer: str | None, asked: ReviewConfig) -> ReviewConfig | 
 
 EVERY_RUN_ERRORED = 1
 NOT_FINISHED = 3
+
+
+def outcome_of_stopped(outcome: CampaignOutcome, left: Sequence[Left]) -> CampaignOutcome:
+    """`outcome` with the runs a stop left (`left`) marked interrupted, as the log has them."""
+    runs = [run for item in left for run in item.runs]
+    return dataclasses.replace(outcome, endings=interrupted(outcome.endings, runs))
 
 
 def report_outcome(outcome: CampaignOutcome) -> int:

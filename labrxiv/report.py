@@ -5,7 +5,7 @@ Read from the read models (curves, ledger, runs) once the projections are up to 
 """
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from rich.console import Console
@@ -18,6 +18,9 @@ from projections.ledger import ledger_totals
 from projections.runs import RUNS, RunView
 from workers.gym.bundle import Bundle
 from workers.gym.scoring import better, over_baseline
+
+INTERRUPTED = "interrupted"
+"""A run's ending when the command that ran it stopped it (the runs read model's status)."""
 
 
 @dataclass(frozen=True)
@@ -93,8 +96,10 @@ class RunEnding:
 
     lab: str
     reason: str | None
-    """done, budget, error, cancelled; None while the run has not finished."""
+    """done, budget, error, cancelled; `interrupted` for a run the command stopped
+    (embedded, at `--timeout`: `campaign.interrupted`); None while it runs."""
     detail: str
+    stream: str = ""
 
 
 def run_endings(store: EventStore, runs: Sequence[RunView]) -> list[RunEnding]:
@@ -107,8 +112,20 @@ def run_endings(store: EventStore, runs: Sequence[RunView]) -> list[RunEnding]:
             last = store.last_record(run.stream)
             if last is not None and last.type == "run.finished":
                 detail = str(last.typed().payload.detail)  # type: ignore[union-attr]
-        endings.append(RunEnding(run.lab or run.stream, run.finish_reason, detail))
+        endings.append(RunEnding(run.lab or run.stream, run.finish_reason, detail, run.stream))
     return endings
+
+
+def interrupted(endings: Sequence[RunEnding], runs: Iterable[str]) -> tuple[RunEnding, ...]:
+    """`endings` with `runs` (stopped by the command, unfinished) marked `interrupted`, as
+    the log has them: the watch's last look, before the stop, had them running."""
+    stopped = set(runs)
+    return tuple(
+        RunEnding(e.lab, INTERRUPTED, "`labrxiv resume` goes on with it", e.stream)
+        if e.stream in stopped and e.reason is None
+        else e
+        for e in endings
+    )
 
 
 def every_run_errored(endings: Sequence[RunEnding]) -> bool:

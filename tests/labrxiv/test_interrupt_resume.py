@@ -190,6 +190,10 @@ def test_an_embedded_campaign_stops_at_its_timeout_and_resume_goes_on(
     assert scored < 80 and not store.read_records(types=["campaign.finished"])
     for stream in marker.payload["runs"]:
         assert store.read_stream(stream)[-1].type != "run.finished"
+    # How each run ended says what the log says of the runs left (it said "running").
+    left = len(marker.payload["runs"])
+    assert said.text.count(": interrupted") == left and f"{left} interrupted" in said.text
+    assert "lab-0: running" not in said.text and "lab-1: running" not in said.text
 
 
 @pytest.mark.parametrize("command", [["campaign", "--task", "continual-digits"], ["resume"]])
