@@ -18,7 +18,12 @@ from rich.markup import escape
 from events.payloads import LlmConfig, ReviewConfig
 from labrxiv.campaigns import CampaignOutcome, run_campaign
 from labrxiv.cli_bounds import INT64_MAX, INT64_MIN, SEED_MAX
-from labrxiv.cli_checks import budget_or_exit, http_url_or_exit
+from labrxiv.cli_checks import (
+    budget_or_exit,
+    http_url_or_exit,
+    llm_config_or_exit,
+    refuse_llm_options,
+)
 from labrxiv.console import make_console
 from labrxiv.entry import EXIT_INTERRUPTED
 from labrxiv.interrupt import (
@@ -201,7 +206,7 @@ def campaign(
         outcome = outcome_of_stopped(outcome, left)
     code = report_outcome(outcome)
     if left is not None:  # stopped at --timeout, in embedded mode
-        say_stopped(console, left, timed_out=True)
+        say_stopped(console, left, unseen=len(outcome.runs) - len(outcome.endings))
     raise typer.Exit(code)
 
 
@@ -296,9 +301,6 @@ def _llm_config(
     tool_protocol: str,
     context_tokens: int,
 ) -> LlmConfig:
-    if not model:
-        console.print("[red]--model is required for --policy llm[/]")
-        raise typer.Exit(2)
     phases = {}
     for item in phase_model:
         phase, _, name = item.partition("=")
@@ -313,34 +315,6 @@ def _llm_config(
             "context_tokens": context_tokens,
         }
     )
-
-
-def refuse_llm_options(given: dict[str, bool], labs: str) -> None:
-    """Stop with exit code 2 when an option only llm labs read was given (`given`: option
-    → whether it was) to labs that read none of them (`labs` says which they are): a
-    mistake, and unchecked (`--tool-protocol nope`, a search run "with a stronger model")."""
-    named = [option for option, was in given.items() if was]
-    if named:
-        console.print(
-            f"[red]{', '.join(named)}: for llm labs only, and {escape(labs)}[/]", soft_wrap=True
-        )
-        raise typer.Exit(2)
-
-
-def llm_config_or_exit(fields: dict[str, object]) -> LlmConfig:
-    """The llm labs' settings validated as `run.started` will be, or exit code 2 with one
-    line naming each problem, before anything is written (unchecked, the run's first
-    event was dead-lettered and its campaign watched a run that never began)."""
-    try:
-        return LlmConfig.model_validate(fields)
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'] if p != '[key]')}: {e['msg']}"
-            for e in exc.errors()
-        )
-        # Escaped: rich took `[key]` of pydantic's place for a style and printed nothing.
-        console.print(f"[red]bad llm settings: {escape(problems)}[/]", soft_wrap=True)
-        raise typer.Exit(2) from None
 
 
 def _mode(value: str) -> Literal["isolated", "archive"]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from pydantic import ValidationError
 
-from events.payloads import Budget
+from events.payloads import Budget, LlmConfig
 from labrxiv.cli_errors import say_error
 from labrxiv.settings import http_url_problem
 
@@ -56,3 +56,32 @@ def writable_folder_or_exit(option: str, folder: Path) -> None:
     if problem is not None:
         say_error(f"{option} {folder}: {problem}")
         raise typer.Exit(2)
+
+
+def refuse_llm_options(given: dict[str, bool], labs: str) -> None:
+    """Stop with exit code 2 when an option only llm labs read was given (`given`: option
+    → whether it was) to labs that read none of them (`labs` says which they are): a
+    mistake, and unchecked (`--tool-protocol nope`, a search run "with a stronger model")."""
+    named = [option for option, was in given.items() if was]
+    if named:
+        say_error(f"{', '.join(named)}: for llm labs only, and {labs}")
+        raise typer.Exit(2)
+
+
+def llm_config_or_exit(fields: dict[str, object]) -> LlmConfig:
+    """The llm labs' settings validated as `run.started` will be, or exit code 2 with one
+    line naming each problem, before anything is written (unchecked, the run's first
+    event was dead-lettered and its campaign watched a run that never began). An empty
+    model is refused here: the payload takes one, no endpoint does."""
+    if not fields.get("model"):
+        say_error("--model is required for --policy llm")
+        raise typer.Exit(2)
+    try:
+        return LlmConfig.model_validate(fields)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'] if p != '[key]')}: {e['msg']}"
+            for e in exc.errors()
+        )
+        say_error(f"bad llm settings: {problems}")
+        raise typer.Exit(2) from None

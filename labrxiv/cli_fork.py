@@ -8,16 +8,15 @@ from events import EventStore
 from events.envelope import RUN_PREFIX
 from events.payloads import LlmConfig
 from labrxiv.cli_bounds import INT64_MAX
-from labrxiv.cli_campaign import (
-    check_task,
-    console,
+from labrxiv.cli_campaign import check_task, console, require_sandbox
+from labrxiv.cli_checks import (
+    budget_or_exit,
+    http_url_or_exit,
     llm_config_or_exit,
     refuse_llm_options,
-    require_sandbox,
 )
-from labrxiv.cli_checks import budget_or_exit, http_url_or_exit
 from labrxiv.cli_common import settings_or_exit
-from labrxiv.cli_errors import err
+from labrxiv.cli_errors import err, say_error
 from labrxiv.cli_resume import Watched, follow
 from labrxiv.errors import ShellError
 from labrxiv.interrupt import TIMEOUT_HELP
@@ -122,7 +121,8 @@ def _llm(
         refuse_llm_options(named, f"this fork is a --policy {policy} run")
         return None
     if parent is None and model is None:
-        raise ShellError("an llm fork of a run that had no model needs --model")
+        say_error("an llm fork of a run that had no model needs --model")
+        raise typer.Exit(2)
     changes = {
         key: value
         for key, value in (

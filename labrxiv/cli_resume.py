@@ -129,7 +129,7 @@ def follow(
             outcome = outcome_of_stopped(outcome, left)
         code = report_outcome(outcome)
         if left is not None:  # stopped at --timeout
-            say_stopped(console, left, timed_out=True)
+            say_stopped(console, left, unseen=len(outcome.runs) - len(outcome.endings))
         return code
     bus = open_bus(settings)
     try:

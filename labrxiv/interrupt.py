@@ -22,6 +22,7 @@ from events import Event, EventStore
 from events.ids import new_id, utcnow
 from events.payloads import CampaignInterrupted
 from labrxiv.wiring import Embedded
+from labrxiv.words import counted
 from workers.bus.base import Bus
 from workers.lab.reaper import unfinished_runs
 from workers.lab.step import LAB_STEP_TASK
@@ -144,13 +145,14 @@ def _record(store: EventStore, campaign: str, runs: list[str], detail: str) -> N
     store.append([event])
 
 
-def say_stopped(console: Console, left: list[Left], timed_out: bool = False) -> None:
-    """What was left, and the command that goes on with it. `timed_out`: the watch ended
-    at `--timeout` with its runs not seen to finish, so none left means none began."""
-    if not left and timed_out:  # e.g. a run whose run.started was dead-lettered
+def say_stopped(console: Console, left: list[Left], unseen: int = 0) -> None:
+    """What was left, and the command that goes on with it. `unseen`: watched runs the
+    runs read model never showed (a run whose run.started was dead-lettered): none of
+    them is left unfinished in the log, and none of them had finished either."""
+    if not left and unseen:
         console.print(
-            "stopped: no run was left unfinished in the log (the watched runs never began:"
-            " `labrxiv events dead` lists what was not recorded)",
+            f"stopped: {counted(unseen, 'watched run')} never seen to begin"
+            " (`labrxiv events dead` lists what was not recorded)",
             soft_wrap=True,
         )
     elif not left:

@@ -112,13 +112,15 @@ def run_endings(store: EventStore, runs: Sequence[RunView]) -> list[RunEnding]:
             last = store.last_record(run.stream)
             if last is not None and last.type == "run.finished":
                 detail = str(last.typed().payload.detail)  # type: ignore[union-attr]
-        endings.append(RunEnding(run.lab or run.stream, run.finish_reason, detail, run.stream))
+        reason = INTERRUPTED if run.status == INTERRUPTED else run.finish_reason
+        endings.append(RunEnding(run.lab or run.stream, reason, detail, run.stream))
     return endings
 
 
 def interrupted(endings: Sequence[RunEnding], runs: Iterable[str]) -> tuple[RunEnding, ...]:
     """`endings` with `runs` (stopped by the command, unfinished) marked `interrupted`, as
-    the log has them: the watch's last look, before the stop, had them running."""
+    the log has them: the watch's last look, before the stop, had them running (a run
+    an earlier stop left, not resumed, is `interrupted` in the read model already)."""
     stopped = set(runs)
     return tuple(
         RunEnding(e.lab, INTERRUPTED, "`labrxiv resume` goes on with it", e.stream)

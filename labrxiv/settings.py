@@ -18,14 +18,8 @@ class SettingsError(Exception):
 class Settings(BaseSettings):
     """How this labrxiv process finds its database and broker."""
 
-    # `env_ignore_empty`: `LABRXIV_DATA_DIR= labrxiv runs` is the variable unset, as shells
-    # mean it (it was the path "", the current folder).
     model_config = SettingsConfigDict(
-        env_prefix="LABRXIV_",
-        extra="ignore",
-        frozen=True,
-        allow_inf_nan=False,
-        env_ignore_empty=True,
+        env_prefix="LABRXIV_", extra="ignore", frozen=True, allow_inf_nan=False
     )
 
     data_dir: Path = Path(".labrxiv")
@@ -64,6 +58,15 @@ class Settings(BaseSettings):
     taken over by another once it runs out (`workers.lab.lease`)."""
     reactor_interval: float = Field(default=0.5, gt=0)
     """Seconds between the reactor's looks at the log (`labrxiv reactor`)."""
+
+    @field_validator("data_dir", mode="before")
+    @classmethod
+    def _some_folder(cls, value: object) -> object:
+        # Empty, it was the path "" (the current folder): `LABRXIV_DATA_DIR= labrxiv runs`
+        # looked for a log there (found running labrxiv from outside).
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("empty: name a folder, or unset it for the default .labrxiv")
+        return value
 
     @field_validator("database_url")
     @classmethod

@@ -281,7 +281,7 @@ def test_numbers_that_are_not_finite_and_a_folder_for_a_script_are_named(
     assert validate_bundle(folder) == [
         "task.toml: subtasks.0.sota: Input should be a finite number (got nan)",
         "task.toml: subtasks.1.baseline: Input should be a finite number (got inf)",
-        "grader: a folder, not a script (named by grader.command)",
+        "grader: a folder; name the script file it runs (named by grader.command)",
     ]
 
 

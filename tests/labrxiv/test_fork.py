@@ -122,6 +122,11 @@ def test_what_cannot_be_forked_is_one_line(parent: tuple[str, Path], cli: Cli) -
         ),
         (("fork", run, "--at", "2", "--model", "gpt-x"), "--model: for llm labs only"),
         (
+            ("fork", run, "--at", "2", "--policy", "llm", "--model", ""),
+            "--model is required for --policy llm",
+        ),
+        (("fork", run, "--at", "2", "--policy", "llm"), "a run that had no model needs --model"),
+        (
             ("fork", run, "--at", "2", "--temperature", "-3", "--base-url", "http://h/v1"),
             "--base-url, --temperature: for llm labs only, and this fork is a --policy search run",
         ),

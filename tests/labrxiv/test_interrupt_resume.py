@@ -11,6 +11,7 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from cli_support import Cli
@@ -18,6 +19,7 @@ from rich.console import Console
 
 from events import EventStore
 from labrxiv.interrupt import say_stopped
+from labrxiv.report import interrupted, run_endings
 from projections.catalogue import all_projectors
 from projections.runner import ProjectionRunner
 from projections.runs import runs_of
@@ -207,14 +209,30 @@ def test_a_timeout_that_is_not_positive_is_refused(
     assert not (tmp_path / "data").exists()
 
 
-def test_a_timeout_with_no_run_left_does_not_say_every_run_finished() -> None:
-    """A watch that timed out with nothing unfinished in the log watched runs that never
-    began (their run.started dead-lettered): it said "every run had finished" after
-    "NOT finished" (found running labrxiv from outside)."""
+def test_a_stop_with_no_run_left_says_which_runs_never_began() -> None:
+    """A watch that timed out on a run whose run.started was dead-lettered (nothing of it
+    unfinished in the log) said "every run had finished" after "NOT finished" (found
+    running labrxiv from outside); runs that did finish are said to have finished."""
     console = Console(record=True, width=200)
-    say_stopped(console, [], timed_out=True)
+    say_stopped(console, [], unseen=1)
     said = console.export_text()
-    assert "every run had finished" not in said and "never began" in said, said
-    assert "labrxiv events dead" in said
-    say_stopped(console, [])  # Ctrl-C after every run had ended
+    assert "every run had finished" not in said, said
+    assert "1 watched run never seen to begin" in said and "labrxiv events dead" in said
+    say_stopped(console, [])  # every run ended (a campaign may still await its reviews)
     assert "stopped: every run had finished" in console.export_text()
+
+
+def test_a_run_left_interrupted_ends_interrupted_in_a_watch_of_other_runs(tmp_path: Path) -> None:
+    """`labrxiv resume RUN` of one of a campaign's runs printed the run it left alone, still
+    interrupted in the log, as `running` (found reviewing the endings after a timeout)."""
+    store = EventStore.from_url(f"sqlite:///{tmp_path / 'log.db'}")
+    views = [
+        SimpleNamespace(lab="lab-0", stream="run-c-0", finished=False, status="running",
+                        finish_reason=None),
+        SimpleNamespace(lab="lab-1", stream="run-c-1", finished=False, status="interrupted",
+                        finish_reason=None),
+    ]  # fmt: skip
+    endings = run_endings(store, views)  # type: ignore[arg-type]
+    assert [(e.lab, e.reason) for e in endings] == [("lab-0", None), ("lab-1", "interrupted")]
+    stopped = interrupted(endings, ["run-c-0"])
+    assert [e.reason for e in stopped] == ["interrupted", "interrupted"]

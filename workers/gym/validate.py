@@ -199,7 +199,7 @@ def _check_scripts(path: Path, raw: dict[str, Any]) -> list[str]:
         if not is_inside(script):
             problems.append(f"{field}: {script!r} is not a path inside the bundle")
         elif (path / script).is_dir():
-            problems.append(f"{script}: a folder, not a script (named by {field})")
+            problems.append(f"{script}: a folder; name the script file it runs (named by {field})")
         elif not (path / script).is_file():
             problems.append(f"{script}: missing (named by {field})")
         elif Path(script).parts[0] == WORKSPACE:
