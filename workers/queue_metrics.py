@@ -4,12 +4,15 @@ Read by the exporter from Redis itself, not counted by the workers: a queue that
 because no worker consumes it has no worker to report it.
 """
 
+import logging
 from collections.abc import Iterator, Sequence
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-QUEUES = ("events", "steps")
-"""The queues labrxiv's tasks are routed to (`workers.handlers.HANDLERS`)."""
+log = logging.getLogger(__name__)
+
+QUEUES = ("events", "steps", "reviews")
+"""The queues labrxiv's tasks are routed to (`workers.handlers.HANDLERS`; a test checks)."""
 PRIORITY_SEPARATOR = "\x06\x16"
 """kombu's Redis transport keeps a queue's messages of priority p > 0 in the list
 `<queue>\\x06\\x16<p>`; the queue's depth is the sum of its lists."""
@@ -31,14 +34,22 @@ class QueueCollector:
         return []
 
     def collect(self) -> Iterator[Metric]:
-        """One round trip: every list's length and the unacked hash's size."""
+        """One round trip: every list's length and the unacked hash's size. Nothing while
+        Redis is away: the scrape's other metrics (the read models') go on without these
+        (a Redis down made the whole scrape an HTTP 500, found running labrxiv outside)."""
+        import redis
+
         pipe = self.client.pipeline(transaction=False)
         for queue in self.queues:
             pipe.llen(queue)
             for priority in range(1, 10):
                 pipe.llen(f"{queue}{PRIORITY_SEPARATOR}{priority}")
         pipe.hlen(UNACKED)
-        lengths = pipe.execute()
+        try:
+            lengths = pipe.execute()
+        except redis.RedisError as exc:
+            log.warning("queue depth not read, Redis is away: %s", exc)
+            return
         depth = GaugeMetricFamily(
             "labrxiv_queue_messages",
             "Messages waiting on a queue (not yet delivered to a worker).",

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import redis
 from prometheus_client import REGISTRY, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -22,6 +23,8 @@ from projections.catalogue import all_projectors
 from projections.runner import ProjectionRunner
 from tests.ports import free_port
 from workers import metrics
+from workers.handlers import HANDLERS
+from workers.queue_metrics import QUEUES, QueueCollector
 from workers.simulated import simulated_run
 
 LABRXIV = Path(sys.executable).with_name("labrxiv")
@@ -111,6 +114,7 @@ def test_two_exporters_and_a_rebuild_give_the_same_research_metrics(
 
 
 def test_exporter_once_prints_queue_depth_and_lag(env: dict[str, str]) -> None:
+    redis.Redis.from_url(env["LABRXIV_REDIS_URL"]).lpush("reviews", "a", "b", "c")
     out = subprocess.run(
         [str(LABRXIV), "exporter", "--once"], env=env, capture_output=True, text=True, timeout=300
     )
@@ -121,7 +125,17 @@ def test_exporter_once_prints_queue_depth_and_lag(env: dict[str, str]) -> None:
         for s in family.samples
     }
     assert found[("labrxiv_queue_messages", (("queue", "steps"),))] == 0
+    # Every queue a worker consumes is counted (`reviews` was not: found from outside).
+    assert {queue for _, queue in HANDLERS.values()} == set(QUEUES)
+    assert found[("labrxiv_queue_messages", (("queue", "reviews"),))] == 3
     assert found[("labrxiv_projection_lag_events", (("projector", "runs"),))] == 0
+
+
+def test_queue_depth_is_left_out_while_redis_is_away() -> None:
+    """A Redis down made the exporter's whole scrape an HTTP 500 (the read models'
+    metrics with it): the queue gauges are left out instead."""
+    collector = QueueCollector(f"redis://127.0.0.1:{free_port()}/0")  # nothing listens
+    assert list(collector.collect()) == []
 
 
 # -- names -------------------------------------------------------------------------------
