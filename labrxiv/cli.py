@@ -115,6 +115,14 @@ def demo(
         raise typer.Exit(1)
 
 
+WORKER_QUEUES = ("events", "steps", "reviews")
+"""The queues labrxiv's tasks are routed to (`workers.handlers.HANDLERS`; a test checks),
+written out: importing the handlers here would import prometheus_client before a worker's
+metrics are set up."""
+WORKER_POOLS = ("prefork", "threads", "solo")
+"""The Celery pools a worker runs on (eventlet and gevent are not installed)."""
+
+
 @app.command()
 def worker(
     queues: str = typer.Option(
@@ -142,6 +150,18 @@ def worker(
     ),
 ) -> None:
     """Run a Celery worker on Redis (needs LABRXIV_REDIS_URL)."""
+    # Checked here, one line and exit 2: Celery took a misspelt queue silently (the worker
+    # then consumed nothing of it and the runs stalled) and met a pool it cannot load
+    # with a 200-line traceback (found running labrxiv from outside).
+    named = [queue.strip() for queue in queues.split(",") if queue.strip()]
+    if not named or set(named) - set(WORKER_QUEUES):
+        console.print(
+            f"[red]--queues {queues!r}: labrxiv's queues are {', '.join(WORKER_QUEUES)}[/]"
+        )
+        raise typer.Exit(2)
+    if pool not in WORKER_POOLS:
+        console.print(f"[red]--pool {pool!r}: one of {', '.join(WORKER_POOLS)}[/]")
+        raise typer.Exit(2)
     settings = _settings()
     if settings.redis_url is None:
         console.print("[red]LABRXIV_REDIS_URL is not set: a worker needs Redis[/]")

@@ -15,8 +15,9 @@ import pytest
 from celery.exceptions import DuplicateNodenameWarning
 from typer.testing import CliRunner
 
-from labrxiv.cli import app
+from labrxiv.cli import WORKER_QUEUES, app
 from workers.app import make_celery
+from workers.handlers import HANDLERS
 
 LABRXIV = Path(sys.executable).with_name("labrxiv")
 
@@ -63,6 +64,34 @@ def test_a_name_can_be_given(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
     assert name_in(worker_argv(monkeypatch, tmp_path, "-n", "steps-1@%h")) == "steps-1@%h"
     argv = worker_argv(monkeypatch, tmp_path, "--name", "recorder@box", "-Q", "events")
     assert name_in(argv) == "recorder@box" and argv[argv.index("-Q") + 1] == "events"
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        (["-Q", "events,step"], "--queues 'events,step': labrxiv's queues are events, steps"),
+        (["-Q", ","], "--queues ',': labrxiv's queues"),
+        (["-P", "badpool"], "--pool 'badpool': one of prefork, threads, solo"),
+        (["-P", "gevent"], "--pool 'gevent': one of"),
+    ],
+)
+def test_a_wrong_queue_or_pool_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, options: list[str], words: str
+) -> None:
+    """Found running labrxiv from outside: a misspelt queue was consumed silently (nothing
+    took the real one's steps and the campaign stalled) and a pool Celery cannot load
+    ended in a 200-line traceback."""
+    fake = FakeCelery()
+    monkeypatch.setattr("labrxiv.wiring.celery_worker_app", lambda _settings: fake)
+    env = {k: None for k in os.environ if k.startswith("LABRXIV_")}
+    env |= {"LABRXIV_REDIS_URL": "redis://127.0.0.1:1/0", "LABRXIV_DATA_DIR": str(tmp_path)}
+    result = CliRunner().invoke(app, ["worker", *options], env=env)
+    assert result.exit_code == 2 and words in " ".join(result.output.split()), result.output
+    assert fake.argv == [], "no worker was started"
+
+
+def test_the_worker_queues_are_the_handlers_queues() -> None:
+    assert set(WORKER_QUEUES) == {queue for _, queue in HANDLERS.values()}
 
 
 # -- two real workers on one host --------------------------------------------------------
