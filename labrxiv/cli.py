@@ -13,7 +13,7 @@ from labrxiv.cli_analyze import analyze
 from labrxiv.cli_bounds import INT64_MAX, SEED_MAX
 from labrxiv.cli_campaign import campaign, reap_command
 from labrxiv.cli_common import JSON_HELP, emit_json, read_store, settings_or_exit
-from labrxiv.cli_errors import ShellGroup
+from labrxiv.cli_errors import ShellGroup, say_error
 from labrxiv.cli_events import events_app
 from labrxiv.cli_export import export_app
 from labrxiv.cli_exporter import exporter
@@ -155,12 +155,10 @@ def worker(
     # with a 200-line traceback (found running labrxiv from outside).
     named = [queue.strip() for queue in queues.split(",") if queue.strip()]
     if not named or set(named) - set(WORKER_QUEUES):
-        console.print(
-            f"[red]--queues {queues!r}: labrxiv's queues are {', '.join(WORKER_QUEUES)}[/]"
-        )
+        say_error(f"--queues {queues!r}: labrxiv's queues are {', '.join(WORKER_QUEUES)}")
         raise typer.Exit(2)
     if pool not in WORKER_POOLS:
-        console.print(f"[red]--pool {pool!r}: one of {', '.join(WORKER_POOLS)}[/]")
+        say_error(f"--pool {pool!r}: one of {', '.join(WORKER_POOLS)}")
         raise typer.Exit(2)
     settings = _settings()
     if settings.redis_url is None:

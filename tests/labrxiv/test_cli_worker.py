@@ -73,6 +73,7 @@ def test_a_name_can_be_given(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
         (["-Q", ","], "--queues ',': labrxiv's queues"),
         (["-P", "badpool"], "--pool 'badpool': one of prefork, threads, solo"),
         (["-P", "gevent"], "--pool 'gevent': one of"),
+        (["-P", "[/]"], "--pool '[/]': one of"),  # markup in the value: printed as it is
     ],
 )
 def test_a_wrong_queue_or_pool_is_one_line(
