@@ -202,12 +202,7 @@ def campaign(
     )
     check_task(settings, task, policy)
     outcome, left = _run(settings, plan, timeout)
-    if left:
-        outcome = outcome_of_stopped(outcome, left)
-    code = report_outcome(outcome)
-    if left is not None:  # stopped at --timeout, in embedded mode
-        say_stopped(console, left, unseen=len(outcome.runs) - len(outcome.endings))
-    raise typer.Exit(code)
+    raise typer.Exit(report_watch(outcome, left))
 
 
 def _review_config(reviewer: str | None, asked: ReviewConfig) -> ReviewConfig | None:
@@ -238,10 +233,17 @@ EVERY_RUN_ERRORED = 1
 NOT_FINISHED = 3
 
 
-def outcome_of_stopped(outcome: CampaignOutcome, left: Sequence[Left]) -> CampaignOutcome:
-    """`outcome` with the runs a stop left (`left`) marked interrupted, as the log has them."""
+def report_watch(outcome: CampaignOutcome, left: Sequence[Left] | None) -> int:
+    """`report_outcome`, and where the watch stopped the work at `--timeout` (embedded:
+    `left`, the runs it left), those runs marked interrupted, as the log has them, and
+    what was left with the command that goes on with it."""
+    if left is None:
+        return report_outcome(outcome)
     runs = [run for item in left for run in item.runs]
-    return dataclasses.replace(outcome, endings=interrupted(outcome.endings, runs))
+    outcome = dataclasses.replace(outcome, endings=interrupted(outcome.endings, runs))
+    code = report_outcome(outcome)
+    say_stopped(console, list(left), unseen=len(outcome.runs) - len(outcome.endings))
+    return code
 
 
 def report_outcome(outcome: CampaignOutcome) -> int:

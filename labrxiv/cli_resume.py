@@ -9,7 +9,7 @@ import typer
 from events import EventStore
 from events.envelope import RUN_PREFIX
 from labrxiv.campaigns import CampaignOutcome, watch_campaign
-from labrxiv.cli_campaign import console, outcome_of_stopped, report_outcome, require_sandbox
+from labrxiv.cli_campaign import console, report_outcome, report_watch, require_sandbox
 from labrxiv.cli_common import settings_or_exit
 from labrxiv.cli_errors import err
 from labrxiv.entry import EXIT_INTERRUPTED
@@ -125,12 +125,7 @@ def follow(
             return EXIT_INTERRUPTED
         finally:
             system.close()
-        if left:
-            outcome = outcome_of_stopped(outcome, left)
-        code = report_outcome(outcome)
-        if left is not None:  # stopped at --timeout
-            say_stopped(console, left, unseen=len(outcome.runs) - len(outcome.endings))
-        return code
+        return report_watch(outcome, left)
     bus = open_bus(settings)
     try:
         reactor = Reactor(store, bus, REACTIONS)
