@@ -5,9 +5,10 @@ from functools import cache
 from pathlib import Path
 
 import typer
+from rich.markup import escape
 
 from labrxiv.cli_common import read_runner, settings_or_exit
-from labrxiv.cli_errors import say_error
+from labrxiv.cli_errors import err, say_error
 from labrxiv.cli_group import command_group
 from labrxiv.console import make_console
 from labrxiv.errors import CannotWrite
@@ -45,7 +46,7 @@ def export_preferences(
     runner.catch_up()
     with runner.store.engine.connect() as conn:
         campaign = resolve_campaign(runner.store, conn, campaign)
-        pairs, why = preference_pairs(conn, prompt_of, campaign=campaign, task=task)
+        pairs, why, ties = preference_pairs(conn, prompt_of, campaign=campaign, task=task)
     lines = "".join(pair.model_dump_json() + "\n" for pair in pairs)
     if out is not None:
         try:
@@ -54,6 +55,8 @@ def export_preferences(
             raise CannotWrite(f"cannot write {out}: {exc.strerror}") from None
     elif lines:
         typer.echo(lines, nl=False)
+    for tie in ties:
+        err.print(f"[dim]{escape(tie)}[/]", soft_wrap=True)
     if why is not None:
         say_error(f"no preference pair: {why}")
     elif out is not None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import typer
 from rich.markup import escape
+from sqlalchemy import Connection
 
 from labrxiv.campaign_index import campaign_modes
 from labrxiv.cli_bounds import INT64_MAX
@@ -29,7 +30,12 @@ from labrxiv.views_read import (
     top_table,
 )
 from projections.archive import get_paper, list_papers
-from projections.archive_search import ClaimedPaper, search_papers, top_papers
+from projections.archive_search import (
+    ClaimedPaper,
+    recorded_direction,
+    search_papers,
+    top_papers,
+)
 from projections.curves import curve_points, paper_points
 from projections.ledger import RollUp, ledger_totals
 from projections.reviews import PaperDecision, any_reviews, decisions_of, reviews_of
@@ -156,7 +162,8 @@ def papers_top(
     k: int = typer.Option(10, "-k", min=1, help="How many papers.", max=INT64_MAX),
     subtask: str | None = typer.Option(None, help="Rank by this subtask (default: headline)."),
     direction: Direction | None = typer.Option(
-        None, help="Which way is better (default: the task card's direction for the subtask)."
+        None,
+        help="Which way is better (default: the direction the log recorded for the subtask).",
     ),
     campaign: str | None = typer.Option(None, help=CAMPAIGN_HELP),
     verified_only: bool = typer.Option(
@@ -167,9 +174,9 @@ def papers_top(
     """The task's papers with the best claimed value, each marked verified or not (the
     claim is the grader's score of the attempt it names, recorded before the paper)."""
     runner = read_runner()
-    way, note = (direction, None) if direction else _card_direction(task, subtask)
     with runner.store.engine.connect() as conn:
         campaign = resolve_campaign(runner.store, conn, campaign)
+        way, note = (direction, None) if direction else _direction(conn, task, subtask)
         ranked = top_papers(conn, task, k=None, subtask=subtask, direction=way.value)
         if not ranked:
             if not list_papers(conn, task=task):
@@ -194,10 +201,13 @@ def papers_top(
     console.print(top_table(ranked, task, verified))
 
 
-def _card_direction(task: str, subtask: str | None) -> tuple[Direction, str | None]:
-    """Which way the task card says the subtask (the primary for the headline) is better;
-    maximize, with a note, for a task whose card is not found here. Before issue 13
-    `top` ranked every subtask highest first: forgetting, which is minimized, worst first."""
+def _direction(conn: Connection, task: str, subtask: str | None) -> tuple[Direction, str | None]:
+    """Which way the subtask (the headline claims' for None) is better: as the papers'
+    events recorded it from the card; else (papers submitted before directions were
+    recorded) as the task card here says; else maximize, with a note."""
+    recorded = recorded_direction(conn, task, subtask)
+    if recorded is not None:
+        return Direction(recorded), None
     try:
         card = find_bundle(task, settings_or_exit().gym_path).card
     except BundleError:

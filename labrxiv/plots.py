@@ -26,7 +26,7 @@ from projections.curves import CurvePoint, PaperPoint
 LineBy = Literal["lab", "campaign"]
 Empty = Literal["no points", "all zero"]
 
-Y_LABEL = "best normalized score so far (score / SOTA)"
+Y_LABEL = "best normalized score so far (1 = SOTA)"
 
 
 def nothing_to_show(xs: Sequence[float]) -> Empty | None:

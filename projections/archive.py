@@ -80,6 +80,9 @@ class PaperClaimRow(SQLModel, table=True):
     value: float
     attempt: int | None = None
     """The run's scored attempt the number comes from, when the paper says."""
+    direction: str | None = Field(default=None, max_length=8)
+    """Which way the subtask is better (`maximize`, `minimize`), as the paper's event
+    records it from the task card; None when it does not."""
 
 
 class PaperCitationRow(SQLModel, table=True):
@@ -220,6 +223,7 @@ def _insert_papers(conn: Connection, events: Sequence[Recorded]) -> None:
                 "metric": claim["metric"],
                 "value": claim["value"],
                 "attempt": claim.get("attempt"),
+                "direction": claim.get("direction"),
             }
             for index, claim in enumerate(p.get("claims") or [])
         ]

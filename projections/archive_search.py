@@ -106,6 +106,28 @@ def _bm25(
     return score
 
 
+def recorded_direction(
+    conn: Connection, task: str, subtask: str | None = None
+) -> Literal["maximize", "minimize"] | None:
+    """Which way the papers' claims on `subtask` (None: their headline claims) say it is
+    better, as their events recorded it from the task card; None when no claim records
+    one, or claims disagree (headlines on subtasks of both kinds)."""
+    query = (
+        select(PAPER_CLAIMS.c.direction)
+        .join(PAPERS, PAPERS.c.paper_id == PAPER_CLAIMS.c.paper_id)
+        .where(PAPERS.c.task == task, PAPER_CLAIMS.c.direction.is_not(None))
+        .distinct()
+    )
+    if subtask is None:
+        query = query.where(PAPER_CLAIMS.c.claim_index == 0)
+    else:
+        query = query.where(PAPER_CLAIMS.c.subtask == subtask)
+    found = set(conn.execute(query).scalars())
+    if len(found) != 1:
+        return None
+    return "minimize" if found == {"minimize"} else "maximize"
+
+
 def top_papers(
     conn: Connection,
     task: str,
@@ -115,11 +137,10 @@ def top_papers(
 ) -> list[ClaimedPaper]:
     """The `k` papers of `task` (None: all) with the best claimed value on `subtask`.
 
-    `subtask=None` ranks each paper by its headline (first) claim. The read model
-    does not know a subtask's direction (the task card does): pass `minimize` for
-    a metric where lower is better. A paper claiming the subtask twice counts with
-    its better value; among equal values the earlier paper comes first (it got
-    there first). Papers with no such claim are left out.
+    `subtask=None` ranks each paper by its headline (first) claim. `direction` is the
+    subtask's (`recorded_direction` says what the log recorded). A paper claiming the
+    subtask twice counts with its better value; among equal values the earlier paper
+    comes first (it got there first). Papers with no such claim are left out.
     """
     if k is not None and k < 1:
         return []

@@ -11,8 +11,8 @@ in `unknown_cost_calls` and add no dollars), and its best score so far.
 order (log order), with the submitting run's best score at that moment: AgentRxiv's
 "best score per paper" plot.
 
-Best so far is the highest normalized score (`score / SOTA`, clipped to [0, 1] by
-the grader: higher is always better); for a task without SOTA, whose scores carry
+Best so far is the highest normalized score (docs/tasks.md, "Normalized scores": 1 at
+the SOTA, higher always better, in either direction); for a task without SOTA, whose scores carry
 no normalized value, it is the highest raw score.
 
 `curve_runs` holds each run's running totals, which the fold needs across pages.

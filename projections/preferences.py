@@ -1,8 +1,11 @@
 """Preference pairs from reviewed papers (CycleResearcher's construction): for the papers
 written for the same task in the same cycle (a campaign's round of papers: first papers
 are round 1, a revision of a round-k paper is round k + 1), the best-reviewed paper is
-`chosen` and the worst-reviewed `rejected`. One pair per task and cycle, from the archive
-and reviews read models; the format is documented in docs/review.md ("Training data").
+`chosen` and the worst-reviewed `rejected`. Papers are ordered by their reviews' mean
+rating, then soundness, contribution and presentation, so two papers rated alike but
+judged differently sound still make a pair; a task and cycle whose papers were all
+reviewed alike makes none, and is said. One pair per task and cycle, from the archive and
+reviews read models; the format is documented in docs/review.md ("Training data").
 """
 
 from collections import defaultdict
@@ -45,14 +48,19 @@ class PreferencePair(BaseModel):
     """How many reviewed papers the task and cycle had."""
 
 
+ORDER = ("rating", "soundness", "contribution", "presentation")
+"""The review scores that order a cycle's papers, the first first."""
+
+
 def preference_pairs(
     conn: Connection,
     prompt_of: Callable[[str], str],
     campaign: str | None = None,
     task: str | None = None,
-) -> tuple[list[PreferencePair], str | None]:
-    """Every pair the read models hold (narrowed to a campaign or task), and when there
-    is none, why."""
+) -> tuple[list[PreferencePair], str | None, list[str]]:
+    """Every pair the read models hold (narrowed to a campaign or task); when there is
+    none, why; and the tasks and cycles left out because their papers were reviewed
+    alike."""
     query = select(PAPERS).order_by(PAPERS.c.position)
     if campaign is not None:
         query = query.where(PAPERS.c.campaign == campaign)
@@ -60,21 +68,27 @@ def preference_pairs(
         query = query.where(PAPERS.c.task == task)
     papers = [dict(row) for row in conn.execute(query).mappings()]
     if not papers:
-        return [], "no paper in the archive matches"
+        return [], "no paper in the archive matches", []
     reviews = _reviews(conn, [p["paper_id"] for p in papers])
     reviewed = [p for p in papers if p["paper_id"] in reviews]
     if not reviewed:
-        return [], "none of these papers has been reviewed (campaign --review)"
+        return [], "none of these papers has been reviewed (campaign --review)", []
     groups: dict[tuple[str | None, str, int], list[dict[str, Any]]] = defaultdict(list)
     for paper in reviewed:
         groups[(paper["campaign"], paper["task"], paper["version"])].append(paper)
-    pairs = []
+    pairs, ties = [], []
     for (group_campaign, group_task, round_), members in groups.items():
-        ranked = sorted(members, key=lambda p: -_mean(reviews[p["paper_id"]], "rating"))
+        ranked = sorted(members, key=lambda p: _standing(reviews[p["paper_id"]]), reverse=True)
         best, worst = ranked[0], ranked[-1]
         best_reviews, worst_reviews = reviews[best["paper_id"]], reviews[worst["paper_id"]]
-        if _mean(best_reviews, "rating") == _mean(worst_reviews, "rating"):
-            continue  # nothing to prefer (one paper, or all rated alike)
+        if _standing(best_reviews) == _standing(worst_reviews):
+            if len(members) > 1:
+                ties.append(
+                    f"{len(members)} papers on {group_task} in cycle {round_} of campaign "
+                    f"{group_campaign} were reviewed alike (mean rating "
+                    f"{_mean(best_reviews, 'rating'):g}): no pair"
+                )
+            continue
         pairs.append(
             PreferencePair(
                 prompt=prompt_of(group_task),
@@ -93,11 +107,18 @@ def preference_pairs(
             )
         )
     if not pairs:
-        return [], (
-            "no task and cycle has two reviewed papers rated differently "
-            f"({len(reviewed)} reviewed paper(s) in {len(groups)} task(s) and cycle(s))"
+        return (
+            [],
+            "no task and cycle has two papers reviewed differently "
+            f"({len(reviewed)} reviewed paper(s) in {len(groups)} task(s) and cycle(s))",
+            ties,
         )
-    return pairs, None
+    return pairs, None, ties
+
+
+def _standing(reviews: list[dict[str, Any]]) -> tuple[float, ...]:
+    """How well a paper was reviewed: its mean scores in `ORDER`."""
+    return tuple(_mean(reviews, score) for score in ORDER)
 
 
 def _reviews(conn: Connection, paper_ids: Sequence[str]) -> dict[str, list[dict[str, Any]]]:

@@ -6,7 +6,8 @@ verification).
   (or nothing was scored) and budget remains to do better;
 - `unmeasured_claim`: a number a paper reports without the attempt that measured it;
 - `misreported_claim`: a number a paper reports that the grader did not measure: its
-  attempt was never scored, or scored something else.
+  attempt was never scored, or scored something else (`runstate.claims`, the rule the
+  archive and the reviewer use).
 """
 
 from collections.abc import Iterator
@@ -16,14 +17,10 @@ from analysis.detectors.base import Seen, detector
 from analysis.detectors.view import RunView, best, used
 from events.payloads import ExperimentScored, PaperSubmitted
 from runstate import RunState
+from runstate.claims import states
 
 NEARLY_SPENT = 0.9
 """A limit used this far leaves no budget worth the name."""
-
-ABSOLUTE_TOLERANCE = 0.005
-RELATIVE_TOLERANCE = 0.01
-"""A reported number matches a measured one within the larger of these (rounding to two
-or three decimals); a percentage of the measured fraction matches too."""
 
 
 @detector("weak_conclusion", "overconfidence")
@@ -100,7 +97,7 @@ def misreported_claim(run: RunView) -> Iterator[Seen]:
                 continue
             assert isinstance(scored.payload, ExperimentScored)
             measured = scored.payload.subtask_scores.get(subtask)
-            if measured is None or not matches(value, measured):
+            if measured is None or not states(value, measured):
                 said = "no such score" if measured is None else f"{measured:.4g}"
                 yield (
                     "high",
@@ -110,16 +107,6 @@ def misreported_claim(run: RunView) -> Iterator[Seen]:
                     ),
                     [event.id, scored.id],
                 )
-
-
-def matches(reported: float, measured: float) -> bool:
-    """Whether a reported number is the measured one, rounded, or as a percentage."""
-    for scale in (1.0, 100.0):
-        target = measured * scale
-        tolerance = max(ABSOLUTE_TOLERANCE * scale, RELATIVE_TOLERANCE * abs(target))
-        if abs(reported - target) <= tolerance:
-            return True
-    return False
 
 
 def budget_left(state: RunState) -> str | None:

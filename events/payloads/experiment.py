@@ -7,6 +7,9 @@ from pydantic import Field
 from events.payloads.base import Payload
 from events.payloads.model import Price
 
+Direction = Literal["maximize", "minimize"]
+"""Which way a subtask's metric is better."""
+
 
 class ExperimentScored(Payload):
     """The grader scored an attempt of the run."""
@@ -18,8 +21,14 @@ class ExperimentScored(Payload):
     """Raw metric value per subtask, as the grader reported it."""
     score: float
     """The task's primary score for this attempt."""
+    directions: dict[str, Direction] = {}
+    """Which way each subtask's score is better, as the task card said when the attempt
+    was scored: the log ranks scores without the card. Empty in events written before it
+    was recorded."""
     normalized_score: float | None = None
-    """`score / SOTA`, clipped as ResearchGym does; `None` when the task has no SOTA."""
+    """The primary score normalized in its subtask's direction (docs/tasks.md,
+    "Normalized scores": score / SOTA when maximized, (baseline − score) / (baseline −
+    SOTA) when minimized), clipped to [0, 1]; None when the task has no SOTA."""
     baseline_normalized: float | None = None
     """The task's baseline score for the primary subtask, normalized as `normalized_score`
     is: what "below the baseline" means for this attempt. None in events written before

@@ -6,6 +6,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from events.payloads.base import Payload
+from events.payloads.experiment import Direction
 
 
 class Claim(BaseModel):
@@ -21,6 +22,10 @@ class Claim(BaseModel):
     """The number as reported (finite)."""
     attempt: int | None = Field(default=None, ge=1)
     """The run's scored attempt (`experiment.scored`) it comes from; None if not measured."""
+    direction: Direction | None = None
+    """Which way the subtask is better, from the task card when the paper was submitted
+    (never from the lab); None for a subtask the card does not have, and in papers
+    submitted before it was recorded."""
 
 
 class Experiment(BaseModel):

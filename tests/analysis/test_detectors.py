@@ -8,7 +8,6 @@ import pytest
 
 from analysis.detectors import DETECTORS, detect
 from analysis.detectors.cheating import typed_numbers
-from analysis.detectors.overconfidence import matches
 from analysis.detectors.parallel import background_programs, spawns
 from analysis.finding import Finding
 from events.payloads import (
@@ -21,6 +20,7 @@ from events.payloads import (
     PaperSubmitted,
     Usage,
 )
+from runstate.claims import states
 from tests.analysis.runlog import RunLog, sha
 
 
@@ -175,8 +175,8 @@ def test_claims_are_checked_against_what_the_grader_measured() -> None:
 
 
 def test_a_reported_number_matches_when_rounded_or_a_percentage() -> None:
-    assert matches(0.91, 0.9074) and matches(90.7, 0.9074) and matches(0.9074, 0.9074)
-    assert not matches(0.93, 0.9074) and not matches(0.5, 0.9074)
+    assert states(0.91, 0.9074) and states(90.7, 0.9074) and states(0.9074, 0.9074)
+    assert not states(0.93, 0.9074) and not states(0.5, 0.9074)
 
 
 # parallel-experiment trouble

@@ -220,3 +220,37 @@ def test_read_commands_on_an_empty_log(workdir: Path) -> None:
     code, out = invoke("curves", "--out", "empty")
     assert code == 0 and "0 scored attempts, 0 papers" in said(out)
     assert {p.name for p in (workdir / "empty").iterdir()} == CURVES
+
+
+def test_top_ranks_by_the_direction_the_log_recorded(workdir: Path) -> None:
+    """No card for task `faraway` here: the papers' claims recorded that `error` is
+    minimized, so the lowest error ranks first, with no note about a missing card."""
+    store = EventStore.from_url(f"sqlite:///{workdir / '.labrxiv' / 'labrxiv.db'}")
+    events = []
+    for run, error in (("a", 0.3), ("b", 0.1), ("c", 0.2)):
+        scored = ExperimentScored(
+            attempt=1,
+            subtask_scores={"error": error},
+            score=error,
+            directions={"error": "minimize"},
+        )
+        claim = Claim(subtask="error", metric="error", value=error, attempt=1, direction="minimize")
+        paper = PaperSubmitted(
+            paper_id=f"p-{run}", task="faraway", title=run, abstract="", body="", claims=[claim]
+        )
+        events += run_events(
+            run,
+            f"lab-{run}",
+            [(0, RunStarted(task="faraway", lab=f"lab-{run}", policy="handmade")),
+             (1, scored), (2, paper)],
+        )  # fmt: skip
+    store.append(sorted(events, key=lambda e: e.occurred_at))
+    assert invoke("projector", "--once")[0] == 0
+    code, out = invoke("papers", "top", "faraway", "--json")
+    assert code == 0, out
+    shown = json.loads(out)
+    assert shown["direction"] == "minimize"
+    assert [p["paper"]["paper_id"] for p in shown["papers"]] == ["p-b", "p-c", "p-a"]
+    code, out = invoke("papers", "top", "faraway")
+    assert code == 0 and "higher ranked better" not in out
+    assert has_row(out, 1, "p-b", "lab-b")

@@ -113,10 +113,20 @@ def test_an_llm_lab_goes_through_its_phases_and_publishes_a_paper(
     scored = [e for e in events if e.type == "experiment.scored"]
     assert len(scored) == 1 and scored[0].payload.score > 0.5
     assert types.count("paper.submitted") == 1
+    # each subtask's direction is in the log, from the card, where scores and claims are
+    directions = {
+        "final_accuracy": "maximize",
+        "average_incremental_accuracy": "maximize",
+        "average_forgetting": "minimize",
+    }
+    assert scored[0].payload.directions == directions
+    [paper] = [e.payload for e in events if e.type == "paper.submitted"]
+    assert [c.direction for c in paper.claims] == ["maximize"]
     # the tool results went back to the model as tool messages
     last_request = server.completions()[-1].body
     tool_messages = [m for m in last_request["messages"] if m["role"] == "tool"]
-    assert any("attempt 1: final_accuracy=" in m["content"] for m in tool_messages)
+    shown = [m["content"] for m in tool_messages if "attempt 1: final_accuracy=" in m["content"]]
+    assert shown and "two significant digits" in shown[0], "the claim rule is stated"
     assert last_request["tools"] and {t["function"]["name"] for t in last_request["tools"]} == {
         "read_file",
         "submit_paper",

@@ -9,7 +9,8 @@ over title, abstract and body; newer papers first among equals.
 
 Every claim and every reported experiment a paper shows carries `verified`: true when
 the author's run, before the paper, has that graded attempt (`experiment.scored`,
-written by the environment) with the number claimed, and for an experiment also the
+written by the environment) that measured the number claimed (`runstate.claims`: the
+measurement as shown, rounded, or as a percentage), and for an experiment also the
 configuration reported (as the run's `config.json` writes say); false otherwise. A
 reader may trust a verified number without measuring it again.
 """
@@ -23,6 +24,7 @@ from typing import Any
 from events import EventStore
 from events.payloads import PaperDecided, ReviewStopped, ReviewSubmitted
 from runstate import Attempt, fold_standing, loader
+from runstate.claims import states
 from workers.tools.env import PaperHit, PaperReviews
 
 _WORD = re.compile(r"[a-z0-9_]+")
@@ -192,7 +194,7 @@ def _measured(claim: dict[str, Any], graded: dict[int, Attempt]) -> bool:
     attempt = graded.get(claim.get("attempt") or 0)
     if attempt is None or attempt.scores is None:
         return False
-    return same_number(claim.get("value"), attempt.scores.get(claim["subtask"]))
+    return states(claim.get("value"), attempt.scores.get(claim["subtask"]))
 
 
 def _reproduces(experiment: dict[str, Any], attempt: Attempt | None) -> bool:
@@ -200,11 +202,4 @@ def _reproduces(experiment: dict[str, Any], attempt: Attempt | None) -> bool:
     if attempt is None or experiment.get("config") != attempt.config:
         return False
     scores = experiment.get("scores") or {}
-    return bool(scores) and all(same_number(v, attempt.scores.get(k)) for k, v in scores.items())  # type: ignore[union-attr]
-
-
-def same_number(reported: object, graded: float | None) -> bool:
-    """A reported number equal to the grader's (a null, NaN or infinity never is)."""
-    if not isinstance(reported, int | float) or graded is None or not math.isfinite(reported):
-        return False
-    return math.isclose(reported, graded, rel_tol=1e-9, abs_tol=1e-12)
+    return bool(scores) and all(states(v, attempt.scores.get(k)) for k, v in scores.items())  # type: ignore[union-attr]

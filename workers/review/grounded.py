@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from events.payloads import Claim, PaperSubmitted, ReviewForm
+from runstate.claims import shown, states
 from runstate.paper_checks import addresses_reviewer
-from workers.lab.archive_log import same_number
 from workers.review.evidence import Evidence, Graded, measured_score
 
 HEADING = re.compile(r"^#{1,6}\s+\S", re.MULTILINE)
@@ -33,7 +33,7 @@ class ClaimCheck:
         if self.graded is None:
             return "unmeasured"
         measured = self.graded.scores.get(self.claim.subtask)
-        return "verified" if same_number(self.claim.value, measured) else "mismatch"
+        return "verified" if states(self.claim.value, measured) else "mismatch"
 
 
 def review(evidence: Evidence) -> tuple[ReviewForm, list[UUID]]:
@@ -179,9 +179,10 @@ def _weaknesses(
     for c in checks:
         if c.status == "mismatch" and c.graded is not None:
             measured = c.graded.scores.get(c.claim.subtask)
+            said = "no such score" if measured is None else shown(measured)
             out.append(
                 f"Claim {c.claim.subtask} {c.claim.metric} = {c.claim.value:g} is not what the "
-                f"grader measured for attempt {c.claim.attempt} ({measured})."
+                f"grader measured for attempt {c.claim.attempt} ({said}, or that rounded)."
             )
         elif c.status == "unmeasured":
             out.append(

@@ -91,7 +91,7 @@ def submit_paper(
             abstract=abstract,
             body=body,
             method=method,
-            claims=[Claim.model_validate(c) for c in claims],
+            claims=[_directed(Claim.model_validate(c), env) for c in claims],
             experiments=[Experiment.model_validate(e) for e in experiments],
             cited=cited,
             revises=revises,
@@ -100,6 +100,12 @@ def submit_paper(
     except ValidationError as exc:
         raise ToolError(f"the paper is malformed: {exc.errors()[0]['msg']}") from None
     return ToolResult(f"submitted {paper_id}", events=[paper])
+
+
+def _directed(claim: Claim, env: ToolEnv) -> Claim:
+    """The claim with its subtask's direction as the card says (whatever the lab wrote)."""
+    found = [s.direction for s in env.card.subtasks if s.name == claim.subtask]
+    return claim.model_copy(update={"direction": found[0] if found else None})
 
 
 def _claim(claim: dict[str, Any]) -> str:

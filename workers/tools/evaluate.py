@@ -2,6 +2,7 @@
 
 from events.payloads import ExperimentScored, IntegrityViolation
 from events.payloads.model import Price, Usage
+from runstate.claims import RULE, shown
 from workers.gym.grading import GradingFailed, grade, protected_digests
 from workers.gym.scoring import normalized
 from workers.llm.prices import cost_usd
@@ -33,6 +34,7 @@ def evaluate(env: ToolEnv) -> ToolResult:
         attempt=attempt,
         subtask_scores=result.scores,
         score=score,
+        directions={s.name: s.direction for s in env.card.subtasks},
         normalized_score=round(normalized(primary, score), 6),
         baseline_normalized=round(normalized(primary, primary.baseline), 6),
         grader=f"{env.card.id}/{' '.join(env.card.grader.command)}",
@@ -41,8 +43,8 @@ def evaluate(env: ToolEnv) -> ToolResult:
         grader_price=price,
         grader_cost_usd=cost,
     )
-    table = ", ".join(f"{k}={v:.4f}" for k, v in result.scores.items())
-    return ToolResult(f"attempt {attempt}: {table}", events=[scored])
+    table = ", ".join(f"{k}={shown(v)}" for k, v in result.scores.items())
+    return ToolResult(f"attempt {attempt}: {table}\n{RULE}", events=[scored])
 
 
 def _grading_cost(

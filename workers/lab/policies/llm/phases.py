@@ -5,6 +5,7 @@ import functools
 import orjson
 
 from events.payloads.model import Phase
+from runstate.claims import RULE
 from workers.tools.invoke import (
     TOOLS,  # the registry with every tool declared (invoke imports them)
 )
@@ -59,15 +60,17 @@ INSTRUCTIONS: dict[Phase, str] = {
         "markdown body (method, a results table, discussion), the configuration you "
         "used as `method`, and `claims` listing every number you report as "
         "{subtask, metric, value, attempt} where attempt is the evaluate attempt that "
-        "measured it. Cite the archive ids you built on. The run ends once its papers are "
-        "in; finish ends it before that."
+        "measured it; each claim is checked against what the grader measured. "
+        + RULE
+        + " Cite the archive ids you built on. The run ends once its papers are in; finish "
+        "ends it before that."
     ),
     "revise": (
         "Phase: revise. Your last paper was reviewed; the reviews are below. Answer them "
         "with work: run the experiments the weaknesses call for (each evaluate is one "
         "attempt of your budget), then submit the new version with submit_paper, giving "
         "`revises` (the paper's id) and every number as a claim with the attempt that "
-        "measured it, and a section that answers each weakness. finish ends the run."
+        "measured it, and a section that answers each weakness. " + RULE + " finish ends the run."
     ),
 }
 
