@@ -17,7 +17,7 @@ from analysis.detectors.base import Seen, detector
 from analysis.detectors.view import RunView, best, used
 from events.payloads import ExperimentScored, PaperSubmitted
 from runstate import RunState
-from runstate.claims import states
+from runstate.claims import shown, states
 
 NEARLY_SPENT = 0.9
 """A limit used this far leaves no budget worth the name."""
@@ -98,7 +98,10 @@ def misreported_claim(run: RunView) -> Iterator[Seen]:
             assert isinstance(scored.payload, ExperimentScored)
             measured = scored.payload.subtask_scores.get(subtask)
             if measured is None or not states(value, measured):
-                said = "no such score" if measured is None else f"{measured:.4g}"
+                said = "no such score" if measured is None else shown(measured)
+                way = scored.payload.directions.get(subtask)
+                if measured is not None and way is not None:
+                    said += f" ({_which_side(value, measured, way)})"
                 yield (
                     "high",
                     (
@@ -107,6 +110,14 @@ def misreported_claim(run: RunView) -> Iterator[Seen]:
                     ),
                     [event.id, scored.id],
                 )
+
+
+def _which_side(reported: float, measured: float, direction: str) -> str:
+    """Whether a misreported number overclaims or underclaims, in the subtask's direction
+    (read as a percentage when it is nearer the measured percentage)."""
+    scale = 100 if abs(reported - 100 * measured) < abs(reported - measured) else 1
+    better = reported > measured * scale if direction == "maximize" else reported < measured * scale
+    return "an overclaim" if better else "an underclaim"
 
 
 def budget_left(state: RunState) -> str | None:
