@@ -219,28 +219,34 @@ def _direction(conn: Connection, task: str, subtask: str | None) -> tuple[Direct
     return Direction(found[0].direction), None
 
 
-def _verified_claims(archive: LogArchive, item: ClaimedPaper) -> list[float]:
-    """The values of the paper's claims on the ranked subtask that the log verifies."""
+def _verified_claims(archive: LogArchive, item: ClaimedPaper) -> list[tuple[float, float]]:
+    """The paper's claims on the ranked subtask that the log verifies: (the value as
+    claimed, the grader's value it states)."""
     checked = archive.get(item.paper.paper_id)
     claims = checked["claims"] if checked else []
-    return [c["value"] for c in claims if c["verified"] and c["subtask"] == item.subtask]
+    return [
+        (c["value"], c["measured"])
+        for c in claims
+        if c["verified"] and c["subtask"] == item.subtask
+    ]
 
 
 def _claim_verified(archive: LogArchive, item: ClaimedPaper) -> bool:
     """Whether the paper's ranked claim is one the log verifies."""
-    return item.value in _verified_claims(archive, item)
+    return any(claimed == item.value for claimed, _ in _verified_claims(archive, item))
 
 
 def _best_verified(
     archive: LogArchive, ranked: list[ClaimedPaper], direction: Direction
 ) -> list[ClaimedPaper]:
-    """The papers re-ranked by their best verified claim on the subtask (a paper whose
-    best claim is inflated still ranks by a lower one it measured; the earlier paper
+    """The papers re-ranked by the grader's value of their best verified claim on the
+    subtask (a paper whose best claim is inflated still ranks by a lower one it measured;
+    a claim written as a percentage ranks as the fraction it states; the earlier paper
     first among equal values); a paper with none is left out."""
     pick = max if direction == Direction.maximize else min
     kept = []
     for item in ranked:
-        values = _verified_claims(archive, item)
+        values = [measured for _, measured in _verified_claims(archive, item)]
         if values:
             kept.append(replace(item, value=pick(values)))
     sign = -1 if direction == Direction.maximize else 1

@@ -227,14 +227,19 @@ def test_top_ranks_by_the_direction_the_log_recorded(workdir: Path) -> None:
     minimized, so the lowest error ranks first, with no note about a missing card."""
     store = EventStore.from_url(f"sqlite:///{workdir / '.labrxiv' / 'labrxiv.db'}")
     events = []
-    for run, error in (("a", 0.3), ("b", 0.1), ("c", 0.2)):
+    # (run, error measured, error claimed): d claims its error as a percentage, e overclaims
+    for run, error, claimed in (
+        ("a", 0.3, 0.3), ("b", 0.1, 0.1), ("c", 0.2, 0.2), ("d", 0.05123, 5.1), ("e", 0.4, 0.01)
+    ):  # fmt: skip
         scored = ExperimentScored(
             attempt=1,
             subtask_scores={"error": error},
             score=error,
             directions={"error": "minimize"},
         )
-        claim = Claim(subtask="error", metric="error", value=error, attempt=1, direction="minimize")
+        claim = Claim(
+            subtask="error", metric="error", value=claimed, attempt=1, direction="minimize"
+        )
         paper = PaperSubmitted(
             paper_id=f"p-{run}", task="faraway", title=run, abstract="", body="", claims=[claim]
         )
@@ -242,7 +247,7 @@ def test_top_ranks_by_the_direction_the_log_recorded(workdir: Path) -> None:
             run,
             f"lab-{run}",
             [(0, RunStarted(task="faraway", lab=f"lab-{run}", policy="handmade")),
-             (1, scored), (2, paper)],
+             (1, ToolInvoked(call_id="c1", tool="evaluate")), (1, scored), (2, paper)],
         )  # fmt: skip
     store.append(sorted(events, key=lambda e: e.occurred_at))
     assert invoke("projector", "--once")[0] == 0
@@ -250,7 +255,13 @@ def test_top_ranks_by_the_direction_the_log_recorded(workdir: Path) -> None:
     assert code == 0, out
     shown = json.loads(out)
     assert shown["direction"] == "minimize"
-    assert [p["paper"]["paper_id"] for p in shown["papers"]] == ["p-b", "p-c", "p-a"]
+    ranked = [p["paper"]["paper_id"] for p in shown["papers"]]
+    assert ranked == ["p-e", "p-b", "p-c", "p-a", "p-d"]  # as claimed, the overclaim first
+    assert [p["verified"] for p in shown["papers"]] == [False, True, True, True, True]
     code, out = invoke("papers", "top", "faraway")
     assert code == 0 and "higher ranked better" not in out
-    assert has_row(out, 1, "p-b", "lab-b")
+    assert has_row(out, 1, "p-e", "lab-e")
+    code, out = invoke("papers", "top", "faraway", "--verified-only", "--json")
+    verified = json.loads(out)["papers"]
+    assert [p["paper"]["paper_id"] for p in verified] == ["p-d", "p-b", "p-c", "p-a"]
+    assert verified[0]["value"] == 0.05123  # the grader's value the 5.1% states

@@ -86,8 +86,10 @@ def test_papers_versions_and_authorship(archive: ProjectionRunner) -> None:
     # The duplicate id from run d did not replace the first submission.
     assert papers["p-a1"]["title"] == TEXTS["p-a1"][0]
     assert papers["p-a1"]["claims"] == [
-        {"subtask": "final_accuracy", "metric": "final_accuracy", "value": 0.5, "attempt": 1},
-        {"subtask": "forgetting", "metric": "forgetting", "value": 0.3, "attempt": 1},
+        {"subtask": "final_accuracy", "metric": "final_accuracy", "value": 0.5, "attempt": 1}
+        | {"direction": None},
+        {"subtask": "forgetting", "metric": "forgetting", "value": 0.3, "attempt": 1}
+        | {"direction": None},
     ]
     assert papers["p-a1"]["length"] == 4 + 5 + 2  # words of title, abstract and body
 

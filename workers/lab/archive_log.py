@@ -7,7 +7,9 @@ all it learns from: an archive campaign run after an isolated one on the same da
 does not start from the isolated labs' papers. Ranking is BM25
 over title, abstract and body; newer papers first among equals.
 
-Every claim and every reported experiment a paper shows carries `verified`: true when
+Every claim and every reported experiment a paper shows carries `verified` (a claim also
+`measured`: the grader's value it states, the same as a fraction whether the claim wrote
+a fraction or a percentage, or None): true when
 the author's run, before the paper, has that graded attempt (`experiment.scored`,
 written by the environment) that measured the number claimed (`runstate.claims`: the
 measurement as shown, rounded, or as a percentage), and for an experiment also the
@@ -77,7 +79,10 @@ class LogArchive:
         if known is not None:
             return known
         graded = _graded_before(self.store, paper["run"], paper["version"])
-        claims = [{**c, "verified": _measured(c, graded)} for c in paper["claims"]]
+        claims = []
+        for claim in paper["claims"]:
+            measured = _measured(claim, graded)
+            claims.append({**claim, "verified": measured is not None, "measured": measured})
         experiments = [
             {**e, "verified": _reproduces(e, graded.get(e.get("attempt") or 0))}
             for e in paper.get("experiments") or []
@@ -189,12 +194,13 @@ def _graded_before(store: EventStore, run: str, version: int) -> dict[int, Attem
     return {a.number: a for a in attempts if a.scores is not None}
 
 
-def _measured(claim: dict[str, Any], graded: dict[int, Attempt]) -> bool:
-    """Whether the graded attempt the claim names measured the value it claims."""
+def _measured(claim: dict[str, Any], graded: dict[int, Attempt]) -> float | None:
+    """What the graded attempt the claim names measured, when the claim states it."""
     attempt = graded.get(claim.get("attempt") or 0)
     if attempt is None or attempt.scores is None:
-        return False
-    return states(claim.get("value"), attempt.scores.get(claim["subtask"]))
+        return None
+    measured = attempt.scores.get(claim["subtask"])
+    return measured if states(claim.get("value"), measured) else None
 
 
 def _reproduces(experiment: dict[str, Any], attempt: Attempt | None) -> bool:
