@@ -40,6 +40,25 @@ class Subtask(_Strict):
     description: str = ""
     """What the subtask measures, for people and for LLM labs."""
 
+    @model_validator(mode="after")
+    def _sota_beats_baseline(self) -> "Subtask":
+        # Normalization runs from the baseline to the SOTA (docs/tasks.md): with no gap
+        # every score is 0, and with the SOTA on the wrong side better scores rank lower.
+        if self.sota == self.baseline:
+            raise ValueError(
+                f"subtask {self.name}: its sota equals its baseline ({self.sota:g}): "
+                "every score would normalize to 0"
+            )
+        from workers.gym.scoring import better  # here: scoring imports this module
+
+        if not better(self, self.sota, self.baseline):
+            higher = "higher" if self.direction == "maximize" else "lower"
+            raise ValueError(
+                f"subtask {self.name}: its sota {self.sota:g} is not better than its baseline "
+                f"{self.baseline:g} ({self.direction}: {higher} is better)"
+            )
+        return self
+
 
 class Budgets(_Strict):
     """Default per-lab budgets for runs on the task (a campaign may override them)."""
