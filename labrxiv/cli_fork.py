@@ -93,7 +93,7 @@ def fork(
             papers=parent.papers,
             mode="archive" if mode == "archive" else "isolated",
             seed=parent.seed if seed is None else seed,
-            attempts=budget.attempts or 0,
+            attempts=budget.attempts,
             policy=chosen,
         )
         return Watched(campaign, [fork_stream], plan)

@@ -61,12 +61,19 @@ class Subtask(_Strict):
 
 
 class Budgets(_Strict):
-    """Default per-lab budgets for runs on the task (a campaign may override them)."""
+    """Per-lab budgets of every run on the task; an option of the command that starts the
+    run (`campaign`, `demo`, `fork`) sets that limit instead (`workers.lab.budget.run_budget`)."""
 
     attempts: int = Field(default=8, ge=1)
     """Scored experiments (calls to `evaluate`)."""
     wall_seconds: float = Field(default=600, gt=0)
     """Elapsed time of a run."""
+    tokens: int | None = Field(default=None, ge=1)
+    """Model tokens of every kind, summed; none: no limit."""
+    dollars: float | None = Field(default=None, gt=0)
+    """Model spend at the frozen prices; none: no limit."""
+    steps: int | None = Field(default=None, ge=1)
+    """Tool calls; none: no limit."""
 
 
 class Grader(_Strict):

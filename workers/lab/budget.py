@@ -9,13 +9,38 @@ ends the run with `error` rather than being kept as if the unknown cost were $0.
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import get_args
 
 from events.payloads import Budget, BudgetExceeded, CampaignStarted, Payload, RunFinished
 from events.payloads.integrity import BudgetName
+from events.payloads.run import BudgetSource
 from events.spend import Spend
 from runstate import RunState
+from workers.gym.card import Budgets
 from workers.lab.campaign_spend import CampaignSpend
 from workers.stream_cache import StreamCache
+
+
+def run_budget(
+    card: Budgets | None, given: Budget
+) -> tuple[Budget, dict[BudgetName, BudgetSource]]:
+    """The limits a run starts with and where each came from: every limit `given` by the
+    command, else the task card's (`card`: its `[budgets]`; None when the caller has no
+    card, so only the command's apply)."""
+    limits: dict[BudgetName, float] = {}
+    source: dict[BudgetName, BudgetSource] = {}
+    for name in BUDGET_NAMES:
+        commanded = getattr(given, name)
+        carded = getattr(card, name, None)
+        if commanded is not None:
+            limits[name], source[name] = commanded, "command"
+        elif carded is not None:
+            limits[name], source[name] = carded, "card"
+    return Budget.model_validate(limits), source
+
+
+BUDGET_NAMES: tuple[BudgetName, ...] = get_args(BudgetName)
+"""Every limit a run can have, in the order `Budget` lists them."""
 
 
 def over_budget(state: RunState, now: datetime) -> BudgetExceeded | None:
