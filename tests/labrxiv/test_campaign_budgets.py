@@ -13,11 +13,12 @@ import pytest
 from cli_support import Cli
 
 from events import Event, EventStore
-from events.payloads import Budget
+from events.payloads import Budget, RunStarted
 from labrxiv.settings import load_settings
 from workers.gym.card import Budgets
 from workers.lab import step
 from workers.lab.budget import run_budget
+from workers.lab.fork import fork_budget
 
 
 @pytest.fixture
@@ -83,3 +84,26 @@ def test_each_limit_is_the_commands_else_the_cards() -> None:
         "dollars": "command",
     }
     assert run_budget(None, Budget(steps=4)) == (Budget(steps=4), {"steps": "command"})
+
+
+def test_a_fork_keeps_its_runs_limits_and_their_sources_unless_given_its_own() -> None:
+    parent = RunStarted(
+        task="continual-digits",
+        lab="lab-0",
+        policy="search",
+        budget=Budget(attempts=20, wall_seconds=900, steps=50),
+        budget_source={"attempts": "card", "wall_seconds": "card", "steps": "command"},
+    )
+    budget, source = fork_budget(parent, Budget(attempts=30, tokens=9000))
+    assert budget == Budget(attempts=30, wall_seconds=900, steps=50, tokens=9000)
+    assert source == {
+        "attempts": "command",
+        "wall_seconds": "card",
+        "steps": "command",
+        "tokens": "command",
+    }
+
+
+def test_a_source_is_only_recorded_for_a_limit_the_run_has() -> None:
+    with pytest.raises(ValueError, match="budget_source names limits the budget does not set"):
+        RunStarted(task="t", lab="lab-0", policy="search", budget_source={"wall_seconds": "card"})
