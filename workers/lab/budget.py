@@ -16,6 +16,7 @@ from events.payloads.integrity import BudgetName
 from events.payloads.run import BudgetSource
 from events.spend import Spend
 from runstate import RunState
+from runstate.budget import exceeded
 from workers.gym.card import Budgets
 from workers.lab.campaign_spend import CampaignSpend
 from workers.stream_cache import StreamCache
@@ -47,24 +48,19 @@ def over_budget(state: RunState, now: datetime) -> BudgetExceeded | None:
     """The first of the run's wall-time and step limits it has used up."""
     budget = state.started.budget
     elapsed = (now - state.started_at).total_seconds()
-    if budget.wall_seconds is not None and elapsed >= budget.wall_seconds:
-        return BudgetExceeded(budget="wall_seconds", limit=budget.wall_seconds, used=elapsed)
-    if budget.steps is not None and state.steps >= budget.steps:
-        return BudgetExceeded(budget="steps", limit=budget.steps, used=state.steps)
-    return None
+    return exceeded("wall_seconds", budget.wall_seconds, elapsed) or exceeded(
+        "steps", budget.steps, state.steps
+    )
 
 
 def out_of_attempts(state: RunState, attempts: int | None = None) -> list[Payload] | None:
     """The events that end a run asking for an attempt beyond its limit; None while
     attempts are left. `attempts`: attempts made so far, when the step made some itself."""
-    limit = state.started.budget.attempts
     used = len(state.attempts) if attempts is None else attempts
-    if limit is None or used < limit:
+    spent = exceeded("attempts", state.started.budget.attempts, used)
+    if spent is None:
         return None
-    return [
-        BudgetExceeded(budget="attempts", limit=limit, used=used),
-        RunFinished(reason="budget", detail="attempts limit"),
-    ]
+    return [spent, RunFinished(reason="budget", detail="attempts limit")]
 
 
 @dataclass(frozen=True)
@@ -117,9 +113,9 @@ def over_model_budget(
         checks += [("tokens", campaign.budget.tokens, tokens)]
         checks += [("dollars", campaign.budget.dollars, dollars)]
     for name, limit, used in checks:
-        if limit is not None and used >= limit:
-            exceeded = BudgetExceeded(budget=name, limit=limit, used=used)
-            return [exceeded, RunFinished(reason="budget", detail=f"{name} limit")]
+        spent = exceeded(name, limit, used)
+        if spent is not None:
+            return [spent, RunFinished(reason="budget", detail=f"{name} limit")]
     return _unkeepable(seen, campaign, unpriced_model)
 
 
