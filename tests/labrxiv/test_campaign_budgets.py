@@ -15,6 +15,9 @@ from cli_support import Cli
 from events import Event, EventStore
 from events.payloads import Budget, RunStarted
 from labrxiv.settings import load_settings
+from projections.catalogue import all_projectors
+from projections.metrics import Bounds, ResearchCollector
+from projections.runner import ProjectionRunner
 from workers.gym.card import Budgets
 from workers.lab import step
 from workers.lab.budget import run_budget
@@ -51,6 +54,16 @@ def test_a_campaign_runs_within_its_cards_budgets(workdir: Path, cli: Cli) -> No
     assert (exceeded.budget, exceeded.limit) == ("wall_seconds", 900)
     assert (finished.reason, finished.detail) == ("budget", "wall_seconds limit")
     assert [e.type for e in events].count("tool.invoked") == 0, "no step ran past the limit"
+    # The exporter shows the card's limits, as it shows any the run has.
+    store = EventStore.from_url(load_settings(data_dir=workdir / "data").store_url, create=False)
+    ProjectionRunner(store, all_projectors()).catch_up()
+    limits = {
+        s.labels["budget"]
+        for metric in ResearchCollector(store.engine, Bounds()).collect()
+        for s in metric.samples
+        if s.name == "labrxiv_run_budget_left"
+    }
+    assert limits == {"attempts", "wall_seconds"}
 
 
 @pytest.mark.usefixtures("hour_later")
