@@ -188,13 +188,15 @@ def progress_table(runs: list[RunView], plan: CampaignPlan, title: str) -> Table
     table = Table(title=title)
     for name in ("lab", "tool calls", "attempts", "papers", "best score", "time", "status"):
         table.add_column(name, overflow="fold")  # a narrow terminal folds cells, never "…"
+    limit = plan.budget()[0].attempts
     for run in runs:
         status = "running" if not run.finished else f"finished ({run.finish_reason})"
+        # A fork's budget counts the trajectory it stands on: so do its counts here.
+        attempts = run.attempts + run.inherited_attempts
         table.add_row(
             run.lab or run.stream,
             str(run.steps),
-            # A fork's budget counts the trajectory it stands on: so do its counts here.
-            f"{run.attempts + run.inherited_attempts}/{plan.attempts}",
+            str(attempts) if limit is None else f"{attempts}/{limit}",
             _papers(run, plan.papers),
             "-" if run.best_score is None else f"{run.best_score:.3f}",
             f"{run.elapsed_seconds:.1f}s",

@@ -64,7 +64,9 @@ def _settings() -> Settings:
 def demo(
     labs: int = typer.Option(3, min=1, help="Labs per campaign.", max=INT64_MAX),
     papers: int = typer.Option(3, min=1, help="Papers per lab.", max=INT64_MAX),
-    attempts: int = typer.Option(9, min=1, help="Graded attempts per lab.", max=INT64_MAX),
+    attempts: int | None = typer.Option(
+        None, min=1, help="Graded attempts per lab (default: the task card's).", max=INT64_MAX
+    ),
     seed: int = typer.Option(0, help="Seed of the labs.", max=SEED_MAX, min=0),
     task: str = typer.Option("continual-digits", help="Built-in task to run."),
     report: Path = typer.Option(DEFAULT_REPORT, help="Folder for the report."),

@@ -39,6 +39,7 @@ from labrxiv.settings import Settings
 from labrxiv.wiring import gym_dirs
 from labrxiv.words import counted
 from workers.errors import BundleError
+from workers.gym.card import TaskCard
 from workers.gym.registry import find_bundle
 from workers.lab.campaign import CampaignPlan
 from workers.lab.lease import Leases
@@ -54,6 +55,8 @@ console = make_console()
 TOOL_PROTOCOL = LlmConfig.model_fields["tool_protocol"].default
 CONTEXT_TOKENS = LlmConfig.model_fields["context_tokens"].default
 """`--tool-protocol` and `--context-tokens` when not given: an llm lab's defaults."""
+CARDS = " (default: the task card's budget)"
+"""The budgets a task card sets, said in their options' help: unset, the card's applies."""
 
 
 def campaign(
@@ -62,10 +65,12 @@ def campaign(
     papers: int = typer.Option(2, "--papers", min=1, help="Papers each lab writes.", max=INT64_MAX),
     mode: str = typer.Option("archive", "--mode", help="isolated or archive."),
     seed: int = typer.Option(0, "--seed", help="Seed of the labs' policies.", max=SEED_MAX, min=0),
-    attempts: int = typer.Option(
-        8, "--attempts", min=1, help="Graded attempts per lab.", max=INT64_MAX
+    attempts: int | None = typer.Option(
+        None, "--attempts", min=1, help=f"Graded attempts per lab{CARDS}.", max=INT64_MAX
     ),
-    wall_seconds: float | None = typer.Option(None, "--wall-seconds", help="Time per lab."),
+    wall_seconds: float | None = typer.Option(
+        None, "--wall-seconds", help=f"Seconds per lab{CARDS}."
+    ),
     policy: str = typer.Option("search", "--policy", help="The labs' policy."),
     timeout: float = typer.Option(3600, "--timeout", min=0.001, help=TIMEOUT_HELP),
     model: str | None = typer.Option(None, "--model", help="llm labs: the model."),
@@ -200,7 +205,7 @@ def campaign(
         ),
         archive_reads="accepted" if archive_reads == "accepted" else "all",
     )
-    check_task(settings, task, policy)
+    plan = dataclasses.replace(plan, card=check_task(settings, task, policy).budgets)
     outcome, left = _run(settings, plan, timeout)
     raise typer.Exit(report_watch(outcome, left))
 
@@ -262,9 +267,10 @@ def report_outcome(outcome: CampaignOutcome) -> int:
     return 0
 
 
-def check_task(settings: Settings, task: str, policy: str, hint: str = "") -> None:
-    """Stop with exit code 2 and one line (the bundle's problems, if it is broken) when
-    `task` is unknown or broken, or does not support `policy`, before anything is written."""
+def check_task(settings: Settings, task: str, policy: str, hint: str = "") -> TaskCard:
+    """The task's card; stop with exit code 2 and one line (the bundle's problems, if it is
+    broken) when `task` is unknown or broken, or does not support `policy`, before
+    anything is written."""
     try:
         card = find_bundle(task, gym_dirs(settings)).card
     except BundleError as exc:
@@ -293,6 +299,7 @@ def check_task(settings: Settings, task: str, policy: str, hint: str = "") -> No
             soft_wrap=True,
         )
         raise typer.Exit(2)
+    return card
 
 
 def _llm_config(

@@ -24,7 +24,7 @@ from labrxiv.lookup import pick_prefixed
 from labrxiv.reading import find_log, open_log
 from workers.bus.base import Bus
 from workers.lab.campaign import CampaignPlan
-from workers.lab.fork import ForkError, fork_point, start_fork
+from workers.lab.fork import ForkError, fork_budget, fork_point, start_fork
 
 
 def fork(
@@ -71,21 +71,19 @@ def fork(
     chosen = policy or parent.policy
     check_task(settings, parent.task, chosen)
     llm = _llm(parent.llm, chosen, model, base_url, temperature)
-    old = parent.budget
-    budget = budget_or_exit(
-        attempts=old.attempts if attempts is None else attempts,
-        tokens=old.tokens if tokens is None else tokens,
-        dollars=old.dollars if dollars is None else dollars,
-        steps=old.steps if steps is None else steps,
-        wall_seconds=old.wall_seconds if wall_seconds is None else wall_seconds,
+    given = budget_or_exit(
+        attempts=attempts, tokens=tokens, dollars=dollars, steps=steps, wall_seconds=wall_seconds
     )
+    budget, source = fork_budget(parent, given)
     started = store.read_records(types=["campaign.started"], correlation=_campaign(store, stream))
     mode = started[0].payload["mode"] if started else "isolated"
     if settings.embedded:
         require_sandbox()
 
     def act(bus: Bus) -> Watched:
-        campaign, fork_stream = start_fork(bus, point, parent, mode, chosen, llm, budget, seed)
+        campaign, fork_stream = start_fork(
+            bus, point, parent, mode, chosen, llm, (budget, source), seed
+        )
         console.print(f"{fork_stream}: a fork of {stream} after step {at}")
         plan = CampaignPlan(
             task=parent.task,
@@ -93,7 +91,7 @@ def fork(
             papers=parent.papers,
             mode="archive" if mode == "archive" else "isolated",
             seed=parent.seed if seed is None else seed,
-            attempts=budget.attempts or 0,
+            attempts=budget.attempts,
             policy=chosen,
         )
         return Watched(campaign, [fork_stream], plan)

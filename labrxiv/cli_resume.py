@@ -192,6 +192,6 @@ def plan_of(store: EventStore, campaign: str) -> CampaignPlan:
         papers=run.get("papers", 1),
         mode=head.get("mode", "archive" if run.get("reads_archive") else "isolated"),
         seed=head.get("seed", 0),
-        attempts=(run.get("budget") or {}).get("attempts") or 0,
+        attempts=(run.get("budget") or {}).get("attempts"),
         policy=run.get("policy", "search"),
     )

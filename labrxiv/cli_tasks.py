@@ -12,6 +12,7 @@ from labrxiv.cli_group import command_group
 from labrxiv.console import make_console
 from workers.errors import BundleError
 from workers.gym.bundle import Bundle, load_bundle, validate_bundle
+from workers.gym.card import Budgets
 from workers.gym.registry import bundle_dirs, find_bundle
 from workers.lab.policies import policy_needs
 
@@ -82,6 +83,18 @@ def tasks_show(
     _print_card(bundle)
 
 
+def _budgets(budgets: Budgets) -> str:
+    """The limits a card names, in words (`20 attempts, 900 s, 40 steps`)."""
+    named = [f"{budgets.attempts} attempts", f"{budgets.wall_seconds:g} s"]
+    if budgets.steps is not None:
+        named.append(f"{budgets.steps} steps")
+    if budgets.tokens is not None:
+        named.append(f"{budgets.tokens} tokens")
+    if budgets.dollars is not None:
+        named.append(f"${budgets.dollars:g}")
+    return ", ".join(named)
+
+
 def _print_card(bundle: Bundle) -> None:
     card = bundle.card
     lines = [
@@ -90,7 +103,7 @@ def _print_card(bundle: Bundle) -> None:
         f"policies supported: {', '.join(card.policies)}",
         f"primary subtask: {card.primary}",
         f"experiment: python {escape(card.entrypoint)} (in a copy of workspace/)",
-        f"budgets: {card.budgets.attempts} attempts, {card.budgets.wall_seconds:g} s per run",
+        f"budgets per run: {_budgets(card.budgets)} (unless the command sets its own)",
         f"grader: {escape(' '.join(card.grader.command))} <workspace>"
         f" (timeout {card.grader.timeout_seconds:g} s)",
         f"reproduce: cd {escape(str(bundle.path))} && {escape(card.reproduce.baselines)}",

@@ -66,13 +66,14 @@ def run_demo(
     task: str = "continual-digits",
     labs: int = 3,
     papers: int = 3,
-    attempts: int = 9,
+    attempts: int | None = None,
     seed: int = 0,
     report: Path = Path("report"),
     deterministic: bool = False,
 ) -> DemoResult:
     """Run both campaigns in a fresh `<data_dir>/demo` and write the report (a folder
     there with more than a finished demo's log is moved aside: `labrxiv.demo_folder`).
+    `attempts`: each lab's; None: the task card's, as its wall-time limit is.
 
     `deterministic`: the labs take turns, one step at a time in the order their steps
     were triggered (one bus thread, first in first out), and the campaigns' ids derive
@@ -101,9 +102,11 @@ def run_demo(
                 seed=seed,
                 attempts=attempts,
                 deterministic=deterministic,
+                card=bundle.card.budgets,
             )
             for mode in ("isolated", "archive")
         ]
+        attempts = plans[0].budget()[0].attempts  # given, else the card's: for the report
         try:
             with ctrl_c_between_ticks():
                 campaigns, endings = _run_campaigns(
@@ -200,7 +203,7 @@ def write_report(
     task: str,
     labs: int,
     papers: int,
-    attempts: int,
+    attempts: int | None,
     seed: int,
     plots: list[Plot],
     deterministic: bool = False,

@@ -2,12 +2,16 @@
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from events.payloads.base import Payload
+from events.payloads.integrity import BudgetName
 from events.payloads.model import Phase
 
 FinishReason = Literal["done", "budget", "error", "cancelled"]
+BudgetSource = Literal["card", "command"]
+"""Where a run's limit came from: the task card's `[budgets]`, or the command that
+started the run (an option given to `campaign`, `demo`, `fork`…)."""
 
 
 class Budget(BaseModel):
@@ -78,6 +82,9 @@ class RunStarted(Payload):
     """The run's own seed, for policies that draw at random."""
     budget: Budget = Budget()
     """The limits the run must stay within."""
+    budget_source: dict[BudgetName, BudgetSource] = {}
+    """Where each limit of `budget` came from: `card` or `command` (a fork's inherited
+    limit keeps its run's). Empty in logs written before it was recorded."""
     reads_archive: bool = False
     """Whether the lab may read the shared archive (campaign mode `archive`)."""
     review_rounds: int = Field(default=0, ge=0, le=5)
@@ -94,6 +101,13 @@ class RunStarted(Payload):
     """Set for a fork (`labrxiv fork`): the run and step it branches off. The fork's
     state begins as its parent's at that point (no model or tool call is made again),
     with this event's settings (policy, model, budget) from then on."""
+
+    @model_validator(mode="after")
+    def _sources_are_of_set_limits(self) -> "RunStarted":
+        unset = [name for name in self.budget_source if getattr(self.budget, name) is None]
+        if unset:
+            raise ValueError(f"budget_source names limits the budget does not set: {unset}")
+        return self
 
 
 class RunFinished(Payload):

@@ -1,6 +1,6 @@
 """Tool events: an action of a lab in its sandboxed workspace."""
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
@@ -49,8 +49,21 @@ class ToolInvoked(Payload):
     """The arguments as the policy gave them."""
 
 
+def _phase_change_succeeded(data: dict[str, Any]) -> dict[str, Any]:
+    """v1 → v2: an `llm` lab's `next_phase` that moved it on was written as a call that
+    failed (exit code 2, not run) though it did what was asked; v2 writes it as a success.
+    Its refusals ("error: …") and calls not run ("not run: …") stay failures."""
+    moved = str(data.get("preview", "")).startswith("entering phase ")
+    if data.get("tool") == "next_phase" and data.get("exit_code") == 2 and moved:
+        return {**data, "exit_code": 0, "ran": True}
+    return data
+
+
 class ToolReturned(Payload):
     """A tool finished (or was stopped by a limit)."""
+
+    SCHEMA_VERSION: ClassVar[int] = 2
+    UPGRADES: ClassVar[dict[int, Any]] = {1: _phase_change_succeeded}
 
     type: Literal["tool.returned"] = "tool.returned"
     call_id: str

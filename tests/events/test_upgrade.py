@@ -261,3 +261,33 @@ def test_a_stored_payload_its_upgrade_cannot_read_fails_clearly(
         UpgradeFailed, match=r"run\.finished schema v1 .* to v2: KeyError\('summary'\)"
     ):
         store.read_records()
+
+
+def test_a_phase_change_recorded_as_a_failure_is_read_as_a_success() -> None:
+    """`next_phase` was recorded with exit code 2 and `ran` false, though it did what was
+    asked: a log written so reads it as today's lab writes it (a success); a `next_phase`
+    that was refused or not run stays a failure."""
+
+    def returned(preview: str) -> dict[str, Any]:
+        payload = {
+            "type": "tool.returned",
+            "call_id": "c",
+            "tool": "next_phase",
+            "exit_code": 2,
+            "duration_s": 0,
+            "preview": preview,
+            "ran": False,
+        }
+        return upgrade({"schema_version": 1, "payload": payload})["payload"]
+
+    assert returned("entering phase experiment") == {
+        "type": "tool.returned",
+        "call_id": "c",
+        "tool": "next_phase",
+        "exit_code": 0,
+        "duration_s": 0,
+        "preview": "entering phase experiment",
+        "ran": True,
+    }
+    for refused in ("error: next_phase is not offered in phase writeup", "not run: …"):
+        assert (returned(refused)["exit_code"], returned(refused)["ran"]) == (2, False)

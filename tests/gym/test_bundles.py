@@ -285,6 +285,36 @@ def test_numbers_that_are_not_finite_and_a_folder_for_a_script_are_named(
     ]
 
 
+def test_a_sota_that_is_not_better_than_the_baseline_is_named(bundle_copy: MakeCopy) -> None:
+    """Found running labrxiv from outside: `baseline == sota` validated "ok" and every score
+    normalized to 0; a SOTA worse than the baseline validated "ok" and the baseline scored
+    1.000 while better results scored lower."""
+    folder = bundle_copy()
+    edit_card(folder, "sota = 0.9648", "sota = 0.1944")  # final_accuracy, maximized
+    edit_card(folder, "sota = 0.0184", "sota = 0.9950")  # average_forgetting, minimized
+
+    problems = validate_bundle(folder)
+
+    assert problems == [
+        "task.toml: subtasks.0: subtask final_accuracy: its sota equals its baseline "
+        "(0.1944): every score would normalize to 0",
+        "task.toml: subtasks.1: subtask average_forgetting: its sota 0.995 is not better than "
+        "its baseline 0.9908 (minimize: lower is better)",
+    ]
+    with pytest.raises(BundleError) as raised:
+        load_bundle(folder)
+    assert all(problem in str(raised.value) for problem in problems)
+
+
+def test_a_maximized_sota_below_its_baseline_is_named(bundle_copy: MakeCopy) -> None:
+    folder = bundle_copy()
+    edit_card(folder, "sota = 0.9862", "sota = 0.4")
+    assert validate_bundle(folder) == [
+        "task.toml: subtasks.2: subtask average_incremental_accuracy: its sota 0.4 is not "
+        "better than its baseline 0.452 (maximize: higher is better)"
+    ]
+
+
 def test_hidden_data_or_grader_copied_into_the_workspace_is_named(
     bundle_copy: MakeCopy,
 ) -> None:
@@ -374,7 +404,7 @@ def test_cross_field_problems_are_named_beside_field_errors(bundle_copy: MakeCop
     folder = bundle_copy()
     edit_card(folder, 'primary = "final_accuracy"', 'primary = "speed"')
     assert validate_bundle(folder) == [
-        "task.toml: Value error, primary 'speed' is not one of the subtasks "
+        "task.toml: primary 'speed' is not one of the subtasks "
         "['final_accuracy', 'average_forgetting', 'average_incremental_accuracy']"
     ]
     edit_card(folder, 'direction = "maximize"', 'direction = "up"')

@@ -90,6 +90,7 @@ def test_show_prints_the_card_in_full(runner: CliRunner) -> None:
     assert "primary subtask: final_accuracy" in out
     assert f"reproduce: cd {bundle.path} && python baselines/reproduce.py" in out
     assert "grader: python grader/grade.py <workspace>" in out
+    assert "budgets per run: 20 attempts, 900 s (unless the command sets its own)" in out
     assert said(bundle.card.goal) in out
     for subtask in bundle.card.subtasks:
         assert f"{subtask.name}" in out

@@ -82,7 +82,7 @@ class Demo:
 
 
 DEMO_SIZE = ["--labs", "3", "--papers", "2", "--attempts", "4"]
-"""Smaller than `make demo` (3 labs × 3 papers × 9 attempts): the same path, a third the time."""
+"""Smaller than `make demo` (3 labs × 3 papers × the card's 20 attempts): the same path."""
 
 
 @pytest.fixture(scope="module")
@@ -143,6 +143,10 @@ def test_demo_runs_on_a_bare_directory(demo: Demo) -> None:
             f"{run.elapsed_seconds:.1f}s",
             f"finished ({run.finish_reason})",
         ), run.stream
+        # --attempts was given; the wall-time limit is the card's (continual-digits: 900 s).
+        started = events[0].payload
+        assert (started.budget.attempts, started.budget.wall_seconds) == (4, 900), run.stream
+        assert started.budget_source == {"attempts": "command", "wall_seconds": "card"}
     assert store.dead_letter_count() == 0
 
 

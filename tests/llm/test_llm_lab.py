@@ -134,6 +134,18 @@ def test_an_llm_lab_goes_through_its_phases_and_publishes_a_paper(
     }
 
 
+def test_a_phase_change_is_a_call_that_succeeded(system: Embedded, server: FakeServer) -> None:
+    """`next_phase` did what was asked: its result is a success, not a failed call that
+    the trajectory marks red and every failure count counts."""
+    server.queue(*_cycle())
+    (events,) = _run(system, _plan())
+    moves = [
+        e.payload for e in events if e.type == "tool.returned" and e.payload.tool == "next_phase"
+    ]
+    assert [p.preview for p in moves] == ["entering phase experiment", "entering phase writeup"]
+    assert [(p.exit_code, p.ran) for p in moves] == [(0, True), (0, True)]
+
+
 def test_calls_after_one_that_ends_the_turn_are_answered_not_run(
     system: Embedded, server: FakeServer
 ) -> None:

@@ -40,14 +40,40 @@ class Subtask(_Strict):
     description: str = ""
     """What the subtask measures, for people and for LLM labs."""
 
+    @model_validator(mode="after")
+    def _sota_beats_baseline(self) -> "Subtask":
+        # Normalization runs from the baseline to the SOTA (docs/tasks.md): with no gap
+        # every score is 0, and with the SOTA on the wrong side better scores rank lower.
+        if self.sota == self.baseline:
+            raise ValueError(
+                f"subtask {self.name}: its sota equals its baseline ({self.sota:g}): "
+                "every score would normalize to 0"
+            )
+        from workers.gym.scoring import better  # here: scoring imports this module
+
+        if not better(self, self.sota, self.baseline):
+            higher = "higher" if self.direction == "maximize" else "lower"
+            raise ValueError(
+                f"subtask {self.name}: its sota {self.sota:g} is not better than its baseline "
+                f"{self.baseline:g} ({self.direction}: {higher} is better)"
+            )
+        return self
+
 
 class Budgets(_Strict):
-    """Default per-lab budgets for runs on the task (a campaign may override them)."""
+    """Per-lab budgets of every run on the task; an option of the command that starts the
+    run (`campaign`, `demo`, `fork`) sets that limit instead (`workers.lab.budget.run_budget`)."""
 
     attempts: int = Field(default=8, ge=1)
     """Scored experiments (calls to `evaluate`)."""
     wall_seconds: float = Field(default=600, gt=0)
     """Elapsed time of a run."""
+    tokens: int | None = Field(default=None, ge=1)
+    """Model tokens of every kind, summed; none: no limit."""
+    dollars: float | None = Field(default=None, gt=0)
+    """Model spend at the frozen prices; none: no limit."""
+    steps: int | None = Field(default=None, ge=1)
+    """Tool calls; none: no limit."""
 
 
 class Grader(_Strict):

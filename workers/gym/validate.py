@@ -104,7 +104,8 @@ def _field_problem(error: Any) -> str:
     where = ".".join(str(part) for part in error["loc"])
     got = error.get("input")
     shown = isinstance(got, str | int | float | bool) and error["type"] != "missing"
-    message = f"{error['msg']} (got {got!r})" if shown else error["msg"]
+    said = str(error["msg"]).removeprefix("Value error, ")  # pydantic's, for a ValueError
+    message = f"{said} (got {got!r})" if shown else said
     return f"{CARD_FILE}: {where}: {message}" if where else f"{CARD_FILE}: {message}"
 
 

@@ -9,37 +9,58 @@ ends the run with `error` rather than being kept as if the unknown cost were $0.
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import get_args
 
 from events.payloads import Budget, BudgetExceeded, CampaignStarted, Payload, RunFinished
 from events.payloads.integrity import BudgetName
+from events.payloads.run import BudgetSource
 from events.spend import Spend
 from runstate import RunState
+from runstate.budget import exceeded
+from workers.gym.card import Budgets
 from workers.lab.campaign_spend import CampaignSpend
 from workers.stream_cache import StreamCache
+
+
+def run_budget(
+    card: Budgets | None, given: Budget
+) -> tuple[Budget, dict[BudgetName, BudgetSource]]:
+    """The limits a run starts with and where each came from: every limit `given` by the
+    command, else the task card's (`card`: its `[budgets]`; None when the caller has no
+    card, so only the command's apply)."""
+    limits: dict[BudgetName, float] = {}
+    source: dict[BudgetName, BudgetSource] = {}
+    for name in BUDGET_NAMES:
+        commanded = getattr(given, name)
+        carded = getattr(card, name, None)
+        if commanded is not None:
+            limits[name], source[name] = commanded, "command"
+        elif carded is not None:
+            limits[name], source[name] = carded, "card"
+    return Budget.model_validate(limits), source
+
+
+BUDGET_NAMES: tuple[BudgetName, ...] = get_args(BudgetName)
+"""Every limit a run can have, in the order `Budget` lists them."""
 
 
 def over_budget(state: RunState, now: datetime) -> BudgetExceeded | None:
     """The first of the run's wall-time and step limits it has used up."""
     budget = state.started.budget
     elapsed = (now - state.started_at).total_seconds()
-    if budget.wall_seconds is not None and elapsed >= budget.wall_seconds:
-        return BudgetExceeded(budget="wall_seconds", limit=budget.wall_seconds, used=elapsed)
-    if budget.steps is not None and state.steps >= budget.steps:
-        return BudgetExceeded(budget="steps", limit=budget.steps, used=state.steps)
-    return None
+    return exceeded("wall_seconds", budget.wall_seconds, elapsed) or exceeded(
+        "steps", budget.steps, state.steps
+    )
 
 
 def out_of_attempts(state: RunState, attempts: int | None = None) -> list[Payload] | None:
     """The events that end a run asking for an attempt beyond its limit; None while
     attempts are left. `attempts`: attempts made so far, when the step made some itself."""
-    limit = state.started.budget.attempts
     used = len(state.attempts) if attempts is None else attempts
-    if limit is None or used < limit:
+    spent = exceeded("attempts", state.started.budget.attempts, used)
+    if spent is None:
         return None
-    return [
-        BudgetExceeded(budget="attempts", limit=limit, used=used),
-        RunFinished(reason="budget", detail="attempts limit"),
-    ]
+    return [spent, RunFinished(reason="budget", detail="attempts limit")]
 
 
 @dataclass(frozen=True)
@@ -92,9 +113,9 @@ def over_model_budget(
         checks += [("tokens", campaign.budget.tokens, tokens)]
         checks += [("dollars", campaign.budget.dollars, dollars)]
     for name, limit, used in checks:
-        if limit is not None and used >= limit:
-            exceeded = BudgetExceeded(budget=name, limit=limit, used=used)
-            return [exceeded, RunFinished(reason="budget", detail=f"{name} limit")]
+        spent = exceeded(name, limit, used)
+        if spent is not None:
+            return [spent, RunFinished(reason="budget", detail=f"{name} limit")]
     return _unkeepable(seen, campaign, unpriced_model)
 
 

@@ -10,7 +10,11 @@ from events import Event
 from events.envelope import run_stream
 from events.ids import new_id, utcnow
 from events.payloads import Budget, CampaignStarted, LlmConfig, ReviewConfig, RunStarted
+from events.payloads.integrity import BudgetName
+from events.payloads.run import BudgetSource
 from workers.bus.base import Bus, publish
+from workers.gym.card import Budgets
+from workers.lab.budget import run_budget
 
 LAB_SEEDS = 1000
 """Lab i of a campaign of seed s runs with seed `s * LAB_SEEDS + i`."""
@@ -25,9 +29,13 @@ class CampaignPlan:
     papers: int
     mode: Literal["isolated", "archive"]
     seed: int
-    attempts: int
-    """Per-lab attempts budget (split evenly over the lab's papers)."""
+    attempts: int | None = None
+    """Per-lab attempts budget (split evenly over the lab's papers).
+
+    This and the other per-lab limits are the command's: a limit left None is the
+    card's (`card`), and no limit when the card names none."""
     wall_seconds: float | None = None
+    """Per-lab elapsed seconds."""
     policy: str = "search"
     tokens: int | None = None
     """Per-lab model tokens."""
@@ -46,13 +54,28 @@ class CampaignPlan:
     """How the campaign's papers are reviewed (None: not at all)."""
     archive_reads: Literal["all", "accepted"] = "all"
     """Which papers archive-reading labs are shown: all, or only accepted ones."""
+    card: Budgets | None = None
+    """The task card's budgets, for the limits the plan leaves unset (None: only the
+    plan's apply)."""
+
+    def budget(self) -> tuple[Budget, dict[BudgetName, BudgetSource]]:
+        """Each lab's limits and where each came from (`workers.lab.budget.run_budget`)."""
+        given = Budget(
+            attempts=self.attempts,
+            wall_seconds=self.wall_seconds,
+            tokens=self.tokens,
+            dollars=self.dollars,
+            steps=self.steps,
+        )
+        return run_budget(self.card, given)
 
 
 def deterministic_id(plan: CampaignPlan, ordinal: int) -> str:
     """A campaign id that the plan and the campaign's ordinal in its log decide: the same
     seed in a fresh log gives the same ids, paper ids and archive order (paper ids are
     derived from run streams, and ties in archive search are broken by id)."""
-    key = f"{plan.task}:{plan.mode}:{plan.labs}:{plan.papers}:{plan.attempts}:{plan.seed}"
+    attempts = plan.budget()[0].attempts
+    key = f"{plan.task}:{plan.mode}:{plan.labs}:{plan.papers}:{attempts}:{plan.seed}"
     return hashlib.sha256(f"{key}:{ordinal}".encode()).hexdigest()[:12]
 
 
@@ -79,19 +102,15 @@ def start_campaign(
     )
     runs = [run_stream(f"{campaign}-{index}") for index in range(plan.labs)]
     events = [started]
+    budget, source = plan.budget()
     for index, stream in enumerate(runs):
         run = RunStarted(
             task=plan.task,
             lab=f"lab-{index}",
             policy=plan.policy,
             seed=plan.seed * LAB_SEEDS + index,
-            budget=Budget(
-                attempts=plan.attempts,
-                wall_seconds=plan.wall_seconds,
-                tokens=plan.tokens,
-                dollars=plan.dollars,
-                steps=plan.steps,
-            ),
+            budget=budget,
+            budget_source=source,
             reads_archive=plan.mode == "archive",
             archive_reads=plan.archive_reads,
             review_rounds=plan.review.rounds if plan.review else 0,

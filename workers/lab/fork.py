@@ -16,10 +16,13 @@ from events import EventStore
 from events.envelope import run_stream
 from events.ids import utcnow
 from events.payloads import Budget, CampaignStarted, ForkPoint, LlmConfig, RunStarted
+from events.payloads.integrity import BudgetName
+from events.payloads.run import BudgetSource
 from runstate import loader
 from runstate.trajectory import Step, steps
 from workers.bus.base import Bus, publish
 from workers.errors import WorkerError
+from workers.lab.budget import BUDGET_NAMES
 from workers.lab.campaign import campaign_started, run_started
 
 
@@ -57,6 +60,22 @@ def fork_point(store: EventStore, run: str, step: int) -> tuple[ForkPoint, RunSt
     return point, events[0].payload, taken
 
 
+def fork_budget(parent: RunStarted, given: Budget) -> tuple[Budget, dict[BudgetName, BudgetSource]]:
+    """A fork's limits: each one `given` by the command, else its parent's, which keeps
+    where it came from (the card or the command that started the parent)."""
+    limits: dict[BudgetName, float] = {}
+    source: dict[BudgetName, BudgetSource] = {}
+    for name in BUDGET_NAMES:
+        value, inherited = getattr(given, name), getattr(parent.budget, name)
+        if value is not None:
+            limits[name], source[name] = value, "command"
+        elif inherited is not None:
+            limits[name] = inherited
+            if name in parent.budget_source:  # a run recorded before sources were
+                source[name] = parent.budget_source[name]
+    return Budget.model_validate(limits), source
+
+
 def start_fork(
     bus: Bus,
     point: ForkPoint,
@@ -64,12 +83,14 @@ def start_fork(
     mode: str,
     policy: str | None = None,
     llm: LlmConfig | None = None,
-    budget: Budget | None = None,
+    budget: tuple[Budget, dict[BudgetName, BudgetSource]] | None = None,
     seed: int | None = None,
 ) -> tuple[str, str]:
     """Publish a campaign of one run, the fork; returns (campaign id, fork stream).
 
-    Settings not given are the parent's; the budget counts the inherited part too."""
+    Settings not given are the parent's; `budget`: the fork's limits and where each came
+    from (`fork_budget`). The budget counts the inherited part too."""
+    limits, source = budget or (parent.budget, parent.budget_source)
     campaign = uuid.uuid4().hex[:12]
     now = utcnow()
     chosen = policy or parent.policy
@@ -86,7 +107,8 @@ def start_fork(
         lab=parent.lab,
         policy=chosen,
         seed=parent.seed if seed is None else seed,
-        budget=budget or parent.budget,
+        budget=limits,
+        budget_source=source,
         reads_archive=parent.reads_archive,
         archive_reads=parent.archive_reads,
         papers=parent.papers,

@@ -20,6 +20,7 @@ from events.spend import NOTHING, Spend, spend_of_payload
 from workers.llm import Gateway, in_place
 from workers.llm.in_place import Record, StreamWriter
 from workers.review import llm_reviewer
+from workers.review.budget import spent_budget
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]")
 
@@ -88,14 +89,7 @@ class EvalRun:
         return Reviewed(paper_id, form.rating)
 
     def _over_budget(self) -> str | None:
-        tokens, dollars = self.config.tokens, self.config.dollars
-        if tokens is not None and self.spent.tokens >= tokens:
-            return f"reviewer token budget reached: {self.spent.tokens} of {tokens}"
-        if dollars is not None and self.spent.unknown_cost:
-            return f"reviewer dollar budget: {self.spent.unknown_cost} call(s) of unknown cost"
-        if dollars is not None and self.spent.dollars >= dollars:
-            return f"reviewer dollar budget reached: ${self.spent.dollars:.4f} of ${dollars:.4f}"
-        return None
+        return spent_budget("reviewer", self.spent, self.config.tokens, self.config.dollars)
 
 
 def _failed(paper_id: str, reason: str) -> ReviewFailed:

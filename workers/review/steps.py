@@ -43,6 +43,7 @@ from workers.context import WorkerContext
 from workers.errors import WorkerError
 from workers.llm import driver
 from workers.review import llm_reviewer
+from workers.review.budget import spent_budget
 from workers.review.meta import decide
 
 log = logging.getLogger(__name__)
@@ -211,12 +212,9 @@ def _over_budget(store: EventStore, review: Review) -> str | None:
     if started is not None:
         limits.append(("campaign", everyone, started.budget.tokens, started.budget.dollars))
     for name, spend, tokens, dollars in limits:
-        if tokens is not None and spend.tokens >= tokens:
-            return f"{name} token budget reached: {spend.tokens} of {tokens}"
-        if dollars is not None and spend.unknown_cost:
-            return f"{name} dollar budget: {spend.unknown_cost} call(s) of unknown cost"
-        if dollars is not None and spend.dollars >= dollars:
-            return f"{name} dollar budget reached: ${spend.dollars:.4f} of ${dollars:.4f}"
+        said = spent_budget(name, spend, tokens, dollars)
+        if said is not None:
+            return said
     return None
 
 

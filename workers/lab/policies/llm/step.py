@@ -206,7 +206,8 @@ def _run_tools(step: LlmStep, state: RunState, reply: Reply, phase: str | None) 
         arguments = call.arguments or {}
         if call.name == phases.NEXT_PHASE:
             following = phases.after(phase or "plan", state.started.reads_archive)  # type: ignore[arg-type]
-            payloads += _told(call.id, call.name, arguments, f"entering phase {following}")
+            moved = f"entering phase {following}"
+            payloads += _told(call.id, call.name, arguments, moved, done=True)
             payloads += _not_run(later, f"the run entered phase {following} before it")
             payloads.append(PhaseEntered(phase=following))
             break
@@ -257,17 +258,21 @@ def _not_run(calls: Sequence[ToolCall], why: str) -> list[Payload]:
     ]
 
 
-def _told(call_id: str, tool: str, args: dict[str, object], message: str) -> list[Payload]:
-    """A tool call that ran no tool, recorded with what the model is told."""
+def _told(
+    call_id: str, tool: str, args: dict[str, object], message: str, done: bool = False
+) -> list[Payload]:
+    """A tool call the step answers itself, recorded with what the model is told: a
+    control tool that did what was asked (`done`: a success, like any tool's), or a call
+    that ran no tool (refused, or not run)."""
     return [
         ToolInvoked(call_id=call_id, tool=tool[:80] or "?", args=args),
         ToolReturned(
             call_id=call_id,
             tool=tool[:80] or "?",
-            exit_code=2,
+            exit_code=0 if done else 2,
             duration_s=0,
             preview=message[:4000],
-            ran=False,
+            ran=done,
         ),
     ]
 
