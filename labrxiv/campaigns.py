@@ -18,6 +18,7 @@ from rich.live import Live
 from rich.table import Table
 
 from events import EventStore
+from events.ids import campaign_stream
 from labrxiv.interrupt import check_ctrl_c, pause
 from labrxiv.report import RunEnding, run_endings
 from projections.runner import ProjectionRunner
@@ -59,7 +60,7 @@ class CampaignEnd:
 
     def __init__(self, store: EventStore, campaign: str) -> None:
         self.store = store
-        self.stream = f"campaign-{campaign}"
+        self.stream = campaign_stream(campaign)
         self.version = -1
         self.finished = False
 

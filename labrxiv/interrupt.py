@@ -19,7 +19,7 @@ from types import FrameType
 from rich.console import Console
 
 from events import Event, EventStore
-from events.ids import new_id, utcnow
+from events.ids import campaign_stream, new_id, utcnow
 from events.payloads import CampaignInterrupted
 from labrxiv.wiring import Embedded
 from labrxiv.words import counted
@@ -132,7 +132,7 @@ def unfinished_by_campaign(store: EventStore, campaign: str | None = None) -> di
 
 def _record(store: EventStore, campaign: str, runs: list[str], detail: str) -> None:
     """`campaign.interrupted` on the campaign's stream (the bus is stopped: appended here)."""
-    stream = f"campaign-{campaign}"
+    stream = campaign_stream(campaign)
     event = Event(
         id=new_id(),
         stream=stream,

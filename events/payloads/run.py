@@ -22,7 +22,8 @@ class Budget(BaseModel):
     attempts: int | None = Field(default=None, ge=1)
     """Scored experiments the lab may make."""
     wall_seconds: float | None = Field(default=None, gt=0)
-    """Elapsed time from the run's start."""
+    """Elapsed time from the run's start, less the time it stood stopped after a
+    `campaign.interrupted` naming it (until its next event)."""
     tokens: int | None = Field(default=None, ge=1)
     """Model tokens of every kind, summed."""
     dollars: float | None = Field(default=None, gt=0)

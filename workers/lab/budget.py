@@ -11,7 +11,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import get_args
 
-from events.payloads import Budget, BudgetExceeded, CampaignStarted, Payload, RunFinished
+from events import EventStore
+from events.ids import campaign_stream
+from events.payloads import (
+    Budget,
+    BudgetExceeded,
+    CampaignInterrupted,
+    CampaignStarted,
+    Payload,
+    RunFinished,
+)
 from events.payloads.integrity import BudgetName
 from events.payloads.run import BudgetSource
 from events.spend import Spend
@@ -40,14 +49,38 @@ def run_budget(
     return Budget.model_validate(limits), source
 
 
+def stopped_seconds(store: EventStore, state: RunState, now: datetime) -> float:
+    """How long the run stood stopped: for each `campaign.interrupted` naming it (an
+    embedded campaign stopped by Ctrl-C or its `--timeout`), the time from the stop to
+    the run's next event, or to `now` when it has none yet (the step resuming it). A
+    wall-time limit counts the time the run was worked on, not the night it stood
+    stopped before `labrxiv resume`. 0 for a run without a wall-time limit."""
+    if state.campaign is None or state.started.budget.wall_seconds is None:
+        return 0.0
+    stops = [
+        event.occurred_at
+        for event in store.read_stream(campaign_stream(state.campaign))
+        if isinstance(event.payload, CampaignInterrupted) and state.stream in event.payload.runs
+    ]
+    if not stops:
+        return 0.0
+    times = [event.occurred_at for event in store.read_stream(state.stream)]
+    total = 0.0
+    for stop in stops:
+        after = next((at for at in times if at > stop), now)
+        total += max(0.0, (after - stop).total_seconds())
+    return total
+
+
 BUDGET_NAMES: tuple[BudgetName, ...] = get_args(BudgetName)
 """Every limit a run can have, in the order `Budget` lists them."""
 
 
-def over_budget(state: RunState, now: datetime) -> BudgetExceeded | None:
-    """The first of the run's wall-time and step limits it has used up."""
+def over_budget(state: RunState, now: datetime, stopped: float = 0.0) -> BudgetExceeded | None:
+    """The first of the run's wall-time and step limits it has used up. `stopped`: the
+    seconds the run stood stopped (`stopped_seconds`), which its wall time leaves out."""
     budget = state.started.budget
-    elapsed = (now - state.started_at).total_seconds()
+    elapsed = (now - state.started_at).total_seconds() - stopped
     return exceeded("wall_seconds", budget.wall_seconds, elapsed) or exceeded(
         "steps", budget.steps, state.steps
     )

@@ -8,7 +8,7 @@ from typing import Literal
 
 from events import Event
 from events.envelope import run_stream
-from events.ids import new_id, utcnow
+from events.ids import campaign_stream, new_id, utcnow
 from events.payloads import Budget, CampaignStarted, LlmConfig, ReviewConfig, RunStarted
 from events.payloads.integrity import BudgetName
 from events.payloads.run import BudgetSource
@@ -126,7 +126,7 @@ def campaign_started(campaign: str, payload: CampaignStarted, at: datetime) -> E
     """The first event of campaign `campaign`'s stream."""
     return Event(
         id=new_id(),
-        stream=f"campaign-{campaign}",
+        stream=campaign_stream(campaign),
         version=0,
         occurred_at=at,
         correlation_id=campaign,

@@ -42,7 +42,7 @@ from workers.bus.base import BusStopped, publish
 from workers.context import WorkerContext
 from workers.errors import RetryLater
 from workers.gym.grading import GraderBroken
-from workers.lab.budget import over_budget
+from workers.lab.budget import over_budget, stopped_seconds
 from workers.lab.lease import Held, Taken
 from workers.lab.policies import StepInput
 from workers.metrics import observe_step
@@ -122,7 +122,7 @@ def _step(
     if ctx.labs is None:
         raise RuntimeError("this worker has no lab services configured")
     now = utcnow()
-    over = over_budget(state, now)
+    over = over_budget(state, now, stopped_seconds(ctx.store, state, now))
     if over is not None:  # no tool runs: the lease is not needed (a second take ends alike)
         ended = [over, RunFinished(reason="budget", detail=f"{over.budget} limit")]
         return _send(ctx, state, ended, {}, now)
