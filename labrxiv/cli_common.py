@@ -23,7 +23,7 @@ def settings_or_exit() -> Settings:
     except SettingsError as exc:
         say_error(str(exc))
         raise typer.Exit(2) from None
-    # Library INFO lines (httpx's per request) stay off the console unless DEBUG, and log
+    # Library INFO lines (httpx2's per request) stay off the console unless DEBUG, and log
     # lines go through the stderr console, above a live table (issue 13).
     configure_logging(settings.log_level)
     return settings

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-import httpx
+import httpx2
 import openai
 import orjson
 from openai.types.chat import ChatCompletion
@@ -110,10 +110,10 @@ class Gateway:
             # would rebuild them from the parsed body, walking every message (a quarter
             # of a steps worker's CPU with fifty labs, bench/llm_concurrency.py).
             response = self._client.post(
-                "/chat/completions", content=prepared.content, cast_to=httpx.Response
+                "/chat/completions", content=prepared.content, cast_to=httpx2.Response
             )
             body = response.content
-        except (openai.OpenAIError, httpx.HTTPError, ValueError) as exc:
+        except (openai.OpenAIError, httpx2.HTTPError, ValueError) as exc:
             return self._failed(prepared, classify(exc, self._secrets), self._clock() - started)
         latency = self._clock() - started
         try:
@@ -229,5 +229,5 @@ def _completion(body: bytes) -> ChatCompletion:
 
 def provider_of(base_url: str) -> str:
     """`host` or `host:port` of an endpoint URL; any user:password in it is left out."""
-    url = httpx.URL(base_url)
+    url = httpx2.URL(base_url)
     return url.host if url.port is None else f"{url.host}:{url.port}"
