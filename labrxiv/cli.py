@@ -164,6 +164,10 @@ def worker(
     if settings.redis_url is None:
         console.print("[red]LABRXIV_REDIS_URL is not set: a worker needs Redis[/]")
         raise typer.Exit(2)
+    from labrxiv.service_start import ready, require_shared_database, start_or_exit
+
+    require_shared_database(settings, "worker")
+    start_or_exit(settings, redis=True)
     if metrics_port is not None:  # before the worker's modules import prometheus_client
         from labrxiv.cli_exporter import serve_worker_metrics
 
@@ -175,7 +179,9 @@ def worker(
     # Celery names every worker celery@<host>: several on one host (or in containers
     # sharing a host name) then answer broadcasts under one name (issue 12).
     name = name or f"labrxiv-{os.getpid()}-{uuid.uuid4().hex[:6]}@%h"
-    celery_worker_app(settings).worker_main(
+    app = celery_worker_app(settings)
+    console.print(ready("worker", settings, f"queues {', '.join(named)}"), soft_wrap=True)
+    app.worker_main(
         ["worker", "-Q", queues, "-c", str(concurrency), "-P", pool, "-n", name]
         + ["-l", settings.log_level]
     )
@@ -190,14 +196,20 @@ def projector(
     """Apply new events to the read models, following the log."""
     from labrxiv.wiring import open_runner
 
-    runner = open_runner(_settings())
-    runner.page = page
+    settings = _settings()
     if once:
+        runner = open_runner(settings)
+        runner.page = page
         console.print(f"applied {runner.catch_up()} events")
         return
-    from labrxiv.projecting import follow
+    from labrxiv import projecting
+    from labrxiv.service_start import ready, start_or_exit
 
-    follow(runner, poll_seconds=poll)
+    start_or_exit(settings, redis=False)  # it reads and writes the database only
+    runner = open_runner(settings)
+    runner.page = page
+    console.print(ready("projector", settings, f"polling every {poll:g} s"), soft_wrap=True)
+    projecting.follow(runner, poll_seconds=poll)
 
 
 @app.command()
@@ -231,6 +243,10 @@ def reactor(
         raise typer.Exit(2)
     if stall_seconds is not None:
         settings = settings.model_copy(update={"stall_seconds": stall_seconds})
+    from labrxiv.service_start import ready, require_shared_database, start_or_exit
+
+    require_shared_database(settings, "reactor")
+    start_or_exit(settings, redis=True)
     reacting = open_reacting(settings)
     try:
         if once:
@@ -240,7 +256,12 @@ def reactor(
                 f"reacted to {counted(sent, 'event')}; sent {counted(reaped, 'stalled step')} again"
             )
             return
-        reacting.follow(interval or settings.reactor_interval)
+        every = interval or settings.reactor_interval
+        console.print(
+            ready("reactor", settings, f"stall after {settings.stall_seconds:g} s"),
+            soft_wrap=True,
+        )
+        reacting.follow(every)
     finally:
         reacting.close()
 

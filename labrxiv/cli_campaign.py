@@ -43,6 +43,7 @@ from workers.gym.registry import find_bundle
 from workers.lab.campaign import CampaignPlan
 from workers.lab.lease import Leases
 from workers.lab.policies import policy_needs
+from workers.llm.prices import PriceTable, with_prices
 from workers.reactions import REACTIONS
 from workers.reactor import Reactor
 from workers.sandbox.base import SandboxUnavailable
@@ -162,6 +163,8 @@ def campaign(
     llm = None
     if policy == "llm":
         llm = _llm_config(model, phase_model, base_url, temperature, tool_protocol, context_tokens)
+        # Recorded in every run.started: the workers price the runs by this command's table.
+        llm = with_prices(llm, PriceTable.load(settings.prices))
     else:  # given to labs that read none of them: a mistake, and unchecked (`--tool-protocol nope`)
         given = {
             "--model": model is not None,

@@ -25,6 +25,7 @@ from labrxiv.reading import find_log, open_log
 from workers.bus.base import Bus
 from workers.lab.campaign import CampaignPlan
 from workers.lab.fork import ForkError, fork_point, start_fork
+from workers.llm.prices import PriceTable, with_prices
 
 
 def fork(
@@ -71,6 +72,8 @@ def fork(
     chosen = policy or parent.policy
     check_task(settings, parent.task, chosen)
     llm = _llm(parent.llm, chosen, model, base_url, temperature)
+    if llm is not None:  # the parent's recorded prices first, then this command's table
+        llm = with_prices(llm, PriceTable.load(settings.prices))
     old = parent.budget
     budget = budget_or_exit(
         attempts=old.attempts if attempts is None else attempts,

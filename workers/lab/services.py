@@ -55,10 +55,14 @@ class LabServices:
         return self._bundles[task]
 
     def gateway(self, config: LlmConfig | None) -> Gateway:
-        """The gateway an `llm` run's calls go through."""
+        """The gateway an `llm` run's calls go through, pricing by the prices the run
+        recorded first (`LlmConfig.prices`), then by this worker's table."""
         if self.gateways is None:
             raise WorkerError("this worker has no model gateway configured")
-        return self.gateways(config.base_url if config else None)
+        if config is None:
+            return self.gateways(None)
+        gateway = self.gateways(config.base_url)
+        return gateway.priced_by(gateway.prices.with_recorded(config.prices))
 
     def policy(self, name: str) -> Policy:
         """The policy called `name`."""

@@ -17,6 +17,7 @@ gateway's settings: lab steps wait it out (as a delayed task retry, not a sleep)
 `Gateway.call`, that loop with a `record` callback, sleeps it.
 """
 
+import copy
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -93,6 +94,15 @@ class Gateway:
             timeout=timeout,
             max_retries=0,
         )
+
+    def priced_by(self, prices: PriceTable) -> "Gateway":
+        """This gateway (its connections shared) pricing with `prices`: a run's recorded
+        prices over the worker's table."""
+        if prices is self.prices:
+            return self
+        priced = copy.copy(self)
+        priced.prices = prices
+        return priced
 
     def __repr__(self) -> str:
         return f"Gateway({self.base_url!r}, timeout={self.timeout}, attempts={self.max_attempts})"
