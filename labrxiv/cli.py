@@ -12,7 +12,14 @@ from rich.table import Table
 from labrxiv.cli_analyze import analyze
 from labrxiv.cli_bounds import INT64_MAX, SEED_MAX
 from labrxiv.cli_campaign import campaign, reap_command
-from labrxiv.cli_common import JSON_HELP, emit_json, read_store, settings_or_exit
+from labrxiv.cli_common import (
+    JSON_HELP,
+    GymPath,
+    emit_json,
+    read_store,
+    settings_or_exit,
+    with_gym_path,
+)
 from labrxiv.cli_errors import ShellGroup, say_error
 from labrxiv.cli_events import events_app
 from labrxiv.cli_export import export_app
@@ -73,6 +80,7 @@ def demo(
         "--deterministic",
         help="Labs take turns, one step at a time: the same seed gives the same numbers.",
     ),
+    gym_path: GymPath = None,
 ) -> None:
     """Isolated labs vs labs sharing an archive, on embedded defaults (no Redis, no API key).
 
@@ -83,7 +91,7 @@ def demo(
     from labrxiv.entry import EXIT_INTERRUPTED
     from labrxiv.interrupt import Stopped, say_stopped
 
-    settings = _settings()
+    settings = with_gym_path(_settings(), gym_path)
     # Checked as `campaign` checks it, before anything is written (issue 13: an unknown
     # task ended in a traceback, an llm-only one in six runs that all errored).
     hint = ": the demo runs offline search labs; try `labrxiv campaign --policy llm`"

@@ -24,6 +24,7 @@ from labrxiv.cli_checks import (
     llm_config_or_exit,
     refuse_llm_options,
 )
+from labrxiv.cli_common import GymPath, with_gym_path
 from labrxiv.console import make_console
 from labrxiv.entry import EXIT_INTERRUPTED
 from labrxiv.interrupt import (
@@ -135,6 +136,7 @@ def campaign(
         "--archive-reads",
         help="Papers archive labs are shown: all, or accepted (needs --review).",
     ),
+    gym_path: GymPath = None,
 ) -> None:
     """Run a campaign and watch its labs until every run has finished."""
     from labrxiv.cli import _settings
@@ -150,7 +152,7 @@ def campaign(
     if archive_reads == "accepted" and review is None:
         console.print("[red]--archive-reads accepted needs --review (no paper is ever accepted)[/]")
         raise typer.Exit(2)
-    settings: Settings = _settings()
+    settings: Settings = with_gym_path(_settings(), gym_path)
     if stall_seconds is not None:
         settings = settings.model_copy(update={"stall_seconds": stall_seconds})
     budget_or_exit(

@@ -15,7 +15,7 @@ from labrxiv.cli_checks import (
     llm_config_or_exit,
     refuse_llm_options,
 )
-from labrxiv.cli_common import settings_or_exit
+from labrxiv.cli_common import GymPath, settings_or_exit, with_gym_path
 from labrxiv.cli_errors import err, say_error
 from labrxiv.cli_resume import Watched, follow
 from labrxiv.errors import ShellError
@@ -52,13 +52,14 @@ def fork(
     ),
     wall_seconds: float | None = typer.Option(None, "--wall-seconds", help="Time budget."),
     timeout: float = typer.Option(3600, "--timeout", min=0.001, help=TIMEOUT_HELP),
+    gym_path: GymPath = None,
 ) -> None:
     """Fork a run after its step K and run the fork with the given settings.
 
     The fork inherits the run's events up to the end of step K (its attempts, papers,
     conversation, spend) and its workspace as it was then, rebuilt from the log; budgets
     count the inherited part too (unset ones are the run's). Exit codes as `campaign`'s."""
-    found = find_log(settings_or_exit())
+    found = find_log(with_gym_path(settings_or_exit(), gym_path))
     if found.note:
         err.print(f"[dim]{found.note}[/]")
     settings = found.settings

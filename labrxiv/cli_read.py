@@ -13,7 +13,14 @@ from rich.markup import escape
 
 from labrxiv.campaign_index import campaign_modes
 from labrxiv.cli_bounds import INT64_MAX
-from labrxiv.cli_common import JSON_HELP, emit_json, read_runner, settings_or_exit
+from labrxiv.cli_common import (
+    JSON_HELP,
+    GymPath,
+    emit_json,
+    read_runner,
+    settings_or_exit,
+    with_gym_path,
+)
 from labrxiv.cli_errors import err
 from labrxiv.cli_group import command_group
 from labrxiv.console import make_console
@@ -163,11 +170,12 @@ def papers_top(
         False, "--verified-only", help="Rank only claims the log verifies."
     ),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    gym_path: GymPath = None,
 ) -> None:
     """The task's papers with the best claimed value, each marked verified or not (the
     claim is the grader's score of the attempt it names, recorded before the paper)."""
     runner = read_runner()
-    way, note = (direction, None) if direction else _card_direction(task, subtask)
+    way, note = (direction, None) if direction else _card_direction(task, subtask, gym_path)
     with runner.store.engine.connect() as conn:
         campaign = resolve_campaign(runner.store, conn, campaign)
         ranked = top_papers(conn, task, k=None, subtask=subtask, direction=way.value)
@@ -194,12 +202,14 @@ def papers_top(
     console.print(top_table(ranked, task, verified))
 
 
-def _card_direction(task: str, subtask: str | None) -> tuple[Direction, str | None]:
+def _card_direction(
+    task: str, subtask: str | None, gym_path: list[Path] | None
+) -> tuple[Direction, str | None]:
     """Which way the task card says the subtask (the primary for the headline) is better;
     maximize, with a note, for a task whose card is not found here. Before issue 13
     `top` ranked every subtask highest first: forgetting, which is minimized, worst first."""
     try:
-        card = find_bundle(task, settings_or_exit().gym_path).card
+        card = find_bundle(task, with_gym_path(settings_or_exit(), gym_path).gym_path).card
     except BundleError:
         return Direction.maximize, f"no card for task {task} here: higher ranked better"
     name = subtask or card.primary
