@@ -8,7 +8,7 @@ from pathlib import Path
 from events import EventStore
 from events.payloads import LlmConfig
 from runstate import RunState
-from workers.errors import WorkerError
+from workers.errors import BundleError, WorkerError
 from workers.gym.bundle import Bundle
 from workers.gym.grading import protected_digests
 from workers.gym.registry import find_bundle
@@ -47,7 +47,15 @@ class LabServices:
     def bundle(self, task: str) -> Bundle:
         """The bundle of `task` (cached)."""
         if task not in self._bundles:
-            bundle = find_bundle(task, self.gym_dirs)
+            try:
+                bundle = find_bundle(task, self.gym_dirs)
+            except BundleError as exc:
+                # A distributed worker finds bundles by its own settings, not the command's.
+                folders = ", ".join(map(str, self.gym_dirs))
+                raise BundleError(
+                    f"{exc}; this worker's task folders: {folders} (every steps worker "
+                    "needs the campaign's bundles in its LABRXIV_GYM_PATH)"
+                ) from None
             unknown = sorted(set(bundle.card.policies) - set(self.policies))
             if unknown:
                 raise WorkerError(f"task {task} names policies no worker has: {unknown}")
