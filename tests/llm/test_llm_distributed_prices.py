@@ -12,10 +12,12 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fake_server import FakeServer
 from test_llm_lab import KEY, _cycle
+from test_llm_reviewers import Reviewer
 
 from events import EventStore
 from events.payloads import RunStarted
@@ -33,9 +35,11 @@ def server() -> Iterator[FakeServer]:
         yield running
 
 
-def test_workers_without_the_campaigns_prices_keep_its_dollars_budget(
-    redis_url: str, pg_url: str, tmp_path: Path, server: FakeServer
-) -> None:
+def distributed_campaign(
+    tmp_path: Path, server: FakeServer, redis_url: str, pg_url: str, *options: str
+) -> tuple[EventStore, str]:
+    """A one-lab llm campaign started with LABRXIV_PRICES pricing MODEL, taken by a worker
+    started without it; the log's store and what the campaign and the worker said."""
     prices = tmp_path / "prices.toml"
     prices.write_text(f'[models."{MODEL}"]\ninput = 1.0\noutput = 2.0\n')
     env = {k: v for k, v in os.environ.items() if not k.startswith("LABRXIV_")}
@@ -51,7 +55,7 @@ def test_workers_without_the_campaigns_prices_keep_its_dollars_budget(
     log = tmp_path / "worker.log"
     with log.open("wb") as out:
         worker = subprocess.Popen(  # no LABRXIV_PRICES: the shipped table only
-            [str(LABRXIV), "worker", "-Q", "events,steps", "-c", "2", "-P", "threads"],
+            [str(LABRXIV), "worker", "-c", "2", "-P", "threads"],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -61,7 +65,7 @@ def test_workers_without_the_campaigns_prices_keep_its_dollars_budget(
         campaign = subprocess.run(
             [str(LABRXIV), "campaign", "--task", "continual-digits", "--policy", "llm"]
             + ["--model", MODEL, "--labs", "1", "--papers", "1", "--attempts", "3"]
-            + ["--mode", "isolated", "--dollars", "5", "--timeout", "120"],
+            + ["--mode", "isolated", "--timeout", "120", *options],
             env=env | {"LABRXIV_PRICES": str(prices)},
             capture_output=True,
             text=True,
@@ -75,20 +79,43 @@ def test_workers_without_the_campaigns_prices_keep_its_dollars_budget(
             worker.kill()
             worker.wait(timeout=10)
     said = campaign.stdout + campaign.stderr + "\n--- worker\n" + log.read_text()[-3000:]
+    assert campaign.returncode == 0, said
+    return EventStore.from_url(pg_url), said
 
-    store = EventStore.from_url(pg_url)
+
+def payloads(store: EventStore, kind: str) -> list[Any]:
+    return [r.typed().payload for r in store.iter_records(0, types=[kind])]
+
+
+def test_workers_without_the_campaigns_prices_keep_its_dollars_budget(
+    redis_url: str, pg_url: str, tmp_path: Path, server: FakeServer
+) -> None:
+    store, said = distributed_campaign(tmp_path, server, redis_url, pg_url, "--dollars", "5")
     try:
-        runs = [r for r in store.iter_records(0, types=["run.started", "run.finished"])]
-        started = [store.read_stream(r.stream)[0].payload for r in runs if r.type == "run.started"]
-        finished = [
-            store.read_stream(r.stream)[-1].payload for r in runs if r.type == "run.finished"
-        ]
+        (started,) = payloads(store, "run.started")
+        (finished,) = payloads(store, "run.finished")
     finally:
         store.engine.dispose()
-    assert len(started) == 1 and isinstance(started[0], RunStarted), said
-    assert len(finished) == 1, said
-    assert finished[0].reason == "done", f"{finished[0]}\n{said}"
-    assert campaign.returncode == 0, said
-    config = started[0].llm
-    assert config is not None and config.prices[MODEL].input_per_mtok == 1.0, said
-    assert config.prices[MODEL].source == f"user:{prices}:{MODEL}"
+    assert finished.reason == "done", f"{finished}\n{said}"
+    assert isinstance(started, RunStarted) and started.llm is not None
+    price = started.llm.prices[MODEL]
+    assert price.input_per_mtok == 1.0
+    assert price.source == f"user:{tmp_path / 'prices.toml'}:{MODEL}"
+
+
+def test_workers_without_the_campaigns_prices_keep_its_reviewers_budget(
+    redis_url: str, pg_url: str, tmp_path: Path, server: FakeServer
+) -> None:
+    server.default = Reviewer()
+    store, said = distributed_campaign(
+        tmp_path, server, redis_url, pg_url,
+        "--review", "llm", "--review-model", MODEL, "--reviewer-dollars", "5",
+    )  # fmt: skip
+    try:
+        reviews = payloads(store, "review.submitted")
+        failed = payloads(store, "review.failed")
+    finally:
+        store.engine.dispose()
+    assert not failed, f"{failed}\n{said}"
+    assert len(reviews) == 1, said
+    assert reviews[0].price is not None and reviews[0].price.source.startswith("user:"), said

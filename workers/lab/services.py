@@ -1,12 +1,12 @@
 """What lab steps need beyond the store and bus: bundles, workspaces, the archive, policies."""
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from events import EventStore
-from events.payloads import LlmConfig
+from events.payloads import LlmConfig, Price
 from runstate import RunState
 from workers.errors import BundleError, WorkerError
 from workers.gym.bundle import Bundle
@@ -65,12 +65,17 @@ class LabServices:
     def gateway(self, config: LlmConfig | None) -> Gateway:
         """The gateway an `llm` run's calls go through, pricing by the prices the run
         recorded first (`LlmConfig.prices`), then by this worker's table."""
+        if config is None:
+            return self.priced_gateway(None, {})
+        return self.priced_gateway(config.base_url, config.prices)
+
+    def priced_gateway(self, base_url: str | None, recorded: Mapping[str, Price]) -> Gateway:
+        """The gateway of `base_url` (None: the worker's default), pricing by `recorded`
+        (what a run or a campaign's reviews recorded, `LlmConfig.prices`) first."""
         if self.gateways is None:
             raise WorkerError("this worker has no model gateway configured")
-        if config is None:
-            return self.gateways(None)
-        gateway = self.gateways(config.base_url)
-        return gateway.priced_by(gateway.prices.with_recorded(config.prices))
+        gateway = self.gateways(base_url)
+        return gateway.priced_by(gateway.prices.with_recorded(recorded))
 
     def policy(self, name: str) -> Policy:
         """The policy called `name`."""

@@ -100,9 +100,16 @@ def with_prices(config: LlmConfig, table: PriceTable) -> LlmConfig:
     """`config` recording the price of each of its models in `table`, the prices it
     recorded already tried first (a fork keeps its parent's): what `run.started` carries
     so that every worker prices the run as the command that started it."""
-    models = sorted({config.model, *config.phase_models.values()})
-    found = table.with_recorded(config.prices).prices_of(models)
-    return config.model_copy(update={"prices": found})
+    models = {config.model, *config.phase_models.values()}
+    return config.model_copy(update={"prices": recorded_prices(table, models, config.prices)})
+
+
+def recorded_prices(
+    table: PriceTable, models: Iterable[str], recorded: Mapping[str, Price]
+) -> dict[str, Price]:
+    """The prices to record for `models`: `recorded` (what was recorded before) first,
+    then `table`; a model with no price in either is left out."""
+    return table.with_recorded(recorded).prices_of(sorted(set(models)))
 
 
 def cost_usd(usage: Usage, price: Price) -> float:
