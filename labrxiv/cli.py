@@ -216,7 +216,8 @@ def projector(
     start_or_exit(settings, redis=False)  # it reads and writes the database only
     runner = open_runner(settings)
     runner.page = page
-    console.print(ready("projector", settings, f"polling every {poll:g} s"), soft_wrap=True)
+    said = ready("projector", settings, f"polling every {poll:g} s", redis=False)
+    console.print(said, soft_wrap=True)
     projecting.follow(runner, poll_seconds=poll)
 
 

@@ -55,9 +55,10 @@ def start_or_exit(settings: Settings, *, redis: bool) -> None:
         raise typer.Exit(2) from None
 
 
-def ready(process: str, settings: Settings, *details: str) -> str:
-    """`<process> ready: database …, Redis …, <details>`, every password hidden."""
+def ready(process: str, settings: Settings, *details: str, redis: bool = True) -> str:
+    """`<process> ready: database …, Redis …, <details>`, every password hidden (Redis
+    left out of a process that does not use it: `redis` False)."""
     parts = [f"database {shown_url(settings.store_url)}"]
-    if settings.redis_url is not None:
+    if redis and settings.redis_url is not None:
         parts.append(f"Redis {hide_password(settings.redis_url)}")
     return f"{process} ready: {', '.join([*parts, *details])}"

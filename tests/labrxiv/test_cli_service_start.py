@@ -128,9 +128,12 @@ def test_a_projector_says_it_is_ready_and_with_what(
     followed: list[object] = []
     monkeypatch.setattr("labrxiv.projecting.follow", lambda *a, **kw: followed.append(a))
     database = f"sqlite:///{tmp_path / 'log.db'}"
-    code, out = invoke(tmp_path, "projector", LABRXIV_DATABASE_URL=database)
+    redis = "redis://127.0.0.1:1/0"  # not the projector's: not looked at, not named
+    code, out = invoke(
+        tmp_path, "projector", LABRXIV_DATABASE_URL=database, LABRXIV_REDIS_URL=redis
+    )
     assert code == 0, out
-    assert f"projector ready: database {database}" in out, out
+    assert f"projector ready: database {database}, polling every 0.5 s" in out, out
     assert len(followed) == 1
 
 
