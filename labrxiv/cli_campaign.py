@@ -25,6 +25,7 @@ from labrxiv.cli_checks import (
     refuse_llm_options,
 )
 from labrxiv.cli_common import GymPath, with_gym_path
+from labrxiv.cli_errors import err
 from labrxiv.console import make_console
 from labrxiv.entry import EXIT_INTERRUPTED
 from labrxiv.interrupt import (
@@ -209,6 +210,12 @@ def campaign(
         archive_reads="accepted" if archive_reads == "accepted" else "all",
     )
     check_task(settings, task, policy)
+    if gym_path and not settings.embedded:
+        err.print(
+            "[dim]note: --gym-path is this command's: workers find bundles by their "
+            "LABRXIV_GYM_PATH[/]",
+            soft_wrap=True,
+        )
     outcome, left = _run(settings, plan, timeout)
     raise typer.Exit(report_watch(outcome, left))
 

@@ -55,3 +55,19 @@ def test_a_campaign_finds_a_bundle_by_gym_path(workdir: Path, cli: Cli) -> None:
     said = cli("campaign", "--task", "bare", "--gym-path", str(gym))
     assert said.code == 2, said.out
     assert "task bare: policy 'search' needs a search_space" in said.text, said.out
+
+
+def test_a_distributed_campaign_says_its_gym_path_is_not_the_workers(
+    workdir: Path, cli: Cli, closed_port: int
+) -> None:
+    """The workers of a campaign on Redis look for bundles by their own settings."""
+    gym = workdir / "my-tasks"
+    shutil.copytree(GYM / "continual-digits", gym / "digits-2")
+    card = (gym / "digits-2" / "task.toml").read_text()
+    (gym / "digits-2" / "task.toml").write_text(card.replace('"continual-digits"', '"digits-2"'))
+    away = f"redis://127.0.0.1:{closed_port}/0"
+    said = cli("campaign", "--task", "digits-2", "--gym-path", str(gym), LABRXIV_REDIS_URL=away)
+    assert said.code == 1 and f"cannot reach Redis at {away}" in said.text, said.out
+    assert (
+        "--gym-path is this command's: workers find bundles by their LABRXIV_GYM_PATH" in said.text
+    )
