@@ -27,12 +27,13 @@ RUN groupadd --system --gid 10001 labrxiv \
 
 WORKDIR /app
 
-# The pinned dependencies first, from pyproject.toml alone, so a change of labrxiv's
-# code does not reinstall them.
-COPY pyproject.toml ./
+# The dependencies first, from pyproject.toml and the lock alone, so a change of labrxiv's
+# code does not reinstall them: pyproject.toml's runtime ranges (not the dev tools), at
+# the exact versions of requirements.lock.
+COPY pyproject.toml requirements.lock ./
 RUN pip install pip==25.3 \
     && python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']))" > /tmp/requirements.txt \
-    && pip install -r /tmp/requirements.txt \
+    && pip install -c requirements.lock -r /tmp/requirements.txt \
     && rm /tmp/requirements.txt
 
 COPY . .

@@ -3,13 +3,29 @@ PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint bench dashboards clean
+PIP_VERSION := 25.3
+# The exact versions of every package `make demo` and `make test` install (dev tools
+# included); pyproject.toml holds the ranges they were resolved from.
+LOCK := requirements.lock
 
-$(BIN)/.installed: pyproject.toml
+.PHONY: demo test lint lock bench dashboards clean
+
+$(BIN)/.installed: pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip==25.3
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --upgrade pip==$(PIP_VERSION)
+	$(BIN)/pip install --quiet -r $(LOCK)
+	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@
+
+# Resolve pyproject.toml's ranges afresh (the newest releases inside them) in a scratch
+# virtualenv and write what was installed to the lock; commit it with the change.
+lock:
+	set -e; scratch=$$(mktemp -d); trap 'rm -rf "$$scratch"' EXIT; \
+	$(PYTHON) -m venv "$$scratch"; \
+	"$$scratch/bin/pip" install --quiet --upgrade pip==$(PIP_VERSION); \
+	"$$scratch/bin/pip" install --quiet -e '.[dev]'; \
+	{ echo "# Written by \`make lock\` from pyproject.toml's ranges; \`make demo\` and \`make test\` install it."; \
+	  "$$scratch/bin/pip" freeze --exclude-editable; } > $(LOCK)
 
 demo: $(BIN)/.installed
 	$(BIN)/labrxiv demo

@@ -12,7 +12,14 @@ from rich.table import Table
 from labrxiv.cli_analyze import analyze
 from labrxiv.cli_bounds import INT64_MAX, SEED_MAX
 from labrxiv.cli_campaign import campaign, reap_command
-from labrxiv.cli_common import JSON_HELP, emit_json, read_store, settings_or_exit
+from labrxiv.cli_common import (
+    JSON_HELP,
+    GymPath,
+    emit_json,
+    read_store,
+    settings_or_exit,
+    with_gym_path,
+)
 from labrxiv.cli_errors import ShellGroup, say_error
 from labrxiv.cli_events import events_app
 from labrxiv.cli_export import export_app
@@ -75,6 +82,7 @@ def demo(
         "--deterministic",
         help="Labs take turns, one step at a time: the same seed gives the same numbers.",
     ),
+    gym_path: GymPath = None,
 ) -> None:
     """Isolated labs vs labs sharing an archive, on embedded defaults (no Redis, no API key).
 
@@ -85,7 +93,7 @@ def demo(
     from labrxiv.entry import EXIT_INTERRUPTED
     from labrxiv.interrupt import Stopped, say_stopped
 
-    settings = _settings()
+    settings = with_gym_path(_settings(), gym_path)
     # Checked as `campaign` checks it, before anything is written (issue 13: an unknown
     # task ended in a traceback, an llm-only one in six runs that all errored).
     hint = ": the demo runs offline search labs; try `labrxiv campaign --policy llm`"
@@ -166,6 +174,10 @@ def worker(
     if settings.redis_url is None:
         console.print("[red]LABRXIV_REDIS_URL is not set: a worker needs Redis[/]")
         raise typer.Exit(2)
+    from labrxiv.service_start import ready, require_shared_database, start_or_exit
+
+    require_shared_database(settings, "worker")
+    start_or_exit(settings, redis=True)
     if metrics_port is not None:  # before the worker's modules import prometheus_client
         from labrxiv.cli_exporter import serve_worker_metrics
 
@@ -177,7 +189,9 @@ def worker(
     # Celery names every worker celery@<host>: several on one host (or in containers
     # sharing a host name) then answer broadcasts under one name (issue 12).
     name = name or f"labrxiv-{os.getpid()}-{uuid.uuid4().hex[:6]}@%h"
-    celery_worker_app(settings).worker_main(
+    app = celery_worker_app(settings)
+    console.print(ready("worker", settings, f"queues {', '.join(named)}"), soft_wrap=True)
+    app.worker_main(
         ["worker", "-Q", queues, "-c", str(concurrency), "-P", pool, "-n", name]
         + ["-l", settings.log_level]
     )
@@ -192,14 +206,21 @@ def projector(
     """Apply new events to the read models, following the log."""
     from labrxiv.wiring import open_runner
 
-    runner = open_runner(_settings())
-    runner.page = page
+    settings = _settings()
     if once:
+        runner = open_runner(settings)
+        runner.page = page
         console.print(f"applied {runner.catch_up()} events")
         return
-    from labrxiv.projecting import follow
+    from labrxiv import projecting
+    from labrxiv.service_start import ready, start_or_exit
 
-    follow(runner, poll_seconds=poll)
+    start_or_exit(settings, redis=False)  # it reads and writes the database only
+    runner = open_runner(settings)
+    runner.page = page
+    said = ready("projector", settings, f"polling every {poll:g} s", redis=False)
+    console.print(said, soft_wrap=True)
+    projecting.follow(runner, poll_seconds=poll)
 
 
 @app.command()
@@ -233,6 +254,10 @@ def reactor(
         raise typer.Exit(2)
     if stall_seconds is not None:
         settings = settings.model_copy(update={"stall_seconds": stall_seconds})
+    from labrxiv.service_start import ready, require_shared_database, start_or_exit
+
+    require_shared_database(settings, "reactor")
+    start_or_exit(settings, redis=True)
     reacting = open_reacting(settings)
     try:
         if once:
@@ -242,7 +267,12 @@ def reactor(
                 f"reacted to {counted(sent, 'event')}; sent {counted(reaped, 'stalled step')} again"
             )
             return
-        reacting.follow(interval or settings.reactor_interval)
+        every = interval or settings.reactor_interval
+        console.print(
+            ready("reactor", settings, f"stall after {settings.stall_seconds:g} s"),
+            soft_wrap=True,
+        )
+        reacting.follow(every)
     finally:
         reacting.close()
 

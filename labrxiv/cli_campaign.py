@@ -24,6 +24,8 @@ from labrxiv.cli_checks import (
     llm_config_or_exit,
     refuse_llm_options,
 )
+from labrxiv.cli_common import GymPath, with_gym_path
+from labrxiv.cli_errors import err
 from labrxiv.console import make_console
 from labrxiv.entry import EXIT_INTERRUPTED
 from labrxiv.interrupt import (
@@ -44,6 +46,7 @@ from workers.gym.registry import find_bundle
 from workers.lab.campaign import CampaignPlan
 from workers.lab.lease import Leases
 from workers.lab.policies import policy_needs
+from workers.llm.prices import PriceTable, recorded_prices, with_prices
 from workers.reactions import REACTIONS
 from workers.reactor import Reactor
 from workers.sandbox.base import SandboxUnavailable
@@ -139,6 +142,7 @@ def campaign(
         "--archive-reads",
         help="Papers archive labs are shown: all, or accepted (needs --review).",
     ),
+    gym_path: GymPath = None,
 ) -> None:
     """Run a campaign and watch its labs until every run has finished."""
     from labrxiv.cli import _settings
@@ -154,7 +158,7 @@ def campaign(
     if archive_reads == "accepted" and review is None:
         console.print("[red]--archive-reads accepted needs --review (no paper is ever accepted)[/]")
         raise typer.Exit(2)
-    settings: Settings = _settings()
+    settings: Settings = with_gym_path(_settings(), gym_path)
     if stall_seconds is not None:
         settings = settings.model_copy(update={"stall_seconds": stall_seconds})
     budget_or_exit(
@@ -164,9 +168,13 @@ def campaign(
         "--campaign-", tokens=campaign_tokens, dollars=campaign_dollars
     )
     http_url_or_exit("--review-base-url", review_base_url)
+    # Recorded in every run.started and the review settings: the workers price the runs
+    # and the reviews by this command's table, whatever their own.
+    prices = PriceTable.load(settings.prices)
     llm = None
     if policy == "llm":
         llm = _llm_config(model, phase_model, base_url, temperature, tool_protocol, context_tokens)
+        llm = with_prices(llm, prices)
     else:  # given to labs that read none of them: a mistake, and unchecked (`--tool-protocol nope`)
         given = {
             "--model": model is not None,
@@ -202,17 +210,26 @@ def campaign(
                 tokens=reviewer_tokens,
                 dollars=reviewer_dollars,
             ),
+            prices,
         ),
         archive_reads="accepted" if archive_reads == "accepted" else "all",
     )
     plan = dataclasses.replace(plan, card=check_task(settings, task, policy).budgets)
+    if gym_path and not settings.embedded:
+        err.print(
+            "[dim]note: --gym-path is this command's: workers find bundles by their "
+            "LABRXIV_GYM_PATH[/]",
+            soft_wrap=True,
+        )
     outcome, left = _run(settings, plan, timeout)
     raise typer.Exit(report_watch(outcome, left))
 
 
-def _review_config(reviewer: str | None, asked: ReviewConfig) -> ReviewConfig | None:
-    """The campaign's review settings (`asked`: the options, unchecked); exit 2 with one
-    line naming what is wrong."""
+def _review_config(
+    reviewer: str | None, asked: ReviewConfig, prices: PriceTable
+) -> ReviewConfig | None:
+    """The campaign's review settings (`asked`: the options, unchecked), recording the
+    reviewer model's price in `prices`; exit 2 with one line naming what is wrong."""
     if reviewer is None:
         if asked.rounds:
             console.print("[red]--review-rounds needs --review (nothing reviews the papers)[/]")
@@ -225,13 +242,17 @@ def _review_config(reviewer: str | None, asked: ReviewConfig) -> ReviewConfig | 
         )
         raise typer.Exit(2)
     try:
-        return ReviewConfig.model_validate({**asked.__dict__, "reviewer": reviewer})
+        config = ReviewConfig.model_validate({**asked.__dict__, "reviewer": reviewer})
     except ValidationError as exc:
         first = exc.errors()[0]
         console.print(
             f"[red]--review {escape(reviewer)}: {escape(first['msg'])}[/]", soft_wrap=True
         )
         raise typer.Exit(2) from None
+    if config.model is None:
+        return config
+    found = recorded_prices(prices, [config.model], config.prices)
+    return config.model_copy(update={"prices": found})
 
 
 EVERY_RUN_ERRORED = 1

@@ -1,6 +1,7 @@
 """What the read commands share: settings, the log they read (never a new one), JSON."""
 
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any
 
 import orjson
 import typer
@@ -14,6 +15,20 @@ from projections.catalogue import all_projectors
 from projections.runner import ProjectionRunner
 
 JSON_HELP = "Print JSON instead of a table."
+GYM_PATH_HELP = (
+    "A further folder of task bundles (or a bundle); repeatable. Added to "
+    "LABRXIV_GYM_PATH (a JSON list, e.g. '[\"/data/tasks\"]')."
+)
+GymPath = Annotated[list[Path] | None, typer.Option("--gym-path", help=GYM_PATH_HELP)]
+"""The option of every command that names a task (or runs a task's steps)."""
+
+
+def with_gym_path(settings: Settings, gym_path: list[Path] | None) -> Settings:
+    """`settings` with the `--gym-path` folders after LABRXIV_GYM_PATH's, so everything the
+    command does with them (checks, embedded workers) finds the same bundles."""
+    if not gym_path:
+        return settings
+    return settings.model_copy(update={"gym_path": [*settings.gym_path, *gym_path]})
 
 
 def settings_or_exit() -> Settings:
@@ -23,7 +38,7 @@ def settings_or_exit() -> Settings:
     except SettingsError as exc:
         say_error(str(exc))
         raise typer.Exit(2) from None
-    # Library INFO lines (httpx's per request) stay off the console unless DEBUG, and log
+    # Library INFO lines (httpx2's per request) stay off the console unless DEBUG, and log
     # lines go through the stderr console, above a live table (issue 13).
     configure_logging(settings.log_level)
     return settings

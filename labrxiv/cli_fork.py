@@ -15,7 +15,7 @@ from labrxiv.cli_checks import (
     llm_config_or_exit,
     refuse_llm_options,
 )
-from labrxiv.cli_common import settings_or_exit
+from labrxiv.cli_common import GymPath, settings_or_exit, with_gym_path
 from labrxiv.cli_errors import err, say_error
 from labrxiv.cli_resume import Watched, follow
 from labrxiv.errors import ShellError
@@ -25,6 +25,7 @@ from labrxiv.reading import find_log, open_log
 from workers.bus.base import Bus
 from workers.lab.campaign import CampaignPlan
 from workers.lab.fork import ForkError, fork_budget, fork_point, start_fork
+from workers.llm.prices import PriceTable, with_prices
 
 
 def fork(
@@ -51,13 +52,14 @@ def fork(
     ),
     wall_seconds: float | None = typer.Option(None, "--wall-seconds", help="Time budget."),
     timeout: float = typer.Option(3600, "--timeout", min=0.001, help=TIMEOUT_HELP),
+    gym_path: GymPath = None,
 ) -> None:
     """Fork a run after its step K and run the fork with the given settings.
 
     The fork inherits the run's events up to the end of step K (its attempts, papers,
     conversation, spend) and its workspace as it was then, rebuilt from the log; budgets
     count the inherited part too (unset ones are the run's). Exit codes as `campaign`'s."""
-    found = find_log(settings_or_exit())
+    found = find_log(with_gym_path(settings_or_exit(), gym_path))
     if found.note:
         err.print(f"[dim]{found.note}[/]")
     settings = found.settings
@@ -71,6 +73,8 @@ def fork(
     chosen = policy or parent.policy
     check_task(settings, parent.task, chosen)
     llm = _llm(parent.llm, chosen, model, base_url, temperature)
+    if llm is not None:  # the parent's recorded prices first, then this command's table
+        llm = with_prices(llm, PriceTable.load(settings.prices))
     given = budget_or_exit(
         attempts=attempts, tokens=tokens, dollars=dollars, steps=steps, wall_seconds=wall_seconds
     )

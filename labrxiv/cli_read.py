@@ -14,7 +14,14 @@ from sqlalchemy import Connection
 
 from labrxiv.campaign_index import campaign_modes
 from labrxiv.cli_bounds import INT64_MAX
-from labrxiv.cli_common import JSON_HELP, emit_json, read_runner, settings_or_exit
+from labrxiv.cli_common import (
+    JSON_HELP,
+    GymPath,
+    emit_json,
+    read_runner,
+    settings_or_exit,
+    with_gym_path,
+)
 from labrxiv.cli_errors import err
 from labrxiv.cli_group import command_group
 from labrxiv.console import make_console
@@ -170,13 +177,14 @@ def papers_top(
         False, "--verified-only", help="Rank only claims the log verifies."
     ),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    gym_path: GymPath = None,
 ) -> None:
     """The task's papers with the best claimed value, each marked verified or not (the
     claim is the grader's score of the attempt it names, recorded before the paper)."""
     runner = read_runner()
     with runner.store.engine.connect() as conn:
         campaign = resolve_campaign(runner.store, conn, campaign)
-        way, note = (direction, None) if direction else _direction(conn, task, subtask)
+        way, note = (direction, None) if direction else _direction(conn, task, subtask, gym_path)
         ranked = top_papers(conn, task, k=None, subtask=subtask, direction=way.value)
         if not ranked:
             if not list_papers(conn, task=task):
@@ -201,7 +209,9 @@ def papers_top(
     console.print(top_table(ranked, task, verified))
 
 
-def _direction(conn: Connection, task: str, subtask: str | None) -> tuple[Direction, str | None]:
+def _direction(
+    conn: Connection, task: str, subtask: str | None, gym_path: list[Path] | None
+) -> tuple[Direction, str | None]:
     """Which way the subtask (the headline claims' for None) is better: as the papers'
     events recorded it from the card; else (papers submitted before directions were
     recorded) as the task card here says; else maximize, with a note."""
@@ -209,7 +219,7 @@ def _direction(conn: Connection, task: str, subtask: str | None) -> tuple[Direct
     if recorded is not None:
         return Direction(recorded), None
     try:
-        card = find_bundle(task, settings_or_exit().gym_path).card
+        card = find_bundle(task, with_gym_path(settings_or_exit(), gym_path).gym_path).card
     except BundleError:
         return Direction.maximize, f"no card for task {task} here: higher ranked better"
     name = subtask or card.primary

@@ -10,7 +10,7 @@ from events import EventStore
 from events.envelope import RUN_PREFIX
 from labrxiv.campaigns import CampaignOutcome, watch_campaign
 from labrxiv.cli_campaign import console, report_outcome, report_watch, require_sandbox
-from labrxiv.cli_common import settings_or_exit
+from labrxiv.cli_common import GymPath, settings_or_exit, with_gym_path
 from labrxiv.cli_errors import err
 from labrxiv.entry import EXIT_INTERRUPTED
 from labrxiv.errors import NotFound
@@ -41,12 +41,13 @@ def resume(
         None, "--campaign", help="Only this campaign's unfinished runs (an id prefix)."
     ),
     timeout: float = typer.Option(3600, "--timeout", min=0.001, help=TIMEOUT_HELP),
+    gym_path: GymPath = None,
 ) -> None:
     """Send the next step of unfinished runs again and watch them until they finish.
 
     In embedded mode the work is done in this process (Ctrl-C stops it again, and
     `resume` goes on again); with Redis, the workers do it. Exit codes as `campaign`'s."""
-    found = find_log(settings_or_exit())
+    found = find_log(with_gym_path(settings_or_exit(), gym_path))
     if found.note:
         err.print(f"[dim]{found.note}[/]")
     settings = found.settings

@@ -8,6 +8,7 @@ from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
 
+from labrxiv.cli_common import GymPath, with_gym_path
 from labrxiv.cli_group import command_group
 from labrxiv.console import make_console
 from workers.errors import BundleError
@@ -19,21 +20,12 @@ from workers.lab.policies import policy_needs
 tasks_app = command_group("Research task bundles: list, show, validate.", no_args_is_help=True)
 console = make_console()
 
-GymPath = Annotated[
-    list[Path] | None,
-    typer.Option(
-        "--gym-path",
-        help="A further folder of task bundles (or a bundle); repeatable. Added to "
-        "LABRXIV_GYM_PATH (a JSON list, e.g. '[\"/data/tasks\"]').",
-    ),
-]
-
 
 def _extra_dirs(gym_path: list[Path] | None) -> list[Path]:
     """The user's task folders: LABRXIV_GYM_PATH, then --gym-path options."""
     from labrxiv.cli import _settings
 
-    return [*_settings().gym_path, *(gym_path or [])]
+    return with_gym_path(_settings(), gym_path).gym_path
 
 
 def _folders(gym_path: list[Path] | None) -> dict[str, Path]:

@@ -16,7 +16,7 @@ from rich.measure import Measurement
 
 OWN_PACKAGES = ("labrxiv", "events", "projections", "runstate", "workers", "analysis")
 """The loggers LABRXIV_LOG_LEVEL sets; every other library's logs warnings only."""
-CHATTY = ("httpx", "httpcore", "openai")
+CHATTY = ("httpx2", "httpcore2", "openai")
 """Libraries with a line per request: held at WARNING explicitly, since a Celery worker
 sets the root logger to its `-l` level (its own task lines are worth keeping there)."""
 PIPED_MAX_WIDTH = 10_000
@@ -86,7 +86,7 @@ class StderrHandler(logging.Handler):
 
 
 def configure_logging(level: str) -> None:
-    """Log to stderr at `level` for labrxiv's own loggers; other libraries' lines (httpx's
+    """Log to stderr at `level` for labrxiv's own loggers; other libraries' lines (httpx2's
     line per request, Celery's and kombu's chatter) at WARNING and above, unless `level`
     is DEBUG, which shows everything. Safe to call again (each command of a test session
     does): the previous handler is replaced."""

@@ -96,15 +96,21 @@ def open_log(settings: Settings) -> EventStore:
         has_log = inspect(store.engine).has_table("events")
     except DBAPIError as exc:
         store.engine.dispose()
-        shown = shown_url(settings.store_url)
-        if (why := unreadable(exc)) is not None:
-            raise Unreachable(f"cannot read the database {shown}: {why}") from None
-        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
-        raise Unreachable(f"cannot reach the database {shown}: {reason}") from None
+        raise database_unreachable(settings.store_url, exc) from None
     if not has_log:
         store.engine.dispose()
         raise NoLog(f"no log in {shown_url(settings.store_url)} (no events table): {to_do()}")
     return store
+
+
+def database_unreachable(url: str, exc: DBAPIError) -> Unreachable:
+    """The one line for a database at `url` that failed with `exc` on first use: a file
+    that is no log, or a server that does not answer (password hidden)."""
+    shown = shown_url(url)
+    if (why := unreadable(exc)) is not None:
+        return Unreachable(f"cannot read the database {shown}: {why}")
+    reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+    return Unreachable(f"cannot reach the database {shown}: {reason}")
 
 
 def _has_events(settings: Settings) -> bool:

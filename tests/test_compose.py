@@ -215,7 +215,8 @@ def test_the_build_context_keeps_what_the_image_needs() -> None:
         for line in (ROOT / ".dockerignore").read_text().splitlines()
         if line.strip() and not line.startswith("#")
     ]
-    needed = ["pyproject.toml", "README.md", "gym", "gym/continual-digits/task.toml"]
+    needed = ["pyproject.toml", "requirements.lock", "README.md", "gym"]
+    needed += ["gym/continual-digits/task.toml"]
     needed += ["events", "runstate", "analysis", "workers", "projections", "labrxiv"]
     for path in needed:
         assert (ROOT / path).exists(), path

@@ -70,6 +70,10 @@ class ReviewConfig(BaseModel):
     """The reviewers' token budget, over all the campaign's reviews (None: no limit)."""
     dollars: float | None = Field(default=None, gt=0)
     """The reviewers' dollar budget, over all the campaign's reviews (None: no limit)."""
+    prices: dict[str, Price] = {}
+    """The reviewer model's price in the price table of the command that started the
+    campaign, as `LlmConfig.prices` records a lab's: every worker prices the reviews by it
+    first, whatever its own table."""
 
     @model_validator(mode="after")
     def _llm_needs_a_model(self) -> "ReviewConfig":

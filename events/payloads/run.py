@@ -6,7 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from events.payloads.base import Payload
 from events.payloads.integrity import BudgetName
-from events.payloads.model import Phase
+from events.payloads.model import Phase, Price
 
 FinishReason = Literal["done", "budget", "error", "cancelled"]
 BudgetSource = Literal["card", "command"]
@@ -53,6 +53,11 @@ class LlmConfig(BaseModel):
     called with a `<tool>{json}</tool>` block, for models without function calling."""
     phase_calls: int = Field(default=12, ge=1)
     """Model calls a phase may take before the lab is moved to the next one."""
+    prices: dict[str, Price] = {}
+    """The price of each of the run's models (`model`, `phase_models`) in the price table
+    of the command that started the run (its LABRXIV_PRICES over the shipped table), so
+    every worker prices and budgets the run alike, whatever its own settings; a model
+    left out had no price there and is priced by the worker's table."""
 
 
 class ForkPoint(BaseModel):

@@ -198,16 +198,18 @@ def test_a_demo_report_folder_that_cannot_be_written_stops_it_before_any_run(
 def test_a_worker_whose_redis_does_not_answer_stops_at_once(
     tmp_path: Path, closed_port: int
 ) -> None:
-    """Not 100 retries naming the transport's class: one line with the URL, exit 1."""
+    """Not 100 retries naming the transport's class: one line with the URL, and exit 2 (a
+    worker refuses to start on what does not answer)."""
     script = Path(sys.executable).with_name("labrxiv")
     env = {k: v for k, v in os.environ.items() if not k.startswith("LABRXIV_")}
     env |= {"LABRXIV_REDIS_URL": f"redis://127.0.0.1:{closed_port}/0", "COLUMNS": "200"}
     env["LABRXIV_DATA_DIR"] = str(tmp_path / "data")
+    env["LABRXIV_DATABASE_URL"] = f"sqlite:///{tmp_path / 'log.db'}"
     done = subprocess.run(
         [str(script), "worker"], env=env, capture_output=True, text=True, timeout=100
     )
     out = done.stdout + done.stderr
-    assert done.returncode == 1, out
+    assert done.returncode == 2, out
     assert len(out.strip().splitlines()) == 1, out
     assert f"cannot reach Redis at redis://127.0.0.1:{closed_port}/0" in out
     assert "class" not in out and "Traceback" not in out

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,15 +32,24 @@ class FakeCelery:
         self.argv = argv
 
 
-def worker_argv(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *options: str) -> list[str]:
-    """The Celery command line `labrxiv worker *options` runs."""
-    fake = FakeCelery()
-    monkeypatch.setattr("labrxiv.wiring.celery_worker_app", lambda _settings: fake)
-    env = {k: None for k in os.environ if k.startswith("LABRXIV_")}
-    env |= {"LABRXIV_REDIS_URL": "redis://127.0.0.1:1/0", "LABRXIV_DATA_DIR": str(tmp_path)}
-    result = CliRunner().invoke(app, ["worker", *options], env=env)
-    assert result.exit_code == 0, result.output
-    return fake.argv
+@pytest.fixture
+def worker_argv(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, redis_url: str
+) -> Callable[..., list[str]]:
+    """The Celery command line `labrxiv worker *options` runs (Redis and a database that
+    answer: the worker checks both before it starts)."""
+
+    def argv(*options: str) -> list[str]:
+        fake = FakeCelery()
+        monkeypatch.setattr("labrxiv.wiring.celery_worker_app", lambda _settings: fake)
+        env = {k: None for k in os.environ if k.startswith("LABRXIV_")}
+        env |= {"LABRXIV_REDIS_URL": redis_url, "LABRXIV_DATA_DIR": str(tmp_path)}
+        env["LABRXIV_DATABASE_URL"] = f"sqlite:///{tmp_path / 'log.db'}"
+        result = CliRunner().invoke(app, ["worker", *options], env=env)
+        assert result.exit_code == 0, result.output
+        return fake.argv
+
+    return argv
 
 
 def name_in(argv: list[str]) -> str:
@@ -48,11 +57,10 @@ def name_in(argv: list[str]) -> str:
     return argv[argv.index("-n") + 1]
 
 
-def test_each_worker_is_named_apart_by_default(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    first = name_in(worker_argv(monkeypatch, tmp_path))
-    second = name_in(worker_argv(monkeypatch, tmp_path))
+@pytest.mark.redis
+def test_each_worker_is_named_apart_by_default(worker_argv: Callable[..., list[str]]) -> None:
+    first = name_in(worker_argv())
+    second = name_in(worker_argv())
     assert first != second, "two workers started alike must not share a name"
     for name in (first, second):
         node, host = name.split("@")
@@ -60,9 +68,10 @@ def test_each_worker_is_named_apart_by_default(
         assert host == "%h"  # Celery puts the host name there
 
 
-def test_a_name_can_be_given(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    assert name_in(worker_argv(monkeypatch, tmp_path, "-n", "steps-1@%h")) == "steps-1@%h"
-    argv = worker_argv(monkeypatch, tmp_path, "--name", "recorder@box", "-Q", "events")
+@pytest.mark.redis
+def test_a_name_can_be_given(worker_argv: Callable[..., list[str]]) -> None:
+    assert name_in(worker_argv("-n", "steps-1@%h")) == "steps-1@%h"
+    argv = worker_argv("--name", "recorder@box", "-Q", "events")
     assert name_in(argv) == "recorder@box" and argv[argv.index("-Q") + 1] == "events"
 
 

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from events.payloads import Price, Usage
-from workers.llm.prices import BUILTIN, PriceTable, PriceTableError, cost_usd
+from events.payloads import LlmConfig, Price, Usage
+from workers.llm.prices import BUILTIN, PriceTable, PriceTableError, cost_usd, with_prices
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -117,3 +117,19 @@ def test_reasoning_tokens_are_inside_output_and_priced_once() -> None:
 def test_cached_beyond_input_is_never_priced_below_zero() -> None:
     odd = Usage(input_tokens=10, cached_input_tokens=50, output_tokens=0)
     assert cost_usd(odd, PRICE) == pytest.approx(10 * 0.3 / 1e6)
+
+
+def test_a_run_records_its_prices_and_is_priced_by_them_first(tmp_path: Path) -> None:
+    """A distributed campaign's workers need not share the starting command's table."""
+    user = write(tmp_path, '[models."lab-custom"]\ninput = 1.0\noutput = 2.0\n')
+    started = LlmConfig(model="lab-custom", phase_models={"plan": "gpt-4o-mini"})
+    config = with_prices(started, PriceTable.load(user))
+    assert config.prices["lab-custom"].source == f"user:{user}:lab-custom"
+    assert config.prices["gpt-4o-mini"].source == "builtin:gpt-4o-mini"
+    worker = PriceTable.load()  # a worker without LABRXIV_PRICES
+    assert worker.price_of("lab-custom") is None
+    assert worker.with_recorded(config.prices).price_of("lab-custom") == config.prices["lab-custom"]
+    # A fork keeps what its parent recorded, and drops the models it no longer uses.
+    fork = with_prices(config.model_copy(update={"phase_models": {}}), worker)
+    assert fork.prices == {"lab-custom": config.prices["lab-custom"]}
+    assert with_prices(LlmConfig(model="llama3.1:8b"), worker).prices == {}

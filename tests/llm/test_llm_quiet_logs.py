@@ -51,5 +51,5 @@ def test_no_library_info_line_by_default(tmp_path: Path) -> None:
 
 def test_debug_shows_every_library_line(tmp_path: Path) -> None:
     said = run_llm_campaign(tmp_path, LABRXIV_LOG_LEVEL="DEBUG")
-    assert re.search(r"(?m)httpx: HTTP Request: POST .*/chat/completions", said.stderr)
+    assert re.search(r"(?m)httpx2: HTTP Request: POST .*/chat/completions", said.stderr)
     assert re.search(r"(?m)workers\.llm\.gateway: model call .* answered in", said.stderr)

@@ -26,7 +26,7 @@ def test_the_key_is_in_no_event_blob_or_log_line(
     make_gateway: Callable[..., Gateway],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.DEBUG)  # every logger: ours, openai's, httpx's
+    caplog.set_level(logging.DEBUG)  # every logger: ours, openai's, httpx2's
     events: list[Payload] = []
     blobs: dict[str, bytes] = {}
 

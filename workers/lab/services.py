@@ -1,14 +1,14 @@
 """What lab steps need beyond the store and bus: bundles, workspaces, the archive, policies."""
 
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from events import EventStore
-from events.payloads import LlmConfig
+from events.payloads import LlmConfig, Price
 from runstate import RunState
-from workers.errors import WorkerError
+from workers.errors import BundleError, WorkerError
 from workers.gym.bundle import Bundle
 from workers.gym.grading import protected_digests
 from workers.gym.registry import find_bundle
@@ -47,7 +47,15 @@ class LabServices:
     def bundle(self, task: str) -> Bundle:
         """The bundle of `task` (cached)."""
         if task not in self._bundles:
-            bundle = find_bundle(task, self.gym_dirs)
+            try:
+                bundle = find_bundle(task, self.gym_dirs)
+            except BundleError as exc:
+                # A distributed worker finds bundles by its own settings, not the command's.
+                folders = ", ".join(map(str, self.gym_dirs))
+                raise BundleError(
+                    f"{exc}; this worker's task folders: {folders} (every steps worker "
+                    "needs the campaign's bundles in its LABRXIV_GYM_PATH)"
+                ) from None
             unknown = sorted(set(bundle.card.policies) - set(self.policies))
             if unknown:
                 raise WorkerError(f"task {task} names policies no worker has: {unknown}")
@@ -55,10 +63,19 @@ class LabServices:
         return self._bundles[task]
 
     def gateway(self, config: LlmConfig | None) -> Gateway:
-        """The gateway an `llm` run's calls go through."""
+        """The gateway an `llm` run's calls go through, pricing by the prices the run
+        recorded first (`LlmConfig.prices`), then by this worker's table."""
+        if config is None:
+            return self.priced_gateway(None, {})
+        return self.priced_gateway(config.base_url, config.prices)
+
+    def priced_gateway(self, base_url: str | None, recorded: Mapping[str, Price]) -> Gateway:
+        """The gateway of `base_url` (None: the worker's default), pricing by `recorded`
+        (what a run or a campaign's reviews recorded, `LlmConfig.prices`) first."""
         if self.gateways is None:
             raise WorkerError("this worker has no model gateway configured")
-        return self.gateways(config.base_url if config else None)
+        gateway = self.gateways(base_url)
+        return gateway.priced_by(gateway.prices.with_recorded(recorded))
 
     def policy(self, name: str) -> Policy:
         """The policy called `name`."""

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Literal
 
-import httpx
+import httpx2
 import openai
 
 from workers.llm.scrub import scrub
@@ -80,7 +80,7 @@ def _by_status(status: int) -> tuple[ErrorKind, bool]:
     return "other", False
 
 
-def retry_after(headers: httpx.Headers) -> float | None:
+def retry_after(headers: httpx2.Headers) -> float | None:
     """Seconds the provider asked for: `retry-after-ms`, else `retry-after` (seconds or a date)."""
     millis = headers.get("retry-after-ms")
     if millis is not None:

@@ -17,12 +17,13 @@ gateway's settings: lab steps wait it out (as a delayed task retry, not a sleep)
 `Gateway.call`, that loop with a `record` callback, sleeps it.
 """
 
+import copy
 import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-import httpx
+import httpx2
 import openai
 import orjson
 from openai.types.chat import ChatCompletion
@@ -94,6 +95,15 @@ class Gateway:
             max_retries=0,
         )
 
+    def priced_by(self, prices: PriceTable) -> "Gateway":
+        """This gateway (its connections shared) pricing with `prices`: a run's recorded
+        prices over the worker's table."""
+        if prices is self.prices:
+            return self
+        priced = copy.copy(self)
+        priced.prices = prices
+        return priced
+
     def __repr__(self) -> str:
         return f"Gateway({self.base_url!r}, timeout={self.timeout}, attempts={self.max_attempts})"
 
@@ -110,10 +120,10 @@ class Gateway:
             # would rebuild them from the parsed body, walking every message (a quarter
             # of a steps worker's CPU with fifty labs, bench/llm_concurrency.py).
             response = self._client.post(
-                "/chat/completions", content=prepared.content, cast_to=httpx.Response
+                "/chat/completions", content=prepared.content, cast_to=httpx2.Response
             )
             body = response.content
-        except (openai.OpenAIError, httpx.HTTPError, ValueError) as exc:
+        except (openai.OpenAIError, httpx2.HTTPError, ValueError) as exc:
             return self._failed(prepared, classify(exc, self._secrets), self._clock() - started)
         latency = self._clock() - started
         try:
@@ -229,5 +239,5 @@ def _completion(body: bytes) -> ChatCompletion:
 
 def provider_of(base_url: str) -> str:
     """`host` or `host:port` of an endpoint URL; any user:password in it is left out."""
-    url = httpx.URL(base_url)
+    url = httpx2.URL(base_url)
     return url.host if url.port is None else f"{url.host}:{url.port}"

@@ -9,11 +9,13 @@ reasoning tokens part of the output tokens, so each token is priced once (langfu
 import math
 import re
 import tomllib
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from events.payloads.model import Price, Usage
+from events.payloads.run import LlmConfig
 from workers.errors import WorkerError
 
 BUILTIN = Path(__file__).with_name("prices.toml")
@@ -79,6 +81,35 @@ class PriceTable:
             if entry.pattern is not None and entry.matches(model):
                 return entry.price
         return None
+
+    def prices_of(self, models: Iterable[str]) -> dict[str, Price]:
+        """The price of each of `models` that has one, as a run records them."""
+        found = {model: self.price_of(model) for model in models}
+        return {model: price for model, price in found.items() if price is not None}
+
+    def with_recorded(self, recorded: Mapping[str, Price]) -> "PriceTable":
+        """This table with `recorded` (model → price, as a run recorded them) tried first:
+        a run is priced as the command that started it priced it."""
+        if not recorded:
+            return self
+        first = tuple(PriceEntry(model, None, price) for model, price in recorded.items())
+        return PriceTable(first + self.entries)
+
+
+def with_prices(config: LlmConfig, table: PriceTable) -> LlmConfig:
+    """`config` recording the price of each of its models in `table`, the prices it
+    recorded already tried first (a fork keeps its parent's): what `run.started` carries
+    so that every worker prices the run as the command that started it."""
+    models = {config.model, *config.phase_models.values()}
+    return config.model_copy(update={"prices": recorded_prices(table, models, config.prices)})
+
+
+def recorded_prices(
+    table: PriceTable, models: Iterable[str], recorded: Mapping[str, Price]
+) -> dict[str, Price]:
+    """The prices to record for `models`: `recorded` (what was recorded before) first,
+    then `table`; a model with no price in either is left out."""
+    return table.with_recorded(recorded).prices_of(sorted(set(models)))
 
 
 def cost_usd(usage: Usage, price: Price) -> float:

@@ -109,7 +109,7 @@ def review_step(ctx: WorkerContext, stream: str, after_version: int, final: bool
 
 def _act(ctx: WorkerContext, review: Review, final: bool) -> Out:
     config = review.requested.config
-    gateway = ctx.labs.gateways(config.base_url)
+    gateway = ctx.labs.priced_gateway(config.base_url, config.prices)
     last = review.events[-1].payload
     if isinstance(last, ModelCalled):
         sent, blobs = driver.send(gateway, ctx.store, ctx.labs.inflight, last, review.stream)
