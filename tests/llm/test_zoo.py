@@ -286,3 +286,34 @@ def test_the_text_protocol_with_the_zoo(zoo: ZooSystem) -> None:
     (paper,) = _of(events, "paper.submitted")
     assert paper.claims and all(c.value > 1 for c in paper.claims), "percentages"
     assert all("tools" not in r.body for r in zoo.server.completions())
+
+
+MIXED = (
+    "rounding,percent,prose,overclaim,parallel,unknown-tool,trailing-comma,lingers,quits,refuses"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(
+    reason="embedded SQLite under 20 lab threads (database is locked, runs stall): "
+    "the SQLite-scaling work of issue 30"
+)
+def test_a_campaign_of_20_embedded_zoo_labs(tmp_path: Path) -> None:
+    """20 labs of ten habits, on as many threads as `labrxiv campaign` gives them: every
+    run ends as its habit says, the ledger holds every answer, `analyze` reads them all."""
+    with zoo_system(tmp_path / "data", threads=20) as zoo:
+        campaign, runs = zoo.campaign(f"zoo/{MIXED}", labs=20)
+        assert not zoo.system.bus.failures
+        habits = MIXED.split(",")
+        for index, events in enumerate(runs):
+            reason, _detail = _ended(events)
+            habit = habits[index % len(habits)]
+            expected = {"refuses": "error", "quits": "done"}.get(habit, "done")
+            assert reason == expected, (habit, _detail)
+            assert (habit in ("refuses", "quits")) == (not _of(events, "paper.submitted"))
+        with zoo.system.store.engine.connect() as conn:
+            (totals,) = ledger_totals(conn, by="campaign", campaign=campaign)
+        assert totals.model_calls == len(zoo.zoo.answered)
+        found = _detectors(_analyze(tmp_path / "data", campaign))
+        overclaiming = [runs[i][0].stream for i in (3, 13)]
+        assert all("misreported_claim" in found[run] for run in overclaiming)
