@@ -255,6 +255,10 @@ def test_a_model_that_finishes_at_once_ends_its_run_cleanly(zoo: ZooSystem, tmp_
     assert _of(events, "paper.submitted") == []
     finished = [r for r in _of(events, "tool.returned") if r.tool == "finish"]
     assert [r.ran for r in finished] == [False, True]
+    assert finished[0].preview == (
+        "error: finish is not offered in the plan phase; the tools now are next_phase, "
+        "read_file, search_files"
+    )
     (run,) = _analyze(tmp_path / "data", campaign)["runs"]
     assert run["behaviour"]["finished"] == "done"
 
