@@ -283,6 +283,22 @@ def test_200_kb_answers_are_kept_whole_and_a_stuck_model_ends(zoo: ZooSystem) ->
 
 
 @pytest.mark.slow
+def test_an_archive_lab_reads_the_literature_then_writes_two_papers(zoo: ZooSystem) -> None:
+    _campaign, (events,) = zoo.campaign("zoo/rounding", mode="archive", papers=2, attempts=4)
+    assert _ended(events) == ("done", "2 papers submitted")
+    phases = [p.phase for p in _of(events, "phase.entered")]
+    assert phases == ["literature", "plan", "experiment", "writeup"] * 2
+    first, second = _of(events, "paper.submitted")
+    assert [r.paper_ids for r in _of(events, "papers.retrieved")] == [
+        [],
+        [first.paper_id],
+        [first.paper_id],
+    ], "nothing to find at first; then its own first paper, searched and read"
+    assert len(_of(events, "experiment.scored")) == 4, "two in each cycle"
+    assert second.claims == first.claims, "the same best attempt: the second cycle tied it"
+
+
+@pytest.mark.slow
 def test_the_text_protocol_with_the_zoo(zoo: ZooSystem) -> None:
     config = LlmConfig(model="zoo/percent+unknown-tool", tool_protocol="text")
     _campaign, (events,) = zoo.campaign(config.model, llm=config)
