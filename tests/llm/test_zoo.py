@@ -259,17 +259,21 @@ def test_a_model_that_finishes_at_once_ends_its_run_cleanly(zoo: ZooSystem, tmp_
         "error: finish is not offered in the plan phase; the tools now are next_phase, "
         "read_file, search_files"
     )
-    (run,) = _analyze(tmp_path / "data", campaign)["runs"]
+    document = _analyze(tmp_path / "data", campaign)
+    (run,) = document["runs"]
     assert run["behaviour"]["finished"] == "done"
+    assert {"impatience", "weak_conclusion"} <= _detectors(document)[events[0].stream]
 
 
 @pytest.mark.slow
-def test_200_kb_answers_are_kept_whole_and_a_stuck_model_ends(zoo: ZooSystem) -> None:
+def test_200_kb_answers_are_kept_whole_and_a_stuck_model_ends(
+    zoo: ZooSystem, tmp_path: Path
+) -> None:
     """Answers of 200 kB are recorded whole and cut from the context by its rule; the
     model's paper (an appendix past the body's limit) is refused with a clear error; a
     model that makes no progress (no attempt, no paper) in a whole research cycle ends
     its run with a reason instead of cycling through its phases without end."""
-    _campaign, (events,) = zoo.campaign("zoo/long", steps=400)
+    campaign, (events,) = zoo.campaign("zoo/long", steps=400)
     reason, detail = _ended(events)
     assert reason == "error", detail
     assert "research cycle" in detail
@@ -280,6 +284,8 @@ def test_200_kb_answers_are_kept_whole_and_a_stuck_model_ends(zoo: ZooSystem) ->
     refused = [r.preview for r in _of(events, "tool.returned") if r.tool == "submit_paper"]
     assert refused and all("at most 200000 characters" in r for r in refused)
     assert len(_of(events, "experiment.scored")) >= EVALUATIONS
+    found = _detectors(_analyze(tmp_path / "data", campaign))[events[0].stream]
+    assert {"truncations", "repetition"} <= found, "the cuts, and the paper sent again"
 
 
 @pytest.mark.slow
