@@ -305,6 +305,31 @@ def test_an_archive_lab_reads_the_literature_then_writes_two_papers(zoo: ZooSyst
 
 
 @pytest.mark.slow
+def test_a_200_kb_answer_is_cut_to_fit_the_context(tmp_path: Path) -> None:
+    """The latest exchange is always kept: when it alone is longer than the context, its
+    long texts are cut to fit, or every request after a 200 kB answer passes the model's
+    window and the server refuses it (400), ending the run."""
+    with zoo_system(tmp_path / "data", window_tokens=40_000) as zoo:
+        _campaign, (events,) = zoo.campaign("zoo/long", steps=400)
+        assert _of(events, "model.failed") == []
+        reason, detail = _ended(events)
+        assert reason == "error" and "research cycle" in detail
+        cut = [m for r in zoo.server.completions() for m in r.body["messages"] if _was_cut(m)]
+        assert cut, "the long answers went back to the model cut, with a note saying so"
+        limit = LlmConfig(model="zoo/long").context_tokens * 3 // 4
+        assert all(
+            len(json.dumps(r.body["messages"])) // 4 <= limit + 1000
+            for r in zoo.server.completions()
+        )
+
+
+def _was_cut(message: dict[str, Any]) -> bool:
+    texts = [message.get("content") or ""]
+    texts += [c["function"]["arguments"] for c in message.get("tool_calls") or ()]
+    return any("characters of this message were cut to fit the context" in t for t in texts)
+
+
+@pytest.mark.slow
 def test_the_text_protocol_with_the_zoo(zoo: ZooSystem) -> None:
     config = LlmConfig(model="zoo/percent+unknown-tool", tool_protocol="text")
     _campaign, (events,) = zoo.campaign(config.model, llm=config)

@@ -519,7 +519,10 @@ class Zoo:
     A model name outside the zoo is answered as OpenAI answers one it does not serve
     (404, `model_not_found`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, window_tokens: int | None = None) -> None:
+        self.window_tokens = window_tokens
+        """The models' context window: a longer request (characters / 4) is refused as
+        OpenAI refuses one (400, `context_length_exceeded`); None: no limit."""
         self.answered: list[Answered] = []
         self._lock = threading.Lock()
 
@@ -535,9 +538,16 @@ class Zoo:
             habits = habits_of(request.model, request.lab)
         except ZooError as exc:
             return error(404, str(exc))
+        sent = len(json.dumps(body)) // 4
+        if self.window_tokens is not None and sent > self.window_tokens:
+            return error(
+                400,
+                f"This model's maximum context length is {self.window_tokens} tokens. "
+                f"However, your messages resulted in {sent} tokens.",
+            )
         text, calls = answer(request, habits)
         said = len(text or "") + sum(len(n) + len(a) for n, a in calls)
-        reported = usage(len(json.dumps(body)) // 4, said // 4 + 1)
+        reported = usage(sent, said // 4 + 1)
         with self._lock:
             self.answered.append(
                 Answered(
@@ -581,10 +591,13 @@ class ZooSystem:
 
 
 @contextmanager
-def zoo_system(data_dir: Path, threads: int = 4, priced: bool = True) -> Iterator[ZooSystem]:
+def zoo_system(
+    data_dir: Path, threads: int = 4, priced: bool = True, window_tokens: int | None = None
+) -> Iterator[ZooSystem]:
     """The zoo on a local server and an embedded system pointed at it, in `data_dir`;
-    the zoo's models priced by `ZOO_PRICES` unless `priced` is False."""
-    zoo = Zoo()
+    the zoo's models priced by `ZOO_PRICES` unless `priced` is False, with a context
+    window of `window_tokens` if given."""
+    zoo = Zoo(window_tokens)
     with FakeServer(default=zoo, models=zoo.models()) as server:
         prices = None
         if priced:
