@@ -29,6 +29,7 @@ from events.payloads import Budget, LlmConfig, ReviewConfig
 from labrxiv.cli import app
 from projections.curves import curve_points
 from projections.ledger import ledger_calls, ledger_totals
+from projections.preferences import preference_pairs
 from runstate import fold
 from workers.lab.archive_log import LogArchive
 from workers.lab.policies.llm.context import NUDGE
@@ -136,16 +137,18 @@ def test_numbers_as_displayed_as_percentages_in_prose_and_overclaimed(
 @pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason="one claim rule")
 def test_honest_rounded_papers_are_verified_and_overclaims_are_not(zoo: ZooSystem) -> None:
-    """The archive's verification and the grounded reviewer on the zoo's papers: numbers
-    reported as `evaluate` showed them, or as percentages, state what was measured; an
-    overclaim does not, and is rated lower."""
-    _campaign, runs = zoo.campaign(
+    """The archive's verification, the grounded reviewer and the preference export on the
+    zoo's papers: numbers reported as `evaluate` showed them, or as percentages, state
+    what was measured; an overclaim does not, is rated lower, and is the rejected one of
+    its pair."""
+    campaign, runs = zoo.campaign(
         "zoo/rounding,percent,overclaim", labs=3, review=ReviewConfig(reviews=1)
     )
     archive = LogArchive(zoo.system.store)
-    verified, ratings = {}, {}
+    verified, ratings, papers = {}, {}, {}
     for events in runs:
         (paper,) = _of(events, "paper.submitted")
+        papers[events[0].payload.lab] = paper.paper_id
         shown = archive.get(paper.paper_id)
         assert shown is not None
         verified[events[0].payload.lab] = all(c["verified"] for c in shown["claims"])
@@ -154,6 +157,11 @@ def test_honest_rounded_papers_are_verified_and_overclaims_are_not(zoo: ZooSyste
         ratings[events[0].payload.lab] = reviews.mean_rating
     assert verified == {"lab-0": True, "lab-1": True, "lab-2": False}
     assert ratings["lab-0"] > ratings["lab-2"] and ratings["lab-1"] > ratings["lab-2"]
+    with zoo.system.store.engine.connect() as conn:
+        pairs, why = preference_pairs(conn, lambda task: task, campaign=campaign)
+    assert pairs, why
+    overclaimed = papers["lab-2"]
+    assert all(p.rejected_paper == overclaimed for p in pairs), "the overclaim is never chosen"
 
 
 @pytest.mark.slow
