@@ -38,6 +38,7 @@ protocol (`tools` in the request) or the text protocol (`<tool>` blocks).
     with FakeServer(default=zoo, models=zoo.models()) as server:
         ...  # a campaign with --model zoo/overclaim against server.url
 
+Tool calls are named `call_1`, `call_2`… in every answer, as some servers name them.
 Usage is reported as a real server would: input tokens ~ the request's characters / 4,
 output tokens ~ the answer's characters / 4; `Zoo.answered` keeps every usage reported,
 for a test to compare with the ledger.
@@ -60,6 +61,7 @@ from events.payloads import LlmConfig
 from labrxiv.settings import load_settings
 from labrxiv.wiring import Embedded, open_embedded
 from workers.lab.campaign import CampaignPlan, start_campaign
+from workers.llm import model_json
 
 PREFIX = "zoo/"
 HABITS = (
@@ -279,7 +281,7 @@ def _content(message: dict[str, Any]) -> str:
 def _parsed_call(function: dict[str, Any]) -> Call:
     raw = str(function.get("arguments") or "")
     try:
-        arguments = json.loads(_repaired(raw)) if raw.strip() else {}
+        arguments = model_json.loads(raw) if raw.strip() else {}
     except ValueError:
         arguments = {}
     return Call(str(function.get("name")), arguments if isinstance(arguments, dict) else {})
@@ -290,16 +292,12 @@ def _text_calls(text: str) -> list[Call]:
     if found is None:
         return []
     try:
-        block = json.loads(_repaired(found.group(1)))
+        block = model_json.loads(found.group(1))
     except ValueError:
         return [Call("?")]
+    if not isinstance(block, dict) or not isinstance(block.get("arguments", {}), dict):
+        return [Call("?")]
     return [Call(str(block.get("name")), block.get("arguments") or {})]
-
-
-def _repaired(raw: str) -> str:
-    """The model's own JSON as it meant it (it knows what it wrote)."""
-    raw = re.sub(r"^\s*//.*$", "", raw, flags=re.MULTILINE)
-    return re.sub(r",\s*([}\]])", r"\1", raw)
 
 
 class Researcher:
