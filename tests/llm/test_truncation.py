@@ -3,10 +3,12 @@ the latest is always kept; computed from prefix sums of sizes measured once, it 
 exactly what re-measuring after every drop (the rule as first written) dropped."""
 
 import itertools
+import json
 
 from hypothesis import given
 from hypothesis import strategies as st
 
+from workers.lab.policies.llm.context import KEPT_CHARS, _cut
 from workers.lab.policies.llm.truncation import Cumulative, first_kept
 
 
@@ -105,3 +107,25 @@ def test_build_keeps_the_newest_exchanges_and_measures_each_once() -> None:
     # the sizes remembered are reused: a second measure renders only the exchanges not final
     sizes.cumulative(state.stream, state.exchanges, final, render_counted)
     assert rendered == [state.exchanges[-1]]
+
+
+def test_an_exchange_longer_than_the_context_has_its_longest_texts_cut() -> None:
+    """The latest exchange is kept even when it alone is too long: its longest texts are
+    cut, longest first, each keeping its start and a note; what was given is not changed."""
+    answer = {
+        "role": "assistant",
+        "content": "x" * 200_000,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "y" * 50_000}}
+        ],
+    }
+    result = {"role": "tool", "tool_call_id": "c1", "content": "done"}
+    given = [answer, result]
+    cut = _cut(given, over=220_000)
+    assert given[0]["content"] == "x" * 200_000, "the rendered exchange is left as it was"
+    assert len(json.dumps(cut)) <= len(json.dumps(given)) - 220_000
+    content, arguments = cut[0]["content"], cut[0]["tool_calls"][0]["function"]["arguments"]
+    assert content.startswith("x" * KEPT_CHARS) and "were cut to fit the context" in content
+    assert arguments.startswith("y" * KEPT_CHARS) and "were cut" in arguments
+    assert cut[1] == result, "short texts are kept whole"
+    assert _cut(given, over=100_000)[0]["tool_calls"][0]["function"]["arguments"] == "y" * 50_000

@@ -2,7 +2,8 @@
 written ahead, priced from a price table, and recorded as model events.
 
 Modules: `request` (what is asked, prepared for the log), `gateway` (sending, retrying,
-classifying), `reply` (the answer and its tool calls), `prices` (the price table and the
+classifying), `reply` (the answer and its tool calls), `model_json` (their arguments as
+models write them), `prices` (the price table and the
 cost rule), `failures` (what went wrong and whether to retry), `scrub` (secrets out).
 """
 

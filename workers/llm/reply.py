@@ -1,8 +1,9 @@
 """A model's answer, parsed: its text, its tool calls, and what is wrong with them.
 
-A tool call whose arguments are not a JSON object, or that names a tool the request
-did not declare, is kept with a `problem` instead of raising: the caller tells the
-model (`ToolCall.problem_message()`) and the run goes on.
+A tool call's arguments are read as models write JSON (`model_json`: a trailing comma
+or a comment is left out). A call whose arguments are still not a JSON object, or that
+names a tool the request did not declare, is kept with a `problem` instead of raising:
+the caller tells the model (`ToolCall.problem_message()`) and the run goes on.
 """
 
 import json
@@ -14,6 +15,7 @@ from openai.types.chat import ChatCompletion
 from pydantic import ValidationError
 
 from events.payloads.model import Usage
+from workers.llm import model_json
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +137,7 @@ def _tool_call(call_id: str, name: str, raw: str, tool_names: frozenset[str]) ->
         known = ", ".join(sorted(tool_names)) or "none"
         return ToolCall(call_id, name, raw, None, f"unknown tool {name!r}; the tools are {known}")
     try:
-        arguments = json.loads(raw) if raw.strip() else {}
+        arguments = model_json.loads(raw) if raw.strip() else {}
     except json.JSONDecodeError as exc:
         return ToolCall(call_id, name, raw, None, f"arguments for {name} are not valid JSON: {exc}")
     if not isinstance(arguments, dict):

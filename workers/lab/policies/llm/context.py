@@ -18,7 +18,12 @@ from runstate import Exchange, RunState
 from workers.gym.card import TaskCard
 from workers.lab.policies.llm import phases, text_protocol
 from workers.lab.policies.llm.history import BlobReader, reply_of
-from workers.lab.policies.llm.truncation import ExchangeSizes, Messages, first_kept
+from workers.lab.policies.llm.truncation import (
+    CHARS_PER_TOKEN,
+    ExchangeSizes,
+    Messages,
+    first_kept,
+)
 
 NUDGE = "Continue: call one of your tools (or next_phase when this phase is done)."
 
@@ -52,7 +57,8 @@ def build(
     render = partial(group_messages, config=config, read_blob=read_blob)
     chars, counts = sizes.cumulative(state.stream, state.exchanges, final, render)
     head_chars = len(orjson.dumps(head))
-    kept = first_kept(chars, head_chars, config.context_tokens * 3 // 4)
+    limit = config.context_tokens * 3 // 4
+    kept = first_kept(chars, head_chars, limit)
     messages = list(head)
     if kept:
         note = f"({counts[kept]} earlier messages were dropped to fit the context.)"
@@ -60,15 +66,51 @@ def build(
     for exchange in state.exchanges[kept:]:
         messages += render(exchange)
     tools = [] if text_mode else schemas
-    if not kept:
+    size = head_chars + chars[-1] - chars[kept]  # measured once per exchange, not again
+    most = CHARS_PER_TOKEN * limit
+    if not kept and size <= most:
         return Conversation(messages, tools, None)
+    if size > most:  # the latest exchange alone is longer than the context
+        messages = messages[: len(head)] + _cut(messages[len(head) :], size - most)
     truncated = ContextTruncated(
         rule="drop_oldest",
         tokens_before=(head_chars + chars[-1]) // 4,
         tokens_after=len(orjson.dumps(messages)) // 4,
-        dropped_messages=counts[kept],
+        dropped_messages=counts[kept] if kept else 0,
     )
     return Conversation(messages, tools, truncated)
+
+
+CUT_NOTE = "\n[{cut} characters of this message were cut to fit the context]"
+KEPT_CHARS = 2000
+"""What is left of a text cut to fit the context, at least."""
+
+
+def _cut(messages: Messages, over: int) -> Messages:
+    """`messages` with their longest texts (answers, tool call arguments, tool results)
+    cut, longest first, until they are `over` characters shorter, each keeping its first
+    `KEPT_CHARS` and a note of how much was cut. The messages given are not changed."""
+    fitted: Messages = [
+        {**m, "tool_calls": [{**c, "function": dict(c["function"])} for c in m["tool_calls"]]}
+        if m.get("tool_calls")
+        else dict(m)
+        for m in messages
+    ]
+    texts: list[tuple[dict[str, Any], str]] = []
+    for message in fitted:
+        if isinstance(message.get("content"), str):
+            texts.append((message, "content"))
+        texts += [(call["function"], "arguments") for call in message.get("tool_calls") or ()]
+    for holder, key in sorted(texts, key=lambda text: -len(text[0][text[1]])):
+        if over <= 0:
+            break
+        text: str = holder[key]
+        keep = max(KEPT_CHARS, len(text) - over - len(CUT_NOTE) - 20)
+        if keep >= len(text):
+            break
+        holder[key] = text[:keep] + CUT_NOTE.format(cut=len(text) - keep)
+        over -= len(text) - len(holder[key])
+    return fitted
 
 
 def group_messages(exchange: Exchange, config: LlmConfig, read_blob: BlobReader) -> Messages:

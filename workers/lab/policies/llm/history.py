@@ -23,13 +23,15 @@ def reply_of(
     responded: ModelResponded, phase: Phase | None, protocol: str, read_blob: BlobReader
 ) -> Reply:
     """The parsed answer of a recorded call, from its response blob."""
-    names = frozenset(phases.TOOLS_BY_PHASE[phase or "plan"])
+    phase = phase or "plan"
+    names = frozenset(phases.TOOLS_BY_PHASE[phase])
     completion = _completion(responded.response.sha256, read_blob) if responded.response else None
     if completion is None:
         return Reply(responded.preview, (), responded.finish_reason, _text(responded.preview))
     reply = parse_reply(completion, names)
     if protocol == "text":
         calls = text_protocol.parse(reply.text, responded.call_id, names)
+        calls = tuple(_offered_elsewhere(call, phase, names) for call in calls)
         return Reply(reply.text, calls, reply.finish_reason, _text(reply.text or ""))
     seen: set[str] = set()
     logged: list[ToolCall] = []
@@ -38,8 +40,20 @@ def reply_of(
         twice = len(logged) if server_id in seen else None
         seen.add(server_id)
         logged_id = logged_call_id(responded.call_id, server_id, twice)
-        logged.append(replace(call, id=logged_id, server_id=server_id))
+        told = _offered_elsewhere(call, phase, names)
+        logged.append(replace(told, id=logged_id, server_id=server_id))
     return replace(reply, tool_calls=tuple(logged))
+
+
+def _offered_elsewhere(call: ToolCall, phase: Phase, names: frozenset[str]) -> ToolCall:
+    """A call of a tool that another phase offers (`finish` while planning), told so
+    rather than as an unknown tool: the model knows the tool, and learns when it may
+    call it."""
+    if call.name in names or not any(call.name in t for t in phases.TOOLS_BY_PHASE.values()):
+        return call
+    offered = ", ".join(sorted(names))
+    problem = f"{call.name} is not offered in the {phase} phase; the tools now are {offered}"
+    return replace(call, problem=problem)
 
 
 SERVER_ID_CHARS = 64

@@ -138,6 +138,24 @@ def _idle_answers(state: RunState) -> int:
     return idle
 
 
+def _progressed(state: RunState) -> bool:
+    """Whether the run evaluated an attempt or submitted a paper in its current research
+    cycle (since it last entered its first phase, or a revision). A cycle without either
+    would be followed by the same again: a model that keeps running tools that change
+    nothing (reading files, a paper its tool refuses) cycled through its phases without
+    end in a run with no step, token, dollar or time budget."""
+    first = phases.first_phase(state.started.reads_archive)
+    for exchange in reversed(state.exchanges):
+        if exchange.answer is None and exchange.entered in (first, "revise"):
+            return False
+        for result in exchange.results:
+            if result.ran and result.tool == "evaluate":
+                return True
+            if result.tool == "submit_paper" and result.exit_code == 0:
+                return True
+    return False
+
+
 ANSWER_CHARS = 300
 """Characters of the last answer's text, and of what its calls were told, in the ending."""
 
@@ -298,7 +316,14 @@ def _new_call(step: LlmStep, seen: RunState, pending: dict[str, bytes]) -> Out:
     if seen.phase is None:
         prefix.append(PhaseEntered(phase=phases.first_phase(seen.started.reads_archive)))
     elif seen.calls_in_phase >= config.phase_calls:
-        prefix.append(PhaseEntered(phase=phases.after(seen.phase, seen.started.reads_archive)))
+        following = phases.after(seen.phase, seen.started.reads_archive)
+        if following == phases.first_phase(seen.started.reads_archive) and not _progressed(seen):
+            detail = (
+                "the model went through a whole research cycle without an evaluation or a "
+                f"paper, its write-up out of calls; the last answer: {_last_answer(seen)}"
+            )
+            return [RunFinished(reason="error", detail=detail[:1000])], {}
+        prefix.append(PhaseEntered(phase=following))
     seen = _ahead(seen, prefix)
     phase = seen.phase or "plan"
     final = max(0, len(step.state.exchanges) - 1)

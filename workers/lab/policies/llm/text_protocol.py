@@ -8,6 +8,7 @@ import json
 import re
 from typing import Any
 
+from workers.llm import model_json
 from workers.llm.reply import ToolCall
 
 _BLOCK = re.compile(r"<tool>(.*?)</tool>", re.DOTALL)
@@ -38,7 +39,7 @@ def parse(text: str | None, call_prefix: str, tool_names: frozenset[str]) -> tup
     call_id = f"{call_prefix}-t1"
     raw = match.group(1).strip()
     try:
-        body = json.loads(raw)
+        body = model_json.loads(raw)
     except ValueError as exc:
         return (ToolCall(call_id, "?", raw, None, f"the tool block is not JSON: {exc}"),)
     if not isinstance(body, dict) or not isinstance(body.get("name"), str):

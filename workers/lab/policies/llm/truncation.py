@@ -3,7 +3,8 @@
 Rule (explicit, recorded as `context.truncated`): the size of a conversation is
 estimated at 4 characters a token (its messages serialized as JSON); when the system
 prompt, the task brief and every exchange pass `limit` tokens, the oldest exchanges are
-dropped, oldest first, until the rest fits, and the latest exchange is always kept.
+dropped, oldest first, until the rest fits, and the latest exchange is always kept
+(when it alone does not fit, its longest texts are cut: `context._cut`).
 
 Each exchange is measured once (`ExchangeSizes`); the rule then needs only prefix sums
 of those sizes and one binary search, not a re-serialization of the kept exchanges for
