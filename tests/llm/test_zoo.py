@@ -31,6 +31,7 @@ from projections.curves import curve_points
 from projections.ledger import ledger_calls, ledger_totals
 from projections.preferences import preference_pairs
 from runstate import fold
+from runstate.claims import shown
 from workers.lab.archive_log import LogArchive
 from workers.lab.policies.llm.context import NUDGE
 from workers.lab.policies.llm.step import IDLE_ANSWERS
@@ -54,7 +55,7 @@ def _of(events: list[Event], kind: str) -> list[Any]:
 
 def _shown(measured: float) -> float:
     """A score as `evaluate` shows it."""
-    return float(f"{measured:.4f}")
+    return float(shown(measured))
 
 
 def _analyze(data_dir: Path, target: str) -> dict[str, Any]:
@@ -135,7 +136,6 @@ def test_numbers_as_displayed_as_percentages_in_prose_and_overclaimed(
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="one claim rule")
 def test_honest_rounded_papers_are_verified_and_overclaims_are_not(zoo: ZooSystem) -> None:
     """The archive's verification, the grounded reviewer and the preference export on the
     zoo's papers: numbers reported as `evaluate` showed them, or as percentages, state
@@ -145,7 +145,7 @@ def test_honest_rounded_papers_are_verified_and_overclaims_are_not(zoo: ZooSyste
         "zoo/rounding,percent,overclaim", labs=3, review=ReviewConfig(reviews=1)
     )
     archive = LogArchive(zoo.system.store)
-    verified, ratings, papers = {}, {}, {}
+    verified, ratings, papers, decisions = {}, {}, {}, {}
     for events in runs:
         (paper,) = _of(events, "paper.submitted")
         papers[events[0].payload.lab] = paper.paper_id
@@ -155,13 +155,16 @@ def test_honest_rounded_papers_are_verified_and_overclaims_are_not(zoo: ZooSyste
         reviews = archive.reviews(paper.paper_id)
         assert reviews is not None
         ratings[events[0].payload.lab] = reviews.mean_rating
+        decisions[events[0].payload.lab] = reviews.decision
     assert verified == {"lab-0": True, "lab-1": True, "lab-2": False}
     assert ratings["lab-0"] > ratings["lab-2"] and ratings["lab-1"] > ratings["lab-2"]
+    assert decisions == {"lab-0": "accept", "lab-1": "accept", "lab-2": "reject"}
     with zoo.system.store.engine.connect() as conn:
-        pairs, why = preference_pairs(conn, lambda task: task, campaign=campaign)
+        pairs, why, _ties = preference_pairs(conn, lambda task: task, campaign=campaign)
     assert pairs, why
     overclaimed = papers["lab-2"]
     assert all(p.rejected_paper == overclaimed for p in pairs), "the overclaim is never chosen"
+    assert {p.chosen_paper for p in pairs} <= {papers["lab-0"], papers["lab-1"]}
 
 
 @pytest.mark.slow

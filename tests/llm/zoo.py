@@ -103,7 +103,7 @@ _PHASES = {
     "Phase: revise.": "revise",
 }
 _ATTEMPT = re.compile(r"^attempt (\d+): (.+)$", re.MULTILINE)
-_SCORE = re.compile(r"(\w+)=(-?[0-9.]+)")
+_SCORE = re.compile(r"(\w+)=(-?[0-9.]+(?:e[-+]?[0-9]+)?)")
 _SUBTASK = re.compile(r"^- (\w+): ([^,\n]+), (maximize|minimize);", re.MULTILINE)
 _PARAMETER = re.compile(r"^- (\w+): (\[.*\])$", re.MULTILINE)
 _LAB = re.compile(r"You are (\S+), an autonomous research lab")
