@@ -89,7 +89,7 @@ def demo(
     hint = ": the demo runs offline search labs; try `labrxiv campaign --policy llm`"
     check_task(settings, task, "search", hint=hint)
     writable_folder_or_exit("--report", report)  # not once both campaigns have run
-    require_sandbox()
+    sandbox = require_sandbox(settings)
 
     try:
         result = run_demo(
@@ -102,6 +102,7 @@ def demo(
             seed=seed,
             report=report,
             deterministic=deterministic,
+            sandbox=sandbox,
         )
     except Stopped as stopped:
         say_stopped(console, stopped.left)

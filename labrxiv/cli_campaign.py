@@ -45,8 +45,8 @@ from workers.lab.lease import Leases
 from workers.lab.policies import policy_needs
 from workers.reactions import REACTIONS
 from workers.reactor import Reactor
+from workers.sandbox.backends import choose
 from workers.sandbox.base import SandboxUnavailable
-from workers.sandbox.jail import check_available
 
 console = make_console()
 
@@ -323,14 +323,17 @@ def _mode(value: str) -> Literal["isolated", "archive"]:
     return "archive" if value == "archive" else "isolated"
 
 
-def require_sandbox() -> None:
-    """Stop with exit code 2 and the reason when lab code cannot run on this machine
-    (e.g. not root), before any run starts: every run would end in `error`."""
+def require_sandbox(settings: Settings) -> str:
+    """The sandbox backend lab code runs in here (`LABRXIV_SANDBOX`), said in one line;
+    exit code 2 and the reason when none can run on this machine, before any run starts:
+    every run would end in `error`."""
     try:
-        check_available()
+        backend = choose(settings.sandbox)
     except SandboxUnavailable as exc:
-        console.print(f"[red]labs cannot run here: {exc}[/]", soft_wrap=True)
+        console.print(f"[red]labs cannot run here: {escape(str(exc))}[/]", soft_wrap=True)
         raise typer.Exit(2) from None
+    console.print(f"sandbox: {backend.backend} ({backend.summary})", markup=False, soft_wrap=True)
+    return backend.backend
 
 
 def _run(
@@ -339,7 +342,7 @@ def _run(
     from labrxiv.wiring import open_bus, open_embedded, open_runner, open_store
 
     if settings.embedded:
-        require_sandbox()
+        plan = dataclasses.replace(plan, sandbox=require_sandbox(settings))
         system = open_embedded(settings, threads=max(2, plan.labs))
         try:
             with ctrl_c_between_ticks():

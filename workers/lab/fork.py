@@ -66,6 +66,7 @@ def start_fork(
     llm: LlmConfig | None = None,
     budget: Budget | None = None,
     seed: int | None = None,
+    sandbox: str | None = None,
 ) -> tuple[str, str]:
     """Publish a campaign of one run, the fork; returns (campaign id, fork stream).
 
@@ -92,6 +93,7 @@ def start_fork(
         papers=parent.papers,
         llm=(llm or parent.llm) if chosen == "llm" else None,
         forked_from=point,
+        sandbox=sandbox,
     )
     first = run_started(stream, run, started, now)
     publish(bus, [started, first])

@@ -92,14 +92,16 @@ def interpreter_folders(python: str) -> list[Path]:
     ]
 
 
-def preexec(limits: Limits, group: TreeGroup | None) -> Callable[[], None]:
+def preexec(limits: Limits, group: TreeGroup | None, processes: bool = True) -> Callable[[], None]:
     """A `preexec_fn` that puts the child in `group` and applies `limits` before it execs.
 
     The tree's process count is bounded by its cgroup (`pids.max`) where one was made,
     and by RLIMIT_NPROC only where none could be: that limit counts every process of the
     sandbox user on the machine, so one jail's fork bomb at the limit made every other
     jail's forks fail for as long as it lasted ("sh: Cannot fork" in another run's
-    `evaluate`: a lab test failed beside the escape suite's fork bombs)."""
+    `evaluate`: a lab test failed beside the escape suite's fork bombs). `processes`
+    False: RLIMIT_NPROC is left to the jail's init, which sets it in the command's own
+    user namespace (the rootless backend)."""
 
     def apply() -> None:
         if group is not None:
@@ -107,7 +109,7 @@ def preexec(limits: Limits, group: TreeGroup | None) -> Callable[[], None]:
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5))
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
-        if group is None:
+        if group is None and processes:
             resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
