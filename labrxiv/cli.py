@@ -165,6 +165,10 @@ def worker(
     if settings.redis_url is None:
         console.print("[red]LABRXIV_REDIS_URL is not set: a worker needs Redis[/]")
         raise typer.Exit(2)
+    if "steps" in named:  # lab steps run tools: say which sandbox, or why none can run here
+        from labrxiv.cli_campaign import require_sandbox
+
+        require_sandbox(settings)
     if metrics_port is not None:  # before the worker's modules import prometheus_client
         from labrxiv.cli_exporter import serve_worker_metrics
 
