@@ -63,14 +63,34 @@ def jail_argv(
     command's wait status; `python`: the interpreter that runs the init.
     """
     check_available()
-    readonly = [*SYSTEM, *(str(path) for path in runtime)]
+    drop = [
+        "setpriv", f"--reuid={SANDBOX_USER}", f"--regid={SANDBOX_GROUP}", "--clear-groups",
+        "--no-new-privs", "--",
+    ]  # fmt: skip
     return [
         "unshare", "--mount", "--net", "--pid", "--fork", "--kill-child",
         "--propagation", "private", "--",
-        python or sys.executable, "-I", "-S", str(INIT), str(workspace), str(status_fd or 2),
-        *readonly, "--", *map(str, hidden), "--",
-        "setpriv", f"--reuid={SANDBOX_USER}", f"--regid={SANDBOX_GROUP}", "--clear-groups",
-        "--no-new-privs", "--", *command,
+        *init_argv([*drop, *command], workspace, hidden, runtime, status_fd, python),
+    ]  # fmt: skip
+
+
+def init_argv(
+    command: Sequence[str],
+    workspace: Path,
+    hidden: Sequence[Path],
+    runtime: Sequence[Path] = (),
+    status_fd: int | None = None,
+    python: str | None = None,
+    user: tuple[int, int, int] | None = None,
+) -> list[str]:
+    """The argv of the jail's init (`jail_init.py`), which builds the jail's root in the
+    namespaces it was started in and runs `command` there (as `user`: uid, gid and
+    process limit, in a user namespace of its own, if given)."""
+    readonly = [*SYSTEM, *(str(path) for path in runtime)]
+    enter = ["--enter-user", *map(str, user)] if user else []
+    return [
+        python or sys.executable, "-I", "-S", str(INIT), *enter, str(workspace),
+        str(status_fd or 2), *readonly, "--", *map(str, hidden), "--", *command,
     ]  # fmt: skip
 
 

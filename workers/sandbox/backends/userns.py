@@ -32,11 +32,10 @@ from pathlib import Path
 from workers.sandbox.base import Limits, SandboxUnavailable
 from workers.sandbox.cgroup import TreeGroup
 from workers.sandbox.jail import (
-    INIT,
     SANDBOX_GROUP,
     SANDBOX_USER,
-    SYSTEM,
     hand_to_sandbox_user,
+    init_argv,
     preexec,
     sandbox_ids,
 )
@@ -69,19 +68,16 @@ class UsernsSandbox(LocalSandbox):
         """Started by root, give the workspace to `nobody`, who must be able to reach it."""
         self.check()
         if os.geteuid() == 0:
-            _reachable_by_others(self.root)
+            for path in (self.root, *self.runtime):
+                _reachable_by_others(path)
             hand_to_sandbox_user(self.root)
 
     def _argv(self, command: list[str], status_fd: int, limits: Limits) -> list[str]:
-        uid, gid = self._owner_ids()
-        readonly = [*SYSTEM, *(str(path) for path in self.runtime)]
-        return [
-            *(AS_NOBODY if os.geteuid() == 0 else ()), *NAMESPACES,
-            self.python, "-I", "-S", str(INIT),
-            "--enter-user", str(uid), str(gid), str(limits.processes),
-            str(self.root), str(status_fd), *readonly, "--", *map(str, self.hidden), "--",
-            *command,
-        ]  # fmt: skip
+        user = (*self._owner_ids(), limits.processes)
+        init = init_argv(
+            command, self.root, self.hidden, self.runtime, status_fd, self.python, user
+        )
+        return [*(AS_NOBODY if os.geteuid() == 0 else ()), *NAMESPACES, *init]
 
     def _preexec(self, limits: Limits, group: TreeGroup | None) -> Callable[[], None]:
         return preexec(limits, group, processes=False)
