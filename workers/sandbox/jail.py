@@ -164,9 +164,8 @@ def check_available() -> None:
     # Root first: a user's PATH often lacks /usr/sbin (pivot_root), and root is the need.
     if os.geteuid() != 0:
         raise SandboxUnavailable(
-            "the sandbox isolates processes with mount, network and PID namespaces and an "
-            "unprivileged user, which needs root; run labrxiv workers as root "
-            "(e.g. in their container)"
+            "the root jail needs root: run labrxiv workers as root (e.g. in their "
+            "container), or let them use the rootless sandbox (LABRXIV_SANDBOX=auto or userns)"
         )
     tools = ("unshare", "setpriv", "pivot_root")
     missing = [tool for tool in tools if shutil.which(tool) is None]
