@@ -64,6 +64,40 @@ def test_write_then_read_round_trips(sandbox: LocalSandbox) -> None:
     assert sandbox.read("notes/plan.md") == b"# plan!"
 
 
+def test_files_lists_the_workspace_not_its_scratch_nor_through_links(
+    sandbox: LocalSandbox, tmp_path: Path
+) -> None:
+    made = f"mkdir -p notes && echo x > notes/a.md && ln -s train.py t && ln -s {tmp_path} out"
+    result = sandbox.exec(["sh", "-c", made])
+    assert result.exit_code == 0, result.stderr
+    assert sandbox.files() == ["t", "train.py", "notes/a.md"]
+
+
+def test_resolve_follows_links_inside_and_refuses_links_out(
+    sandbox: LocalSandbox, secret: Path
+) -> None:
+    sandbox.write("notes/a.md", b"x")
+    os.symlink("notes/a.md", sandbox.root / "alias")
+    os.symlink(secret / "hidden" / "labels.txt", sandbox.root / "labels.txt")
+    assert sandbox.resolve("./alias") == "notes/a.md"
+    with pytest.raises(SandboxViolation) as info:
+        sandbox.resolve("labels.txt")
+    assert info.value.kind == "protected_path"
+
+
+def test_a_command_naming_a_protected_path_is_told(sandbox: LocalSandbox, secret: Path) -> None:
+    assert sandbox.protected_named(f"cat {secret}/hidden/labels.txt") == str(secret)
+    assert sandbox.protected_named("cat train.py") is None
+
+
+def test_two_looks_see_what_a_process_wrote(sandbox: LocalSandbox) -> None:
+    before = sandbox.look()
+    assert sandbox.exec(["sh", "-c", "echo made > made.txt"]).exit_code == 0
+    after = sandbox.look()
+    assert set(after) - set(before) == {"made.txt"}
+    assert not any(name.startswith(".tmp") for name in after)
+
+
 @pytest.mark.parametrize("path", ["../outside.txt", "a/../../outside.txt"])
 def test_path_traversal_is_refused(sandbox: LocalSandbox, path: str) -> None:
     with pytest.raises(SandboxViolation) as info:
@@ -196,7 +230,8 @@ while True:
             time.sleep(0.05)
         os._exit(0)
     kids += 1
-open('full', 'w').write(str(kids))
+open('full.part', 'w').write(str(kids))
+os.rename('full.part', 'full')  # whole: the test reads it as soon as it exists
 while not os.path.exists('done'):
     time.sleep(0.05)
 """

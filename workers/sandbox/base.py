@@ -102,8 +102,9 @@ class Sandbox(Protocol):
         `SandboxViolation` when it leads outside or to what is protected."""
 
     def files(self) -> list[str]:
-        """Every workspace file's relative path (sorted; links are listed, not followed;
-        the sandbox's scratch and markers left out)."""
+        """Every workspace file's relative path, folder by folder with names sorted: a link
+        to a file is listed, a link to a folder neither listed nor followed; the sandbox's
+        scratch and labrxiv's markers are left out."""
 
     def look(self) -> "Snapshot":
         """The workspace's state now; two looks say what changed between them."""

@@ -253,8 +253,9 @@ class LocalSandbox:
         return os.path.relpath(confine(self.root, path, self.hidden), self.root)
 
     def files(self) -> list[str]:
-        """Every workspace file's relative path, folder by folder with names sorted; links
-        are listed, not followed, and the jail's scratch and labrxiv's markers left out."""
+        """Every workspace file's relative path, folder by folder with names sorted: a link
+        to a file is listed, a link to a folder neither listed nor followed; the jail's
+        scratch and labrxiv's markers are left out."""
         found = []
         for base, dirs, names in os.walk(self.root):
             if base == str(self.root):
