@@ -165,10 +165,11 @@ def worker(
     if settings.redis_url is None:
         console.print("[red]LABRXIV_REDIS_URL is not set: a worker needs Redis[/]")
         raise typer.Exit(2)
-    if "steps" in named:  # lab steps run tools: say which sandbox, or why none can run here
+    steps = "steps" in named  # lab steps run tools: which sandbox, or why none can run here
+    if steps:
         from labrxiv.cli_campaign import require_sandbox
 
-        require_sandbox(settings)
+        require_sandbox(settings, say=False)
     if metrics_port is not None:  # before the worker's modules import prometheus_client
         from labrxiv.cli_exporter import serve_worker_metrics
 
@@ -180,7 +181,12 @@ def worker(
     # Celery names every worker celery@<host>: several on one host (or in containers
     # sharing a host name) then answer broadcasts under one name (issue 12).
     name = name or f"labrxiv-{os.getpid()}-{uuid.uuid4().hex[:6]}@%h"
-    celery_worker_app(settings).worker_main(
+    worker_app = celery_worker_app(settings)
+    if steps:  # said once its broker answered: a worker that cannot start says only why
+        from labrxiv.cli_campaign import say_sandbox
+
+        say_sandbox(settings)
+    worker_app.worker_main(
         ["worker", "-Q", queues, "-c", str(concurrency), "-P", pool, "-n", name]
         + ["-l", settings.log_level]
     )

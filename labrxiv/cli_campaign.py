@@ -323,17 +323,24 @@ def _mode(value: str) -> Literal["isolated", "archive"]:
     return "archive" if value == "archive" else "isolated"
 
 
-def require_sandbox(settings: Settings) -> str:
-    """The sandbox backend lab code runs in here (`LABRXIV_SANDBOX`), said in one line;
-    exit code 2 and the reason when none can run on this machine, before any run starts:
-    every run would end in `error`."""
+def require_sandbox(settings: Settings, say: bool = True) -> str:
+    """The sandbox backend lab code runs in here (`LABRXIV_SANDBOX`), said in one line
+    (`say_sandbox`) unless `say` is False; exit code 2 and the reason when none can run on
+    this machine, before any run starts: every run would end in `error`."""
     try:
         backend = choose(settings.sandbox)
     except SandboxUnavailable as exc:
         console.print(f"[red]labs cannot run here: {escape(str(exc))}[/]", soft_wrap=True)
         raise typer.Exit(2) from None
-    console.print(f"sandbox: {backend.backend} ({backend.summary})", markup=False, soft_wrap=True)
+    if say:
+        say_sandbox(settings)
     return backend.backend
+
+
+def say_sandbox(settings: Settings) -> None:
+    """One line: which sandbox backend lab code runs in here (checked by `require_sandbox`)."""
+    backend = choose(settings.sandbox)
+    console.print(f"sandbox: {backend.backend} ({backend.summary})", markup=False, soft_wrap=True)
 
 
 def _run(

@@ -261,6 +261,7 @@ class LocalSandbox:
             if base == str(self.root):
                 dirs[:] = [d for d in dirs if not d.startswith(SKIPPED_TOP)]
                 names = [n for n in names if not n.startswith(SKIPPED_TOP)]
+            dirs.sort()  # walked in name order: the same workspace lists the same way
             for name in sorted(names):
                 found.append(os.path.relpath(os.path.join(base, name), self.root))
         return found
