@@ -30,7 +30,6 @@ from workers.gym.registry import find_bundle  # noqa: E402
 from workers.sandbox.local import LocalSandbox  # noqa: E402
 from workers.tools.env import RunView, ToolEnv  # noqa: E402
 from workers.tools.invoke import invoke  # noqa: E402
-from workers.tools.look import look  # noqa: E402
 
 TASK = "continual-digits"
 CODE = "for i in range(5):\n    open(f'made_{i}.txt', 'w').write('result %d' % i)"
@@ -54,7 +53,7 @@ def measure(env: ToolEnv, calls: int) -> dict[str, float]:
     looks, watches, tools = [], [], []
     for call in range(calls):
         began = time.perf_counter()
-        look(env.sandbox.root, env.sandbox.hidden)
+        env.sandbox.look()
         looks.append(time.perf_counter() - began)
         began = time.perf_counter()
         outcome = invoke(env, "python", {"code": CODE}, call_id=f"bench-{call}")

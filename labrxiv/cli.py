@@ -99,7 +99,7 @@ def demo(
     hint = ": the demo runs offline search labs; try `labrxiv campaign --policy llm`"
     check_task(settings, task, "search", hint=hint)
     writable_folder_or_exit("--report", report)  # not once both campaigns have run
-    require_sandbox()
+    sandbox = require_sandbox(settings)
 
     try:
         result = run_demo(
@@ -112,6 +112,7 @@ def demo(
             seed=seed,
             report=report,
             deterministic=deterministic,
+            sandbox=sandbox,
         )
     except Stopped as stopped:
         say_stopped(console, stopped.left)
@@ -178,6 +179,12 @@ def worker(
 
     require_shared_database(settings, "worker")
     start_or_exit(settings, redis=True)
+
+    steps = "steps" in named  # lab steps run tools: which sandbox, or why none can run here
+    if steps:
+        from labrxiv.cli_campaign import require_sandbox
+
+        require_sandbox(settings, say=False)
     if metrics_port is not None:  # before the worker's modules import prometheus_client
         from labrxiv.cli_exporter import serve_worker_metrics
 
@@ -190,6 +197,10 @@ def worker(
     # sharing a host name) then answer broadcasts under one name (issue 12).
     name = name or f"labrxiv-{os.getpid()}-{uuid.uuid4().hex[:6]}@%h"
     app = celery_worker_app(settings)
+    if steps:  # said once its broker answered: a worker that cannot start says only why
+        from labrxiv.cli_campaign import say_sandbox
+
+        say_sandbox(settings)
     console.print(ready("worker", settings, f"queues {', '.join(named)}"), soft_wrap=True)
     app.worker_main(
         ["worker", "-Q", queues, "-c", str(concurrency), "-P", pool, "-n", name]

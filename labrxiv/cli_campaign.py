@@ -49,8 +49,8 @@ from workers.lab.policies import policy_needs
 from workers.llm.prices import PriceTable, recorded_prices, with_prices
 from workers.reactions import REACTIONS
 from workers.reactor import Reactor
+from workers.sandbox.backends import choose
 from workers.sandbox.base import SandboxUnavailable
-from workers.sandbox.jail import check_available
 
 console = make_console()
 
@@ -351,14 +351,24 @@ def _mode(value: str) -> Literal["isolated", "archive"]:
     return "archive" if value == "archive" else "isolated"
 
 
-def require_sandbox() -> None:
-    """Stop with exit code 2 and the reason when lab code cannot run on this machine
-    (e.g. not root), before any run starts: every run would end in `error`."""
+def require_sandbox(settings: Settings, say: bool = True) -> str:
+    """The sandbox backend lab code runs in here (`LABRXIV_SANDBOX`), said in one line
+    (`say_sandbox`) unless `say` is False; exit code 2 and the reason when none can run on
+    this machine, before any run starts: every run would end in `error`."""
     try:
-        check_available()
+        backend = choose(settings.sandbox)
     except SandboxUnavailable as exc:
-        console.print(f"[red]labs cannot run here: {exc}[/]", soft_wrap=True)
+        console.print(f"[red]labs cannot run here: {escape(str(exc))}[/]", soft_wrap=True)
         raise typer.Exit(2) from None
+    if say:
+        say_sandbox(settings)
+    return backend.backend
+
+
+def say_sandbox(settings: Settings) -> None:
+    """One line: which sandbox backend lab code runs in here (checked by `require_sandbox`)."""
+    backend = choose(settings.sandbox)
+    console.print(f"sandbox: {backend.backend} ({backend.summary})", markup=False, soft_wrap=True)
 
 
 def _run(
@@ -367,7 +377,7 @@ def _run(
     from labrxiv.wiring import open_bus, open_embedded, open_runner, open_store
 
     if settings.embedded:
-        require_sandbox()
+        plan = dataclasses.replace(plan, sandbox=require_sandbox(settings))
         system = open_embedded(settings, threads=max(2, plan.labs))
         try:
             with ctrl_c_between_ticks():

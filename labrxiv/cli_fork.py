@@ -81,12 +81,11 @@ def fork(
     budget, source = fork_budget(parent, given)
     started = store.read_records(types=["campaign.started"], correlation=_campaign(store, stream))
     mode = started[0].payload["mode"] if started else "isolated"
-    if settings.embedded:
-        require_sandbox()
+    sandbox = require_sandbox(settings) if settings.embedded else None
 
     def act(bus: Bus) -> Watched:
         campaign, fork_stream = start_fork(
-            bus, point, parent, mode, chosen, llm, (budget, source), seed
+            bus, point, parent, mode, chosen, llm, (budget, source), seed, sandbox
         )
         console.print(f"{fork_stream}: a fork of {stream} after step {at}")
         plan = CampaignPlan(

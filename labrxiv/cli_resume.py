@@ -54,7 +54,7 @@ def resume(
     store = open_log(settings)
     left = _chosen(store, campaign, runs or [])
     if settings.embedded:
-        require_sandbox()
+        require_sandbox(settings)
     codes = [_resume(settings, store, name, streams, timeout) for name, streams in left.items()]
     raise typer.Exit(max(codes))
 

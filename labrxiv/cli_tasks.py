@@ -159,14 +159,14 @@ def _trial(path: Path) -> None:
     from workers.gym.trial import failed, trial
 
     settings = _settings()
-    require_sandbox()
+    sandbox = require_sandbox(settings)
     bundle = load_bundle(path)
     console.print(
         f"running {escape(str(path))} once: the starter solution in the sandbox, then the grader",
         soft_wrap=True,
     )
     # Like a lab's: the solution sees no bundle, nor the data folder with the log.
-    checks = trial(bundle, hidden=[*gym_dirs(settings), settings.data_dir])
+    checks = trial(bundle, hidden=[*gym_dirs(settings), settings.data_dir], sandbox=sandbox)
     style = {"ok": "green", "FAILED": "red", "skipped": "dim", "note": "yellow"}
     for check in checks:
         console.print(

@@ -70,6 +70,7 @@ def run_demo(
     seed: int = 0,
     report: Path = Path("report"),
     deterministic: bool = False,
+    sandbox: str | None = None,
 ) -> DemoResult:
     """Run both campaigns in a fresh `<data_dir>/demo` and write the report (a folder
     there with more than a finished demo's log is moved aside: `labrxiv.demo_folder`).
@@ -79,7 +80,8 @@ def run_demo(
     were triggered (one bus thread, first in first out), and the campaigns' ids derive
     from the plan, so the same seed gives the same numbers; otherwise their steps run
     in parallel and, in archive mode, which lab reads which paper first depends on
-    timing (issue 13: a user comparing two demos saw different numbers)."""
+    timing (issue 13: a user comparing two demos saw different numbers). `sandbox`: the
+    backend chosen for the labs' tools, recorded in each `run.started`."""
     demo_dir = settings.data_dir / "demo"
     kept = make_room(demo_dir)
     if kept is not None:
@@ -103,6 +105,7 @@ def run_demo(
                 attempts=attempts,
                 deterministic=deterministic,
                 card=bundle.card.budgets,
+                sandbox=sandbox,
             )
             for mode in ("isolated", "archive")
         ]

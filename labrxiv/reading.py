@@ -7,7 +7,6 @@ and printed empty tables. Now a missing log is an error naming the path, and a d
 folder that holds no log falls back to the demo's data beside it, saying so.
 """
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -26,15 +25,8 @@ DEMO_FOLDER = "demo"
 
 
 def to_do() -> str:
-    """How to get a log: make one (labs run only as root: their sandbox needs it, and
-    `make demo` and `campaign` refuse anyone else), or read one that exists."""
-    make = "run `make demo` or `labrxiv campaign` first"
-    if os.geteuid() != 0:
-        make = (
-            "labs run only as root (their sandbox needs it): "
-            "run `make demo` or `labrxiv campaign` as root first"
-        )
-    return f"{make}, or set LABRXIV_DATA_DIR to a log's folder"
+    """How to get a log: make one, or read one that exists."""
+    return "run `make demo` or `labrxiv campaign` first, or set LABRXIV_DATA_DIR to a log's folder"
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     taken over by another once it runs out (`workers.lab.lease`)."""
     reactor_interval: float = Field(default=0.5, gt=0)
     """Seconds between the reactor's looks at the log (`labrxiv reactor`)."""
+    sandbox: str = "auto"
+    """The sandbox backend lab code runs in (`workers/sandbox/backends`): `jail` (root),
+    `userns` (rootless), or `auto`, the strongest that works on this machine."""
 
     @field_validator("data_dir", mode="before")
     @classmethod
@@ -108,6 +111,16 @@ class Settings(BaseSettings):
                 PriceTable.load(value, builtin=None)
             except PriceTableError as exc:
                 raise ValueError(exc.problem) from None  # the setting names the file
+        return value
+
+    @field_validator("sandbox")
+    @classmethod
+    def _known_sandbox(cls, value: str) -> str:
+        from workers.sandbox.backends import AUTO, backend_names
+
+        known = [AUTO, *backend_names()]
+        if value not in known:
+            raise ValueError(f"must be {', '.join(known[:-1])} or {known[-1]}")
         return value
 
     @field_validator("log_level")

@@ -66,6 +66,7 @@ def worker_context(settings: Settings, store: EventStore, bus: Bus) -> WorkerCon
         gateways=gateways(settings, prices),
         prices=prices,
         inflight=(settings.data_dir / "inflight").resolve(),
+        sandbox=settings.sandbox,
     )
     return WorkerContext(
         store=store,

@@ -107,6 +107,10 @@ class RunStarted(Payload):
     """Set for a fork (`labrxiv fork`): the run and step it branches off. The fork's
     state begins as its parent's at that point (no model or tool call is made again),
     with this event's settings (policy, model, budget) from then on."""
+    sandbox: str | None = None
+    """The sandbox backend the process that started the run chose for its tools (`jail`,
+    `userns`: `LABRXIV_SANDBOX`); None when that process runs no tools itself (workers
+    elsewhere, which each say theirs when they start)."""
 
     @model_validator(mode="after")
     def _sources_are_of_set_limits(self) -> "RunStarted":

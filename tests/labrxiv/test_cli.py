@@ -427,15 +427,18 @@ def test_worker_without_redis(tmp_path: Path) -> None:
 def test_demo_and_campaign_stop_with_a_reason_where_labs_cannot_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """As a user who is not root the sandbox cannot run: say so and exit 2 before any run
-    starts, rather than six runs ending in `error`, an empty report and exit 0."""
+    """As a user who is not root the root jail cannot run: say so and exit 2 before any
+    run starts, rather than six runs ending in `error`, an empty report and exit 0."""
     from workers.sandbox import jail
+    from workers.sandbox.backends import choose
 
     jail.check_available.cache_clear()
+    choose.cache_clear()
     monkeypatch.setattr(jail.os, "geteuid", lambda: 1000)
     # A user's PATH on Debian has no /usr/sbin, where pivot_root is: not the reason to give.
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     monkeypatch.setenv("LABRXIV_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("LABRXIV_SANDBOX", "jail")
     try:
         for args in (["demo"], ["campaign", "--task", "continual-digits"]):
             result = CliRunner().invoke(app, args)
@@ -446,3 +449,4 @@ def test_demo_and_campaign_stop_with_a_reason_where_labs_cannot_run(
         )
     finally:
         jail.check_available.cache_clear()
+        choose.cache_clear()

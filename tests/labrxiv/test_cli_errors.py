@@ -63,18 +63,11 @@ def test_the_default_data_folder_is_not_created_either(
     assert not (workdir / ".labrxiv").exists()
 
 
-def test_a_user_who_is_not_root_is_told_labs_need_root(
-    workdir: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`make demo` and `labrxiv campaign` refuse to run for a user who is not root (the
-    labs' sandbox needs it): the hint says so rather than sending them there blind."""
-    monkeypatch.setattr("labrxiv.reading.os.geteuid", lambda: 1000)
-    said = cli("runs")
-    assert said.code == 1, said.out
-    line = one_line(said)
-    assert "as root" in line and "LABRXIV_DATA_DIR" in line, line
-    monkeypatch.setattr("labrxiv.reading.os.geteuid", lambda: 0)
-    assert "as root" not in one_line(cli("runs"))
+def test_the_hint_to_make_a_log_needs_no_root(workdir: Path, cli: Cli) -> None:
+    """Any user can run `make demo` (a normal one gets the rootless sandbox): the hint
+    sends everyone there, and says nothing of root."""
+    line = one_line(cli("runs"))
+    assert "make demo" in line and "LABRXIV_DATA_DIR" in line and "root" not in line, line
 
 
 @pytest.mark.parametrize(

@@ -100,6 +100,40 @@ def test_a_wrong_queue_or_pool_is_one_line(
     assert fake.argv == [], "no worker was started"
 
 
+def test_a_steps_worker_says_its_sandbox_or_why_none_can_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A worker taking lab steps runs their tools: it says which sandbox in one line at
+    start, and where the one asked for cannot run here, why, before taking any step."""
+    from workers.sandbox.backends import choose
+    from workers.sandbox.base import SandboxUnavailable
+
+    fake = FakeCelery()
+    monkeypatch.setattr("labrxiv.wiring.celery_worker_app", lambda _settings: fake)
+    env = {k: None for k in os.environ if k.startswith("LABRXIV_")}
+    env |= {"LABRXIV_REDIS_URL": "redis://127.0.0.1:1/0", "LABRXIV_DATA_DIR": str(tmp_path)}
+    try:
+        chosen = choose("auto")
+    except SandboxUnavailable as exc:
+        pytest.skip(f"no sandbox works here: {exc}")
+    result = CliRunner().invoke(app, ["worker", "-Q", "steps"], env=env)
+    assert result.exit_code == 0, result.output
+    assert f"sandbox: {chosen.backend} ({chosen.summary})" in result.output
+    recorder = CliRunner().invoke(app, ["worker", "-Q", "events"], env=env)
+    assert "sandbox:" not in recorder.output, "a recorder runs no tools"
+
+    def unavailable(setting: str) -> None:
+        raise SandboxUnavailable("unprivileged user namespaces are off here (…)")
+
+    monkeypatch.setattr("labrxiv.cli_campaign.choose", unavailable)
+    fake.argv = []
+    refused = CliRunner().invoke(app, ["worker", "-Q", "events,steps"], env=env)
+    assert refused.exit_code == 2, refused.output
+    said = " ".join(refused.output.split())
+    assert said == "labs cannot run here: unprivileged user namespaces are off here (…)", said
+    assert fake.argv == [], "no worker was started"
+
+
 def test_the_worker_queues_are_the_handlers_queues() -> None:
     assert set(WORKER_QUEUES) == {queue for _, queue in HANDLERS.values()}
 

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from events import EventStore
 from labrxiv.cli import app
+from workers.sandbox.backends import AUTO, choose
 
 pytestmark = pytest.mark.slow
 ARGS = ["demo", "--labs", "3", "--papers", "2", "--attempts", "3", "--seed", "11"]
@@ -34,6 +35,9 @@ def test_two_deterministic_demos_with_one_seed_write_the_same_summary(tmp_path: 
     store = EventStore.from_url(f"sqlite:///{tmp_path / 'one' / 'data' / 'demo' / 'labrxiv.db'}")
     started = store.read_records(types=["campaign.started"])
     assert [r.payload["deterministic"] for r in started] == [True, True]
+    # Each run says which sandbox its tools ran in: the one `auto` chose here.
+    runs = store.read_records(types=["run.started"])
+    assert {r.payload["sandbox"] for r in runs} == {choose(AUTO).backend}
 
 
 def test_a_demo_that_was_not_deterministic_says_so(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 exits non-zero and says why, run by run; a broken grader ends a run with `error` instead
 of a paper that claims nothing; the demo checks its task as `campaign` does.
 
-Runs as a user runs the CLI (in this process, as root: the sandbox runs here).
+Runs as a user runs the CLI (in this process: the sandbox runs here).
 """
 
 import json

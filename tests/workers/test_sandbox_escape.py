@@ -1,11 +1,13 @@
 """The sandbox escape suite: a catalogue of attempts from lab code, each refused or contained.
 
-Every attempt runs through the tool path a lab uses (`invoke`, with a `ToolEnv` from
-`LabServices.env_for` as `labrxiv.wiring` builds it for a worker) in a fresh run of
-its own. The test id reads as the attempt and the outcome it must have, e.g.
-`symlink-to-grader=refused:protected_path` or `fork-bomb=stopped:time`, so
-`pytest -v` lists every attempt with its outcome; a failure names the attempt and
-what got out.
+Every attempt runs on every sandbox backend (the root jail as root, the rootless one as
+a normal user: run as root, the suite runs itself again as one for it,
+`test_the_rootless_backend_passes_as_a_normal_user`), through the tool path a lab uses
+(`invoke`, with a `ToolEnv` from `LabServices.env_for` as `labrxiv.wiring` builds it
+for a worker) in a fresh run of its own. The test id reads as the backend, the attempt
+and the outcome it must have, e.g. `jail-symlink-to-grader=refused:protected_path` or
+`userns-fork-bomb=stopped:time`, so `pytest -v` lists every attempt with its outcome;
+a failure names the attempt and what got out.
 
 After every attempt, whatever it was, the suite checks that:
 - no secret appeared in any event payload, blob or output: the worker's environment
@@ -13,7 +15,7 @@ After every attempt, whatever it was, the suite checks that:
   task's hidden data and grader (by digest and by base64, as an attack prints them);
 - the host is unharmed: the grader and hidden data are unchanged, nothing was written
   outside the workspace (a world-writable folder, /tmp, /var/tmp, /dev/shm), a
-  root-owned folder is still root's, the worker answered within the attempt's bound,
+  folder of the worker's is still the worker's, the worker answered within the attempt's bound,
   can still start processes, and no process of the sandbox user is left behind;
 - an attempt by path (a tool argument or a command naming a hidden path, `..`, an
   absolute path, a symlink) left an `integrity.violation` of the expected kind, and a
@@ -52,9 +54,11 @@ from labrxiv.settings import load_settings
 from labrxiv.wiring import Embedded, open_embedded
 from runstate import fold
 from tests.needs import missing
+from tests.unprivileged import pytest_as_normal_user, usable
 from workers.gym.grading import protected_digests
+from workers.sandbox.backends import backend_names
 from workers.sandbox.base import Limits
-from workers.sandbox.jail import SANDBOX_USER
+from workers.sandbox.cgroup import TreeGroup
 from workers.tools.env import ToolEnv
 from workers.tools.invoke import Invocation, invoke
 
@@ -100,10 +104,15 @@ class Lab:
     outside: Path
     """A world-writable folder outside every workspace (like /tmp)."""
     rootdir: Path
-    """A root-owned folder with a file: nothing may make it the sandbox user's."""
+    """A folder of the worker's user with a file: nothing may make it the sandbox user's."""
     listeners: dict[str, socket.socket]
     etc_passwd: str = ""
     """The sha256 of /etc/passwd before the attempts."""
+    owners: dict[Path, int] = field(default_factory=dict)
+    """Who owns the worker's folders before the attempts (the worker's user)."""
+    tree_memory: bool = True
+    """Whether a process tree's memory is bounded as a whole (a cgroup can be made here);
+    else each process is, by its rlimit."""
     canaries: dict[str, str] = field(default_factory=dict)
     """What must never come out, by what it is."""
     runs: int = 0
@@ -184,8 +193,10 @@ def _listeners(base: Path) -> dict[str, socket.socket]:
     return {"tcp": tcp, "unix": unix, "abstract": abstract}
 
 
-@pytest.fixture(scope="module")
-def lab() -> Iterator[Lab]:
+@pytest.fixture(scope="module", params=backend_names())
+def lab(request: pytest.FixtureRequest) -> Iterator[Lab]:
+    """The world of the attempts, its worker's sandbox of each backend in turn."""
+    backend = usable(request.param).backend
     saved = {name: os.environ.get(name) for name in SECRETS}
     os.environ.update(SECRETS)
     # Not pytest's tmp_path: its parents are private to root, which would hide the data
@@ -202,6 +213,7 @@ def lab() -> Iterator[Lab]:
     listeners = _listeners(base)
     try:
         system.ctx.labs.limits = LIMITS
+        system.ctx.labs.sandbox = backend
         (base / "data" / "secret.txt").write_text(f"canary-datadir-{uuid.uuid4().hex}\n")
         os.chmod(base / "data", 0o755)
         victim = _env(system, f"run-victim-{uuid.uuid4().hex[:8]}")
@@ -225,6 +237,14 @@ def lab() -> Iterator[Lab]:
             listeners=listeners,
         )
         world.canaries = _canaries(world)
+        world.owners = {
+            path: path.stat().st_uid
+            for path in (world.rootdir, world.rootdir / "precious.txt", gym, world.data)
+        }
+        group = TreeGroup.create(64 * MiB, 8)
+        world.tree_memory = group is not None
+        if group is not None:
+            group.remove()
         world.etc_passwd = hashlib.sha256(Path("/etc/passwd").read_bytes()).hexdigest()
         yield world
     finally:
@@ -856,9 +876,13 @@ def test_attempt_is_refused_or_contained(lab: Lab, attempt: Attempt) -> None:
     escapes += _host_harm(lab)
     if attempt.check:
         escapes += attempt.check(lab, env, invocations)
-    if memory and peak > LIMITS.memory_bytes * 1.1:
+    if memory and lab.tree_memory and peak > LIMITS.memory_bytes * 1.1:
         escapes.append(f"the process tree held {peak / MiB:.0f} MiB at once")
+    if memory and memory.largest > LIMITS.memory_bytes * 1.1:
+        escapes.append(f"a process held {memory.largest / MiB:.0f} MiB")
     observed = _observed(invocations, elapsed, peak)
+    if memory and not lab.tree_memory:
+        observed += " (no cgroup here: each process bounded, not the tree)"
     if attempt.kind == "disk":
         observed += f", workspace {_disk_usage(env.sandbox.root) / MiB:.0f} MiB"
     print(f"{attempt.name}: {observed}")
@@ -952,10 +976,10 @@ def _host_harm(lab: Lab) -> list[str]:
     if bait.read_text() != "bait\n":
         harm.append(f"{bait} was overwritten")
         bait.write_text("bait\n")
-    for path in (lab.rootdir, lab.rootdir / "precious.txt", lab.gym, lab.data):
-        if path.stat().st_uid != 0:
+    for path, owner in lab.owners.items():
+        if path.stat().st_uid != owner:
             harm.append(f"{path} now belongs to uid {path.stat().st_uid}")
-            os.chown(path, 0, 0)
+            os.chown(path, owner, -1)
     victim = lab.victim.sandbox.root / "victim.txt"
     if victim.read_text() != lab.canaries["other run's file"]:
         harm.append("the other run's workspace was written")
@@ -994,9 +1018,10 @@ def _sandbox_pids(base: Path) -> set[int]:
     """Processes of the sandbox user that run in a workspace of this suite.
 
     Told apart by their mount table, which shows their workspace, under `base` (whose name
-    is unique): other sandboxes on the machine (another test run's) are left alone.
+    is unique): other sandboxes on the machine (another test run's) are left alone. The
+    sandbox user is `nobody` when the worker is root, else the worker's own user.
     """
-    uid = str(pwd.getpwnam(SANDBOX_USER).pw_uid)
+    uid = str(pwd.getpwnam("nobody").pw_uid if os.geteuid() == 0 else os.getuid())
     pids = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -1078,11 +1103,13 @@ class _Victim:
 
 
 class _MemoryWatch:
-    """The peak, over time, of the resident memory of this suite's sandboxed processes."""
+    """The peak, over time, of the resident memory of this suite's sandboxed processes, and
+    the largest one process held."""
 
     def __init__(self, base: Path) -> None:
         self.base = base
         self.peak = 0
+        self.largest = 0
         self.done = threading.Event()
         self.thread = threading.Thread(target=self._sample, daemon=True)
         self.thread.start()
@@ -1098,6 +1125,7 @@ class _MemoryWatch:
                 for line in status.splitlines():
                     if line.startswith("VmRSS:"):
                         total += int(line.split()[1]) * 1024
+                        self.largest = max(self.largest, int(line.split()[1]) * 1024)
             self.peak = max(self.peak, total)
             time.sleep(0.05)
 
@@ -1105,3 +1133,19 @@ class _MemoryWatch:
         self.done.set()
         self.thread.join()
         return self.peak
+
+
+@pytest.mark.timeout(1800)
+def test_the_rootless_backend_passes_as_a_normal_user() -> None:
+    """Run as root (as CI runs), this suite runs every attempt again on its rootless
+    backend as a normal user, the user that backend is for: each must be refused or
+    contained there too, none skipped."""
+    if os.geteuid() != 0:
+        pytest.skip("already a normal user: the rootless backend's attempts ran above")
+    rootless = [name for name in backend_names() if name != "jail"]
+    # In cgroups of its own where they can be made, as a systemd user session has: the
+    # process tree's memory is then bounded as a whole (`memory-split-over-processes`).
+    done = pytest_as_normal_user(Path(__file__), " or ".join(rootless), 1500, delegate=True)
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said[-20000:]
+    assert " passed" in said and "skipped" not in said, said[-20000:]

@@ -20,7 +20,7 @@ from workers.context import WorkerContext
 from workers.gym.registry import find_bundle
 from workers.reactor import Reactor
 from workers.recorder import record_message
-from workers.sandbox.local import LocalSandbox
+from workers.sandbox.backends import AUTO, new_sandbox
 from workers.tools.changes import diff
 from workers.tools.env import RunView, ToolEnv
 from workers.tools.invoke import invoke
@@ -34,7 +34,7 @@ def env(tmp_path: Path) -> Iterator[ToolEnv]:
     """A run's tool environment on a workspace with two starter files."""
     os.chmod(tmp_path, 0o755)  # the sandbox user walks through it to its workspace
     bundle = find_bundle(TASK)
-    sandbox = LocalSandbox(tmp_path / "run-ws")
+    sandbox = new_sandbox(AUTO, tmp_path / "run-ws")  # the backend this user gets
     (sandbox.root / "train.py").write_text("print('trained')\n")
     (sandbox.root / "data").mkdir()
     (sandbox.root / "data" / "table.csv").write_text("a,b\n1,2\n")

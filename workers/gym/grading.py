@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workers.gym.card import TaskCard
-from workers.sandbox.base import ExecResult, Limits
-from workers.sandbox.local import LocalSandbox
+from workers.sandbox.base import ExecResult, Limits, Sandbox
 
 
 class GradingFailed(Exception):
@@ -58,9 +57,7 @@ def protected_digests(bundle: Path) -> dict[str, str]:
     return digests
 
 
-def grade(
-    sandbox: LocalSandbox, card: TaskCard, bundle: Path, limits: Limits | None = None
-) -> Grade:
+def grade(sandbox: Sandbox, card: TaskCard, bundle: Path, limits: Limits | None = None) -> Grade:
     """Run the solution in the sandbox (fresh outputs/), then the grader on its outputs."""
     result = sandbox.exec(["sh", "-c", "rm -rf outputs && mkdir -p outputs"])
     if result.exit_code != 0:

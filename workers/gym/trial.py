@@ -25,8 +25,8 @@ from workers.gym.grading import (
     refusal,
 )
 from workers.gym.layout import OUTPUTS
-from workers.sandbox.base import SandboxViolation
-from workers.sandbox.local import LocalSandbox
+from workers.sandbox.backends import AUTO, new_sandbox
+from workers.sandbox.base import Sandbox, SandboxViolation
 
 Status = Literal["ok", "FAILED", "skipped", "note"]
 
@@ -47,17 +47,17 @@ class Check:
     detail: str = ""
 
 
-def trial(bundle: Bundle, hidden: Sequence[Path] = ()) -> list[Check]:
+def trial(bundle: Bundle, hidden: Sequence[Path] = (), sandbox: str = AUTO) -> list[Check]:
     """Run the starter solution jailed in a fresh copy of the workspace, then the grader
-    on it; `hidden`: further folders the solution must not see. Needs the sandbox
-    (`workers.sandbox.jail.check_available`)."""
+    on it; `hidden`: further folders the solution must not see; `sandbox`: the backend
+    (`LABRXIV_SANDBOX`), which must work here (`workers.sandbox.backends.choose`)."""
     scratch = Path(tempfile.mkdtemp(prefix=f"labrxiv-trial-{bundle.id}-"))
     try:
         root = scratch / "workspace"
         shutil.copytree(bundle.workspace_dir, root, ignore=shutil.ignore_patterns("__pycache__"))
-        sandbox = LocalSandbox(root, hidden=[bundle.path, *hidden])
-        sandbox.prepare()
-        return _checks(bundle, sandbox)
+        box = new_sandbox(sandbox, root, hidden=[bundle.path, *hidden])
+        box.prepare()
+        return _checks(bundle, box)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -67,7 +67,7 @@ def failed(checks: Sequence[Check]) -> bool:
     return any(check.status == "FAILED" for check in checks)
 
 
-def _checks(bundle: Bundle, sandbox: LocalSandbox) -> list[Check]:
+def _checks(bundle: Bundle, sandbox: Sandbox) -> list[Check]:
     card = bundle.card
     done: list[Check] = []
 

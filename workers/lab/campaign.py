@@ -47,6 +47,8 @@ class CampaignPlan:
     """Limits on the whole campaign (tokens, dollars), summed over its labs."""
     llm: LlmConfig | None = None
     """Model settings, for `llm` labs."""
+    sandbox: str | None = None
+    """The sandbox backend chosen where the campaign starts (`RunStarted.sandbox`)."""
     deterministic: bool = False
     """The labs take turns in a fixed order (the caller runs one step at a time), so the
     same seed gives the same numbers; recorded in `campaign.started`."""
@@ -116,6 +118,7 @@ def start_campaign(
             review_rounds=plan.review.rounds if plan.review else 0,
             papers=plan.papers,
             llm=plan.llm if plan.policy == "llm" else None,
+            sandbox=plan.sandbox,
         )
         events.append(run_started(stream, run, started, now))
     publish(bus, events)

@@ -85,6 +85,7 @@ def start_fork(
     llm: LlmConfig | None = None,
     budget: tuple[Budget, dict[BudgetName, BudgetSource]] | None = None,
     seed: int | None = None,
+    sandbox: str | None = None,
 ) -> tuple[str, str]:
     """Publish a campaign of one run, the fork; returns (campaign id, fork stream).
 
@@ -114,6 +115,7 @@ def start_fork(
         papers=parent.papers,
         llm=(llm or parent.llm) if chosen == "llm" else None,
         forked_from=point,
+        sandbox=sandbox,
     )
     first = run_started(stream, run, started, now)
     publish(bus, [started, first])

@@ -16,8 +16,8 @@ from workers.lab.fork import restore
 from workers.lab.policies import Policy, new_policies
 from workers.llm import Gateway
 from workers.llm.prices import PriceTable
+from workers.sandbox.backends import AUTO, new_sandbox
 from workers.sandbox.base import Limits
-from workers.sandbox.local import LocalSandbox
 from workers.tools.env import Archive, RunView, ToolEnv
 
 
@@ -39,6 +39,8 @@ class LabServices:
     inflight: Path = Path(".labrxiv/inflight")
     """Markers of model calls being sent (outside every workspace)."""
     limits: Limits = field(default_factory=Limits)
+    sandbox: str = AUTO
+    """The sandbox backend of the runs' tools (`LABRXIV_SANDBOX`: a name, or `auto`)."""
     policies: dict[str, Policy] = field(default_factory=new_policies)
     """Every policy found (`workers/lab/policies`), this worker's instances."""
     _bundles: dict[str, Bundle] = field(default_factory=dict)
@@ -89,7 +91,7 @@ class LabServices:
         bundle = self.bundle(state.task)
         root = self.workspaces / state.stream
         hidden = [*self.gym_dirs, self.workspaces, *self.hidden]
-        sandbox = LocalSandbox(root, hidden=hidden, limits=self.limits)
+        sandbox = new_sandbox(self.sandbox, root, hidden=hidden, limits=self.limits)
         if not (root / ".labrxiv-ready").exists():
             shutil.rmtree(root, ignore_errors=True)
             shutil.copytree(bundle.workspace_dir, root)

@@ -1,14 +1,19 @@
-"""The sandbox interface (exec, read, write, cleanup) and what it returns.
+"""The sandbox interface (exec, read, write, list, the workspace's changes) and its results.
 
-Every implementation passes tests/workers/test_sandbox_conformance.py. Events about
-sandbox work are emitted by the tool layer that wraps a sandbox, never here.
+Tools, graders and trials use a sandbox through `Sandbox` only; the backends behind it
+are found by name in `workers/sandbox/backends/`. Every backend passes
+tests/workers/test_sandbox_conformance.py and tests/workers/test_sandbox_escape.py.
+Events about sandbox work are emitted by the tool layer that wraps a sandbox, never here.
 """
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol
 
 from events.payloads.tool import LimitHit
+
+if TYPE_CHECKING:
+    from workers.tools.look import Snapshot
 
 ViolationKind = Literal[
     "path_traversal", "absolute_path", "symlink_escape", "protected_path", "network"
@@ -64,14 +69,24 @@ class SandboxViolation(Exception):
 
 
 class SandboxUnavailable(Exception):
-    """This machine cannot isolate processes (no unshare/setpriv or not permitted)."""
+    """This machine cannot isolate processes with the backend asked for; the message says
+    why and what to do, in one line."""
 
 
 class Sandbox(Protocol):
     """A workspace and a way to run processes in it."""
 
+    backend: ClassVar[str]
+    """The backend's name (`workers/sandbox/backends/<name>.py`)."""
     root: Path
-    """The workspace folder; nothing outside it is reachable."""
+    """The workspace folder, for the trusted side (the grader, the journal of changes);
+    processes in the sandbox reach nothing outside it."""
+    limits: Limits
+    """The limits a command runs under unless it is given others."""
+
+    def prepare(self) -> None:
+        """Make a new workspace ready for processes (after the starter files are copied
+        in); raises `SandboxUnavailable` saying why where none can run here."""
 
     def exec(self, argv: list[str], limits: Limits | None = None, stdin: str = "") -> ExecResult:
         """Run `argv` with cwd at the root, under `limits`, with no network."""
@@ -81,6 +96,26 @@ class Sandbox(Protocol):
 
     def write(self, path: str, data: bytes) -> None:
         """Create or replace a workspace file (relative path)."""
+
+    def resolve(self, path: str) -> str:
+        """The workspace-relative path `path` names once links inside are followed;
+        `SandboxViolation` when it leads outside or to what is protected."""
+
+    def files(self) -> list[str]:
+        """Every workspace file's relative path, folder by folder with names sorted: a link
+        to a file is listed, a link to a folder neither listed nor followed; the sandbox's
+        scratch and labrxiv's markers are left out."""
+
+    def look(self) -> "Snapshot":
+        """The workspace's state now; two looks say what changed between them."""
+
+    def protected_named(self, text: str) -> str | None:
+        """A protected path (grader, hidden data, other workspaces) that `text` names
+        outright, if any."""
+
+    def confine_tree(self, path: str) -> None:
+        """Refuse (`SandboxViolation`) a workspace folder from which a link leads outside,
+        before a reader outside the sandbox (the grader) follows it."""
 
     def cleanup(self) -> None:
         """Remove the workspace."""

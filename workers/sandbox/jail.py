@@ -63,14 +63,34 @@ def jail_argv(
     command's wait status; `python`: the interpreter that runs the init.
     """
     check_available()
-    readonly = [*SYSTEM, *(str(path) for path in runtime)]
+    drop = [
+        "setpriv", f"--reuid={SANDBOX_USER}", f"--regid={SANDBOX_GROUP}", "--clear-groups",
+        "--no-new-privs", "--",
+    ]  # fmt: skip
     return [
         "unshare", "--mount", "--net", "--pid", "--fork", "--kill-child",
         "--propagation", "private", "--",
-        python or sys.executable, "-I", "-S", str(INIT), str(workspace), str(status_fd or 2),
-        *readonly, "--", *map(str, hidden), "--",
-        "setpriv", f"--reuid={SANDBOX_USER}", f"--regid={SANDBOX_GROUP}", "--clear-groups",
-        "--no-new-privs", "--", *command,
+        *init_argv([*drop, *command], workspace, hidden, runtime, status_fd, python),
+    ]  # fmt: skip
+
+
+def init_argv(
+    command: Sequence[str],
+    workspace: Path,
+    hidden: Sequence[Path],
+    runtime: Sequence[Path] = (),
+    status_fd: int | None = None,
+    python: str | None = None,
+    user: tuple[int, int, int] | None = None,
+) -> list[str]:
+    """The argv of the jail's init (`jail_init.py`), which builds the jail's root in the
+    namespaces it was started in and runs `command` there (as `user`: uid, gid and
+    process limit, in a user namespace of its own, if given)."""
+    readonly = [*SYSTEM, *(str(path) for path in runtime)]
+    enter = ["--enter-user", *map(str, user)] if user else []
+    return [
+        python or sys.executable, "-I", "-S", str(INIT), *enter, str(workspace),
+        str(status_fd or 2), *readonly, "--", *map(str, hidden), "--", *command,
     ]  # fmt: skip
 
 
@@ -92,14 +112,16 @@ def interpreter_folders(python: str) -> list[Path]:
     ]
 
 
-def preexec(limits: Limits, group: TreeGroup | None) -> Callable[[], None]:
+def preexec(limits: Limits, group: TreeGroup | None, processes: bool = True) -> Callable[[], None]:
     """A `preexec_fn` that puts the child in `group` and applies `limits` before it execs.
 
     The tree's process count is bounded by its cgroup (`pids.max`) where one was made,
     and by RLIMIT_NPROC only where none could be: that limit counts every process of the
     sandbox user on the machine, so one jail's fork bomb at the limit made every other
     jail's forks fail for as long as it lasted ("sh: Cannot fork" in another run's
-    `evaluate`: a lab test failed beside the escape suite's fork bombs)."""
+    `evaluate`: a lab test failed beside the escape suite's fork bombs). `processes`
+    False: RLIMIT_NPROC is left to the jail's init, which sets it in the command's own
+    user namespace (the rootless backend)."""
 
     def apply() -> None:
         if group is not None:
@@ -107,7 +129,7 @@ def preexec(limits: Limits, group: TreeGroup | None) -> Callable[[], None]:
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5))
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
-        if group is None:
+        if group is None and processes:
             resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
@@ -142,9 +164,8 @@ def check_available() -> None:
     # Root first: a user's PATH often lacks /usr/sbin (pivot_root), and root is the need.
     if os.geteuid() != 0:
         raise SandboxUnavailable(
-            "the sandbox isolates processes with mount, network and PID namespaces and an "
-            "unprivileged user, which needs root; run labrxiv workers as root "
-            "(e.g. in their container)"
+            "the root jail needs root: run labrxiv workers as root (e.g. in their "
+            "container), or let them use the rootless sandbox (LABRXIV_SANDBOX=auto or userns)"
         )
     tools = ("unshare", "setpriv", "pivot_root")
     missing = [tool for tool in tools if shutil.which(tool) is None]

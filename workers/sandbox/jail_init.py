@@ -3,7 +3,11 @@
 `jail.py` runs it as root, as `python -I -S jail_init.py WORKSPACE STATUS_FD READONLY...
 -- HIDDEN... -- COMMAND...`, in fresh mount, network and PID namespaces (`unshare
 --fork`): READONLY are the folders to show read-only, HIDDEN the paths to cover if one
-of those folders holds them. The root it builds holds
+of those folders holds them. The rootless backend (`backends/userns.py`) runs it as the
+root of a fresh user namespace, with `--enter-user UID GID NPROC` first: the command
+then runs as UID and GID in a user namespace of its own nested in that one (so it holds
+no capability over the jail's mounts, which belong to the outer one), with at most
+NPROC processes counted in that namespace alone. The root it builds holds
 the read-only folders, the workspace at /mnt/workspace, a private /tmp, /dev (a few
 device nodes and a private /dev/shm) and /proc, and nothing else; the machine's root is
 unmounted after `pivot_root`. Then it runs COMMAND (which drops to the sandbox user) as
@@ -51,9 +55,12 @@ def mount(source: str, target: str, fstype: str | None, flags: int, data: str = 
 
 
 def bind(source: str, target: str, flags: int) -> None:
-    """Show `source` at `target` with `flags` (a bind mount takes its flags on a remount)."""
+    """Show `source` at `target` with `flags` (a bind mount takes its flags on a remount),
+    and those of read-only, nosuid, nodev and noexec the source's mount has: in a user
+    namespace they are locked, and a remount that drops one fails."""
     mount(source, target, None, MS_BIND)
-    mount("none", target, None, MS_REMOUNT | MS_BIND | flags)
+    kept = os.statvfs(target).f_flag & (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    mount("none", target, None, MS_REMOUNT | MS_BIND | flags | kept)
 
 
 def tmpfs(target: str, flags: int, options: str) -> None:
@@ -102,13 +109,44 @@ def build(workspace: str, readonly: list[str], hidden: list[str]) -> None:
     os.chdir(WORKSPACE)
 
 
-def run(command: list[str], status_fd: int) -> None:
-    """Run `command` as a child; write its wait status to `status_fd`; exit."""
+CLONE_NEWUSER = 0x10000000
+PR_SET_NO_NEW_PRIVS = 38
+
+
+def enter_user(uid: int, gid: int, processes: int) -> None:
+    """Become `uid`/`gid` in a new user namespace, with no way to gain privileges and at
+    most `processes` processes.
+
+    Mapped onto the outer namespace's root, which is the worker's user outside: files
+    the command writes are the worker's. RLIMIT_NPROC counts processes per user per user
+    namespace (and up each parent), so set here it bounds this command's tree alone, not
+    every process of the worker's user on the machine."""
+    import resource  # only the rootless jail needs it
+
+    if _libc.unshare(CLONE_NEWUSER) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWUSER)")
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} 0 1"), ("gid_map", f"{gid} 0 1")):
+        with open(f"/proc/self/{name}", "w") as handle:
+            handle.write(text)
+    resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
+    if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+
+
+def run(command: list[str], status_fd: int, user: tuple[int, int, int] | None = None) -> None:
+    """Run `command` as a child (as `user`, uid, gid and process limit, in a user
+    namespace of its own if given); write its wait status to `status_fd`; exit."""
     child = os.fork()
     if child == 0:
         os.close(status_fd)
         for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT):
             signal.signal(sig, signal.SIG_DFL)
+        if user is not None:
+            try:
+                enter_user(*user)
+            except OSError as exc:
+                os.write(2, f"labrxiv-jail: {exc}\n".encode())
+                os._exit(SETUP_FAILED)
         try:
             os.execvp(command[0], command)
         finally:
@@ -124,6 +162,10 @@ def run(command: list[str], status_fd: int) -> None:
 
 
 def main(argv: list[str]) -> None:
+    user = None
+    if argv[0] == "--enter-user":
+        user = (int(argv[1]), int(argv[2]), int(argv[3]))
+        argv = argv[4:]
     workspace, status_fd, rest = argv[0], int(argv[1]), argv[2:]
     first = rest.index("--")
     second = rest.index("--", first + 1)
@@ -132,7 +174,7 @@ def main(argv: list[str]) -> None:
     except OSError as exc:
         os.write(2, f"labrxiv-jail: {exc}\n".encode())
         os._exit(SETUP_FAILED)
-    run(rest[second + 1 :], status_fd)
+    run(rest[second + 1 :], status_fd, user)
 
 
 if __name__ == "__main__":

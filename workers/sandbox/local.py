@@ -1,4 +1,11 @@
-"""The local sandbox: a workspace folder on this machine and jailed processes in it."""
+"""The local sandbox: a workspace folder on this machine and jailed processes in it.
+
+`LocalSandbox` is the root jail (`jail.py`): the `jail` backend. What a backend whose
+workspace is a folder of this machine shares (the file operations, the limits' watch,
+the capture of output) lives here; a backend changes how a command is wrapped
+(`_argv`), what is set before it execs (`_preexec`), who owns the workspace
+(`_owner_ids`) and how it checks that it works (`check`).
+"""
 
 import errno
 import os
@@ -10,9 +17,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, ClassVar
 
 from workers.sandbox.base import (
     ExecResult,
@@ -33,6 +40,7 @@ from workers.sandbox.jail import (
 )
 from workers.sandbox.jail_init import SETUP_FAILED
 from workers.sandbox.paths import confine
+from workers.tools.look import SKIPPED_TOP, Snapshot, look
 
 _ENV = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -54,6 +62,11 @@ a link swapped in must not be followed."""
 class LocalSandbox:
     """A workspace at `root`; processes run jailed with `hidden` paths covered."""
 
+    backend: ClassVar[str] = "jail"
+    strength: ClassVar[int] = 2
+    """`LABRXIV_SANDBOX=auto` takes the strongest backend that works here."""
+    summary: ClassVar[str] = "the root jail: namespaces, the nobody user, a cgroup per call"
+
     def __init__(
         self,
         root: Path,
@@ -69,11 +82,29 @@ class LocalSandbox:
         """Folders the jail shows read-only besides the system: the interpreter's."""
         self.root.mkdir(parents=True, exist_ok=True)
 
+    @classmethod
+    def check(cls) -> None:
+        """Raise `SandboxUnavailable` saying why, in one line, when this backend cannot run
+        lab code here."""
+        check_available()
+
     def prepare(self) -> None:
         """Give the workspace to the sandbox user (after starter files are copied in); a
         machine where the sandbox cannot run says why here, not with a failed chown."""
-        check_available()
+        self.check()
         hand_to_sandbox_user(self.root)
+
+    def _argv(self, command: list[str], status_fd: int, limits: Limits) -> list[str]:
+        """The argv that runs `command` in this backend's jail, under `limits`."""
+        return jail_argv(command, self.root, self.hidden, self.runtime, status_fd, self.python)
+
+    def _preexec(self, limits: Limits, group: TreeGroup | None) -> Callable[[], None]:
+        """What the jail's first process does before it execs (limits, its cgroup)."""
+        return preexec(limits, group)
+
+    def _owner_ids(self) -> tuple[int, int]:
+        """The uid and gid that sandboxed processes write the workspace as."""
+        return sandbox_ids()
 
     def exec(self, argv: list[str], limits: Limits | None = None, stdin: str = "") -> ExecResult:
         """Run `argv` jailed, in the workspace (seen inside as /mnt/workspace).
@@ -89,7 +120,7 @@ class LocalSandbox:
         started = time.monotonic()
         try:
             proc = subprocess.Popen(
-                jail_argv(command, self.root, self.hidden, self.runtime, status_write, self.python),
+                self._argv(command, status_write, limits),
                 cwd=self.root,
                 env=dict(
                     _ENV,
@@ -103,7 +134,7 @@ class LocalSandbox:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                preexec_fn=preexec(limits, group),
+                preexec_fn=self._preexec(limits, group),
                 start_new_session=True,
                 pass_fds=(status_write,),
             )
@@ -192,7 +223,7 @@ class LocalSandbox:
         elif tmp.exists() and not tmp.is_dir():
             tmp.unlink()
         tmp.mkdir(exist_ok=True)
-        uid, gid = sandbox_ids()
+        uid, gid = self._owner_ids()
         os.chown(tmp, uid, gid, follow_symlinks=False)
 
     def read(self, path: str, max_bytes: int | None = None) -> bytes:
@@ -216,6 +247,32 @@ class LocalSandbox:
         uid, gid = _owner(self.root)
         for made in [*created, real]:
             os.lchown(made, uid, gid)
+
+    def resolve(self, path: str) -> str:
+        """The workspace-relative path `path` names once links inside are followed."""
+        return os.path.relpath(confine(self.root, path, self.hidden), self.root)
+
+    def files(self) -> list[str]:
+        """Every workspace file's relative path, folder by folder with names sorted: a link
+        to a file is listed, a link to a folder neither listed nor followed; the jail's
+        scratch and labrxiv's markers are left out."""
+        found = []
+        for base, dirs, names in os.walk(self.root):
+            if base == str(self.root):
+                dirs[:] = [d for d in dirs if not d.startswith(SKIPPED_TOP)]
+                names = [n for n in names if not n.startswith(SKIPPED_TOP)]
+            dirs.sort()  # walked in name order: the same workspace lists the same way
+            for name in sorted(names):
+                found.append(os.path.relpath(os.path.join(base, name), self.root))
+        return found
+
+    def look(self) -> Snapshot:
+        """The workspace's state now, hidden paths never entered (`workers.tools.look`)."""
+        return look(self.root, self.hidden)
+
+    def protected_named(self, text: str) -> str | None:
+        """A hidden path that `text` names outright, if any."""
+        return next((str(path) for path in self.hidden if str(path) in text), None)
 
     def confine_tree(self, path: str) -> None:
         """Refuse (`SandboxViolation`) a workspace folder from which a link leads outside.

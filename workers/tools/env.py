@@ -8,7 +8,7 @@ from uuid import UUID
 
 from workers.gym.card import TaskCard
 from workers.llm.prices import PriceTable
-from workers.sandbox.local import LocalSandbox
+from workers.sandbox.base import Sandbox
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ class RunView:
 class ToolEnv:
     """Everything a tool call may touch."""
 
-    sandbox: LocalSandbox
+    sandbox: Sandbox
     card: TaskCard
     bundle: Path
     archive: Archive

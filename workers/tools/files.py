@@ -9,7 +9,6 @@ from typing import Annotated
 from pydantic import Field
 
 from events.payloads import FileDigest
-from workers.sandbox.paths import confine
 from workers.tools.base import ToolError, ToolResult, tool, unwatched_tool
 from workers.tools.env import ToolEnv
 
@@ -88,30 +87,27 @@ def search_files(
     except re.error as exc:
         raise ToolError(f"bad pattern: {exc}") from None
     hits: list[str] = []
-    for base, _dirs, names in os.walk(env.sandbox.root):
-        for name in sorted(names):
-            relative = os.path.relpath(os.path.join(base, name), env.sandbox.root)
-            if not fnmatch.fnmatch(name, glob) or relative.startswith(".tmp"):
-                continue
-            # Through the sandbox: a link out is refused (and recorded), and a FIFO or a
-            # socket is skipped rather than read, which would block the worker for good.
-            try:
-                data = env.sandbox.read(relative, max_bytes=SEARCH_MAX + 1)
-            except OSError:
-                continue
-            if len(data) > SEARCH_MAX:
-                continue
-            for number, line in enumerate(data.decode(errors="replace").splitlines(), 1):
-                if regex.search(line):
-                    hits.append(f"{relative}:{number}: {line[:200]}")
-                    if len(hits) >= 100:
-                        return ToolResult("\n".join(hits + ["[… first 100 hits]"]))
+    for relative in env.sandbox.files():
+        if not fnmatch.fnmatch(os.path.basename(relative), glob):
+            continue
+        # Through the sandbox: a link out is refused (and recorded), and a FIFO or a
+        # socket is skipped rather than read, which would block the worker for good.
+        try:
+            data = env.sandbox.read(relative, max_bytes=SEARCH_MAX + 1)
+        except OSError:
+            continue
+        if len(data) > SEARCH_MAX:
+            continue
+        for number, line in enumerate(data.decode(errors="replace").splitlines(), 1):
+            if regex.search(line):
+                hits.append(f"{relative}:{number}: {line[:200]}")
+                if len(hits) >= 100:
+                    return ToolResult("\n".join(hits + ["[… first 100 hits]"]))
     return ToolResult("\n".join(hits) or "no match")
 
 
 def _written(env: ToolEnv, path: str, data: bytes) -> FileDigest:
     """The file just written, named as the workspace's looks name it: `./a` and `a` are one
     file, and a write through a link inside the workspace wrote the link's target."""
-    real = confine(env.sandbox.root, path, env.sandbox.hidden)
-    relative = os.path.relpath(real, env.sandbox.root)
+    relative = env.sandbox.resolve(path)
     return FileDigest(path=relative, sha256=hashlib.sha256(data).hexdigest(), size=len(data))

@@ -1,5 +1,6 @@
 """Process tools: bash and python, run jailed in the workspace."""
 
+from dataclasses import replace
 from typing import Annotated
 
 from pydantic import Field
@@ -35,16 +36,8 @@ def python(
 
 
 def _limits(env: ToolEnv, timeout_s: float) -> Limits:
-    base = env.sandbox.limits
-    return Limits(
-        wall_seconds=timeout_s,
-        cpu_seconds=max(1, int(timeout_s)),
-        memory_bytes=base.memory_bytes,
-        file_bytes=base.file_bytes,
-        output_bytes=base.output_bytes,
-        processes=base.processes,
-        disk_bytes=base.disk_bytes,
-    )
+    """The sandbox's limits, with the call's wall and CPU time."""
+    return replace(env.sandbox.limits, wall_seconds=timeout_s, cpu_seconds=max(1, int(timeout_s)))
 
 
 def _refuse_protected(env: ToolEnv, text: str) -> None:
@@ -52,11 +45,11 @@ def _refuse_protected(env: ToolEnv, text: str) -> None:
 
     The jail hides those paths anyway; naming them is still an attempt worth a record.
     """
-    for guarded in env.sandbox.hidden:
-        if str(guarded) in text:
-            raise SandboxViolation(
-                "protected_path", f"the command names {guarded}, which is off limits", str(guarded)
-            )
+    guarded = env.sandbox.protected_named(text)
+    if guarded is not None:
+        raise SandboxViolation(
+            "protected_path", f"the command names {guarded}, which is off limits", guarded
+        )
 
 
 def _result(env: ToolEnv, result: ExecResult) -> ToolResult:

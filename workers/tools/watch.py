@@ -11,30 +11,30 @@ from pathlib import Path
 from typing import Any
 
 from events.payloads import FileDigest
-from workers.sandbox.local import LocalSandbox
+from workers.sandbox.base import Sandbox
 from workers.tools.changes import Changes, diff, merge
 from workers.tools.journal import Journal, call_key
-from workers.tools.look import Snapshot, look
+from workers.tools.look import Snapshot
 
 
 class WorkspaceWatch:
     """Started before a tool call runs; `finish` after it says what the call changed."""
 
-    def __init__(self, sandbox: LocalSandbox, call_id: str, tool: str, args: dict[str, Any]):
+    def __init__(self, sandbox: Sandbox, call_id: str, tool: str, args: dict[str, Any]):
+        self.sandbox = sandbox
         self.root: Path = sandbox.root
-        self.hidden = tuple(sandbox.hidden)
         self.journal = Journal(self.root)
         self.key = call_key(call_id, tool, args)
         earlier = self.journal.before(self.key)
         if earlier is None:
-            self.before: Snapshot = look(self.root, self.hidden)
+            self.before: Snapshot = sandbox.look()
             self.journal.begin(self.key, self.before)
         else:
             self.before = earlier  # a second try: what the workspace was before the first
 
     def finish(self, reported: Iterable[FileDigest] = ()) -> Changes:
         """The changes since the before-look; `reported`: files the tool says it wrote."""
-        after = look(self.root, self.hidden)
+        after = self.sandbox.look()
         changes = diff(self.root, self.before, after, reported)
         first = self.journal.earlier(self.key)
         if first is not None:
