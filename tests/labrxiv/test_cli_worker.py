@@ -101,7 +101,7 @@ def test_a_wrong_queue_or_pool_is_one_line(
 
 
 def test_a_steps_worker_says_its_sandbox_or_why_none_can_run(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, redis_url: str
 ) -> None:
     """A worker taking lab steps runs their tools: it says which sandbox in one line at
     start, and where the one asked for cannot run here, why, before taking any step."""
@@ -111,7 +111,8 @@ def test_a_steps_worker_says_its_sandbox_or_why_none_can_run(
     fake = FakeCelery()
     monkeypatch.setattr("labrxiv.wiring.celery_worker_app", lambda _settings: fake)
     env = {k: None for k in os.environ if k.startswith("LABRXIV_")}
-    env |= {"LABRXIV_REDIS_URL": "redis://127.0.0.1:1/0", "LABRXIV_DATA_DIR": str(tmp_path)}
+    env |= {"LABRXIV_REDIS_URL": redis_url, "LABRXIV_DATA_DIR": str(tmp_path)}
+    env["LABRXIV_DATABASE_URL"] = f"sqlite:///{tmp_path / 'log.db'}"
     try:
         chosen = choose("auto")
     except SandboxUnavailable as exc:
