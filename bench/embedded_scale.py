@@ -38,7 +38,8 @@ from common import machine_cpu, tree_cpu  # noqa: E402
 from fake_server import FakeServer, completion, usage  # noqa: E402
 
 LABRXIV = Path(sys.executable).with_name("labrxiv")
-INSPECT_AI = "inspect-ai==0.3.285"
+INSPECT_AI = ("inspect-ai==0.3.285", "openai>=3.4")
+"""What the peer's environment gets: Inspect AI, and the openai its provider imports."""
 MODEL = "bench-model"
 TOOL_ARGS = '{"path": "config.json"}'
 
@@ -118,7 +119,8 @@ def measure(
             elapsed = time.monotonic() - started
             busy_after, total_after = machine_cpu()
         finally:
-            os.killpg(proc.pid, signal.SIGKILL)
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     return Figures(
         rate=calls / elapsed,
@@ -163,11 +165,12 @@ def inspect_agents(
 
 def inspect_venv(venv: Path) -> Path:
     """The bench's own environment with Inspect AI in it, made on first use."""
-    if not (venv / "bin" / "inspect").exists():
-        print(f"installing {INSPECT_AI} into {venv} (once)", flush=True)
-        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
-        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
-        subprocess.run([*pip, INSPECT_AI], check=True)
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    if subprocess.run([python, "-c", "import inspect_ai, openai"], capture_output=True).returncode:
+        print(f"installing {' '.join(INSPECT_AI)} into {venv} (once)", flush=True)
+        subprocess.run([python, "-m", "pip", "install", "--quiet", *INSPECT_AI], check=True)
     return venv
 
 

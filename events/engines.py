@@ -70,7 +70,9 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
         url,
         json_serializer=_json_dumps,
         json_deserializer=orjson.loads,
-        connect_args={"timeout": 60, "check_same_thread": False},
+        # `timeout`: SQLite's busy timeout, in seconds (what another process's writer
+        # may keep this one waiting).
+        connect_args={"timeout": 60, "check_same_thread": False} | kwargs.pop("connect_args", {}),
         **({"max_overflow": -1} | kwargs),
     )
     writer = _writer_lock(database)
@@ -84,7 +86,6 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
         cursor = dbapi_conn.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA busy_timeout=60000")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
@@ -108,11 +109,23 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
             raise
 
     @event.listens_for(engine, "commit")
+    def _on_commit(conn: Connection) -> None:
+        # SQLAlchemy calls this before it commits: commit here, then let the next writer
+        # in, so it does not begin while the lock is still SQLite's and sleep in its busy
+        # handler (SQLAlchemy's own commit then finds no transaction and does nothing).
+        if conn.info.get(_HOLDS_WRITER):
+            try:
+                conn.connection.dbapi_connection.commit()  # type: ignore[union-attr]
+            finally:
+                _release(conn)
+
     @event.listens_for(engine, "rollback")
-    def _on_end(conn: Connection) -> None:
-        # Before SQLite's COMMIT itself (SQLAlchemy has no hook after it): the next writer
-        # may begin a moment early, and waits those microseconds in SQLite's busy handler.
-        _release(conn)
+    def _on_rollback(conn: Connection) -> None:
+        if conn.info.get(_HOLDS_WRITER):
+            try:
+                conn.connection.dbapi_connection.rollback()  # type: ignore[union-attr]
+            finally:
+                _release(conn)
 
     def _release(conn: Connection) -> None:
         if conn.info.pop(_HOLDS_WRITER, False):

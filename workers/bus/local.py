@@ -20,7 +20,7 @@ from typing import Any
 
 from workers.bus.base import BusStopped
 from workers.metrics import count_retry, observe_task
-from workers.retry import DEFAULT, is_transient
+from workers.retry import DEFAULT, RetryPolicy, is_transient
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,9 @@ still there after this many waits (a few seconds) is a WARNING each time."""
 class LocalBus:
     """Runs sent tasks on `threads` background threads of this process."""
 
-    def __init__(self, threads: int = 1) -> None:
+    def __init__(self, threads: int = 1, retry: RetryPolicy = DEFAULT) -> None:
+        self._retry = retry
+        """The wait before a task that raised a transient fault runs again."""
         self._queue: queue.Queue[tuple[str, tuple[Any, ...]] | None] = queue.Queue()
         self._threads_wanted = threads
         self._threads: list[threading.Thread] = []
@@ -127,7 +129,7 @@ class LocalBus:
                     self.failures.append((task, exc))
                     observe_task(task, "failed", started)
                     return
-                delay = DEFAULT.wait(attempt)
+                delay = self._retry.wait(attempt)
                 said = str(exc).strip().splitlines()
                 log.log(
                     logging.INFO if attempt < QUIET_RETRIES else logging.WARNING,
