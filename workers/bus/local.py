@@ -6,9 +6,9 @@ same write path as a cluster. A transient fault (`workers.retry`: the database b
 away) is retried on the same thread with the one retry policy's backoff, as the Celery
 wrapper retries it, in a line of the log and no traceback; any other exception is logged
 and counted, never lost silently; there is no redelivery (the process is the failure
-domain). Once the bus
-is stopped (`abandon`, at Ctrl-C), `send` raises `BusStopped`, and a running task that
-sent ends there, quietly and uncounted, as the queued ones are dropped.
+domain). Once the bus is stopped (`abandon`, at Ctrl-C), `send` raises `BusStopped`,
+and a running task that sent ends there, quietly and uncounted, as the queued ones are
+dropped.
 """
 
 import logging
