@@ -2,6 +2,7 @@
 
 import logging
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -59,13 +60,22 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
     database = make_url(url).database
     if database and database != ":memory:":
         Path(database).parent.mkdir(parents=True, exist_ok=True)
+    # No cap on connections: a SQLite connection is a file handle, with no server to
+    # protect, and a capped pool only added a way to fail. At 20 embedded llm labs the
+    # default cap (5 + 10) ran out while every holder waited for the writer lock, whose
+    # holder waited for a connection (a reactor reads the log inside its transaction):
+    # "QueuePool limit … reached" after 30 s, and the campaign stalled. `pool_size` is
+    # how many stay open between uses (the embedded system sizes it to its threads).
     engine = create_engine(
         url,
         json_serializer=_json_dumps,
         json_deserializer=orjson.loads,
-        connect_args={"timeout": 60, "check_same_thread": False},
-        **kwargs,
+        # `timeout`: SQLite's busy timeout, in seconds (what another process's writer
+        # may keep this one waiting).
+        connect_args={"timeout": 60, "check_same_thread": False} | kwargs.pop("connect_args", {}),
+        **({"max_overflow": -1} | kwargs),
     )
+    writer = _writer_lock(database)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -76,16 +86,71 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
         cursor = dbapi_conn.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA busy_timeout=60000")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
         mode = conn.get_execution_options().get("sqlite_begin", "DEFERRED")
-        conn.exec_driver_sql(f"BEGIN {mode}")
+        if mode == "DEFERRED":
+            conn.exec_driver_sql("BEGIN DEFERRED")
+            return
+        # SQLite has one writer: this process's writers queue for it here, in order and
+        # asleep, holding no connection's lock. Left to SQLite, each polled the file lock
+        # in its busy handler (sleeps of up to 100 ms, no order): with tens of threads
+        # some waited out the 60 s busy timeout ("database is locked"). Other processes
+        # on the same file still meet at SQLite's lock, within its busy timeout.
+        writer.acquire()
+        conn.info[_HOLDS_WRITER] = True
+        try:
+            conn.exec_driver_sql(f"BEGIN {mode}")
+        except BaseException:
+            _release(conn)
+            raise
+
+    @event.listens_for(engine, "commit")
+    def _on_commit(conn: Connection) -> None:
+        # SQLAlchemy calls this before it commits: commit here, then let the next writer
+        # in, so it does not begin while the lock is still SQLite's and sleep in its busy
+        # handler (SQLAlchemy's own commit then finds no transaction and does nothing).
+        if conn.info.get(_HOLDS_WRITER):
+            try:
+                conn.connection.dbapi_connection.commit()  # type: ignore[union-attr]
+            finally:
+                _release(conn)
+
+    @event.listens_for(engine, "rollback")
+    def _on_rollback(conn: Connection) -> None:
+        if conn.info.get(_HOLDS_WRITER):
+            try:
+                conn.connection.dbapi_connection.rollback()  # type: ignore[union-attr]
+            finally:
+                _release(conn)
+
+    def _release(conn: Connection) -> None:
+        if conn.info.pop(_HOLDS_WRITER, False):
+            writer.release()
 
     return engine
+
+
+_HOLDS_WRITER = "labrxiv_holds_writer"
+"""Set in a connection's `info` while its transaction holds the process's writer lock."""
+
+_WRITERS: dict[str, threading.RLock] = {}
+_WRITERS_LOCK = threading.Lock()
+
+
+def _writer_lock(database: str | None) -> threading.RLock:
+    """The lock this process's writers of one SQLite file take turns by: one per file,
+    whichever engine they write through (an in-memory database is its engine's own).
+    Reentrant: a thread that nests a second writer on the same file waits for itself at
+    SQLite's lock, which times out with an error, rather than hang here for ever."""
+    if not database or database == ":memory:":
+        return threading.RLock()
+    key = os.path.realpath(database)
+    with _WRITERS_LOCK:
+        return _WRITERS.setdefault(key, threading.RLock())
 
 
 def lock_for_append(conn: Connection) -> Connection:

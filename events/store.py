@@ -23,7 +23,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from events.blobs import digest
-from events.engines import WRITER_OPTIONS, lock_for_append, make_engine
+from events.engines import WRITER_OPTIONS, lock_for_append, make_engine, writing
 from events.envelope import Event, as_utc
 from events.errors import BlobMismatch, ConflictError
 from events.gc_pause import gc_paused
@@ -159,7 +159,7 @@ class EventStore:
         # Cut after the escapes, which lengthen: the columns are bounded.
         event_id = event_id and _storable(event_id)[: text_limit(DEAD.c.event_id)]
         stream = stream and _storable(stream)[: text_limit(DEAD.c.stream)]
-        with self.engine.begin() as conn:
+        with writing(self.engine) as conn:
             conn.execute(
                 insert(DEAD).values(
                     received_at=utcnow(), reason=reason, raw=raw, event_id=event_id, stream=stream

@@ -120,7 +120,10 @@ def open_runner(settings: Settings, store: EventStore | None = None) -> Projecti
 
 def open_embedded(settings: Settings, threads: int = 2) -> Embedded:
     """Start the embedded system: SQLite (or the configured database) and a local bus."""
-    store = open_store(settings)
+    # SQLite: a connection kept open for each bus thread, a lease's renewer and the
+    # watcher beside them (more are opened when needed: `events.engines`).
+    sqlite = settings.store_url.startswith("sqlite")
+    store = open_store(settings, **({"pool_size": threads + 4} if sqlite else {}))
     bus = LocalBus(threads=threads)
     ctx = worker_context(settings, store, bus)
     bus.start(lambda task, args: run_handler(ctx, task, args))

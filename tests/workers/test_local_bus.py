@@ -8,6 +8,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+import sqlalchemy.exc
 
 from events import Event
 from events.ids import new_id, utcnow
@@ -23,6 +24,7 @@ from workers.handlers import run_handler
 from workers.lab import step as step_module
 from workers.lab.step import LAB_STEP_TASK, lab_step
 from workers.recorder import record_message
+from workers.retry import RetryPolicy
 
 STREAM = "run-stopped-0"
 
@@ -161,3 +163,44 @@ def test_a_second_take_waiting_in_place_takes_nothing_once_the_bus_stopped(
         with pytest.raises(BusStopped, match="not taken"):
             lab_step(ctx, STREAM, 0, final=True)
     assert waits and takes == []
+
+
+def test_a_transient_fault_is_retried_without_a_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The database busy or away says nothing of the task: it runs again after the retry
+    policy's wait, said in one line with no traceback, and is no failure."""
+    runs: list[str] = []
+
+    def runner(task: str, _args: tuple[object, ...]) -> None:
+        runs.append(task)
+        if len(runs) < 3:
+            raise sqlalchemy.exc.OperationalError("BEGIN", {}, Exception("database is locked"))
+
+    bus = LocalBus(threads=1, retry=RetryPolicy(base_s=0.001))
+    bus.start(runner)
+    with caplog.at_level("INFO", logger="workers.bus.local"):
+        bus.send("labrxiv.record", "{}")
+        bus.join()
+    bus.close()
+    assert runs == ["labrxiv.record"] * 3
+    assert bus.failures == []
+    said = [r for r in caplog.records if r.name == "workers.bus.local"]
+    assert len(said) == 2 and all(r.exc_info is None for r in said), said
+    assert all("database is locked" in r.getMessage() for r in said)
+
+
+def test_a_handler_bug_is_not_retried() -> None:
+    runs: list[str] = []
+
+    def runner(task: str, _args: tuple[object, ...]) -> None:
+        runs.append(task)
+        raise ValueError("a bug")
+
+    bus = LocalBus(threads=1)
+    bus.start(runner)
+    bus.send("labrxiv.record", "{}")
+    bus.join()
+    bus.close()
+    assert runs == ["labrxiv.record"]
+    assert [(task, str(exc)) for task, exc in bus.failures] == [("labrxiv.record", "a bug")]

@@ -2,10 +2,13 @@
 
 Tasks go on a `queue.Queue` and run on worker threads in this process, through the
 same handlers that Celery runs, so `labrxiv demo` on a bare machine exercises the
-same write path as a cluster. A handler's exception is logged and counted, never
-lost silently; there is no redelivery (the process is the failure domain). Once the bus
-is stopped (`abandon`, at Ctrl-C), `send` raises `BusStopped`, and a running task that
-sent ends there, quietly and uncounted, as the queued ones are dropped.
+same write path as a cluster. A transient fault (`workers.retry`: the database busy or
+away) is retried on the same thread with the one retry policy's backoff, as the Celery
+wrapper retries it, in a line of the log and no traceback; any other exception is logged
+and counted, never lost silently; there is no redelivery (the process is the failure
+domain). Once the bus is stopped (`abandon`, at Ctrl-C), `send` raises `BusStopped`,
+and a running task that sent ends there, quietly and uncounted, as the queued ones are
+dropped.
 """
 
 import logging
@@ -16,17 +19,24 @@ from collections.abc import Callable
 from typing import Any
 
 from workers.bus.base import BusStopped
-from workers.metrics import observe_task
+from workers.metrics import count_retry, observe_task
+from workers.retry import DEFAULT, RetryPolicy, is_transient
 
 log = logging.getLogger(__name__)
 
 Runner = Callable[[str, tuple[Any, ...]], Any]
 
+QUIET_RETRIES = 3
+"""Retries of a transient fault said at INFO: a moment's contention is no news; a fault
+still there after this many waits (a few seconds) is a WARNING each time."""
+
 
 class LocalBus:
     """Runs sent tasks on `threads` background threads of this process."""
 
-    def __init__(self, threads: int = 1) -> None:
+    def __init__(self, threads: int = 1, retry: RetryPolicy = DEFAULT) -> None:
+        self._retry = retry
+        """The wait before a task that raised a transient fault runs again."""
         self._queue: queue.Queue[tuple[str, tuple[Any, ...]] | None] = queue.Queue()
         self._threads_wanted = threads
         self._threads: list[threading.Thread] = []
@@ -99,17 +109,40 @@ class LocalBus:
                 if self._abandoned.is_set():
                     continue  # dropped unrun (`abandon`)
                 task, args = item
-                assert self._runner is not None
-                started = time.perf_counter()
-                try:
-                    self._runner(task, args)
-                except BusStopped:
-                    pass  # stopped while it ran: it ends there, as the queued ones do
-                except Exception as exc:  # a handler bug must not kill the bus thread
+                self._run(task, args)
+            finally:
+                self._queue.task_done()
+
+    def _run(self, task: str, args: tuple[Any, ...]) -> None:
+        """Run one task, again after a wait for as long as it raises a transient fault."""
+        assert self._runner is not None
+        attempt = 0
+        while True:
+            started = time.perf_counter()
+            try:
+                self._runner(task, args)
+            except BusStopped:
+                return  # stopped while it ran: it ends there, as the queued ones do
+            except Exception as exc:  # a handler bug must not kill the bus thread
+                if not is_transient(exc):
                     log.exception("task %s failed", task)
                     self.failures.append((task, exc))
                     observe_task(task, "failed", started)
-                else:
-                    observe_task(task, "done", started)
-            finally:
-                self._queue.task_done()
+                    return
+                delay = self._retry.wait(attempt)
+                said = str(exc).strip().splitlines()
+                log.log(
+                    logging.INFO if attempt < QUIET_RETRIES else logging.WARNING,
+                    "%s: database or broker away, retrying in %.1fs: %s",
+                    task,
+                    delay,
+                    said[0] if said else type(exc).__name__,
+                )
+                count_retry(task, "transient")
+                observe_task(task, "retried", started)
+                attempt += 1
+                if self._abandoned.wait(delay):
+                    return  # stopped while it waited: dropped, as the queued ones are
+            else:
+                observe_task(task, "done", started)
+                return
