@@ -356,10 +356,6 @@ MIXED = (
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    reason="embedded SQLite under 20 lab threads (database is locked, runs stall): "
-    "the SQLite-scaling work of issue 30"
-)
 def test_a_campaign_of_20_embedded_zoo_labs(tmp_path: Path) -> None:
     """20 labs of ten habits, on as many threads as `labrxiv campaign` gives them: every
     run ends as its habit says, the ledger holds every answer, `analyze` reads them all."""
