@@ -6,10 +6,9 @@ keep per-worker caches). `labrxiv tasks validate` checks a card's `policies` aga
 the names found here.
 """
 
-import importlib
-import pkgutil
 from functools import cache
 
+from workers.discovery import discover
 from workers.lab.policies.base import Policy, StepInput, StepOutcome
 
 __all__ = ["Policy", "StepInput", "StepOutcome", "new_policies", "policy_names", "policy_needs"]
@@ -17,18 +16,7 @@ __all__ = ["Policy", "StepInput", "StepOutcome", "new_policies", "policy_names",
 
 @cache
 def _classes() -> dict[str, type[Policy]]:
-    found: dict[str, type[Policy]] = {}
-    for module in pkgutil.iter_modules(__path__):
-        if not module.ispkg:
-            continue
-        package = importlib.import_module(f"{__name__}.{module.name}")
-        policy: type[Policy] | None = getattr(package, "POLICY", None)
-        if policy is None:
-            raise ImportError(f"{package.__name__} sets no POLICY (the policy's class)")
-        if policy.name != module.name:
-            raise ImportError(f"{package.__name__}: POLICY is named {policy.name!r}")
-        found[policy.name] = policy
-    return found
+    return discover(__name__, __path__, "POLICY", lambda policy: policy.name, packages_only=True)
 
 
 def policy_names() -> list[str]:

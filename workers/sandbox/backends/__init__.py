@@ -8,14 +8,13 @@ raises `SandboxUnavailable` saying why, in one line, where it cannot run.
 `LABRXIV_SANDBOX` names one, or `auto`.
 """
 
-import importlib
 import logging
-import pkgutil
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import ClassVar, Protocol
 
+from workers.discovery import discover
 from workers.sandbox.base import Limits, Sandbox, SandboxUnavailable
 
 __all__ = ["AUTO", "Backend", "backend_names", "choose", "new_sandbox"]
@@ -42,16 +41,7 @@ class Backend(Protocol):
 
 @cache
 def _backends() -> dict[str, Backend]:
-    found: dict[str, Backend] = {}
-    for module in pkgutil.iter_modules(__path__):
-        loaded = importlib.import_module(f"{__name__}.{module.name}")
-        backend: Backend | None = getattr(loaded, "BACKEND", None)
-        if backend is None:
-            raise ImportError(f"{loaded.__name__} sets no BACKEND (the backend's class)")
-        if backend.backend != module.name:
-            raise ImportError(f"{loaded.__name__}: BACKEND is named {backend.backend!r}")
-        found[module.name] = backend
-    return found
+    return discover(__name__, __path__, "BACKEND", lambda backend: backend.backend)
 
 
 def backend_names() -> list[str]:
