@@ -56,10 +56,18 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     )
 
 
+def _on_disk(database: str | None) -> bool:
+    """Whether a SQLite URL's database is a file (an in-memory one has a pool of its own,
+    which takes no pool sizes)."""
+    return bool(database) and database != ":memory:"
+
+
 def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
     database = make_url(url).database
-    if database and database != ":memory:":
-        Path(database).parent.mkdir(parents=True, exist_ok=True)
+    if _on_disk(database):
+        Path(str(database)).parent.mkdir(parents=True, exist_ok=True)
+    else:  # sizes of a file's pool (`open_embedded` gives them) mean nothing here
+        kwargs.pop("pool_size", None)
     # No cap on connections: a SQLite connection is a file handle, with no server to
     # protect, and a capped pool only added a way to fail. At 20 embedded llm labs the
     # default cap (5 + 10) ran out while every holder waited for the writer lock, whose
@@ -73,7 +81,7 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
         # `timeout`: SQLite's busy timeout, in seconds (what another process's writer
         # may keep this one waiting).
         connect_args={"timeout": 60, "check_same_thread": False} | kwargs.pop("connect_args", {}),
-        **({"max_overflow": -1} | kwargs),
+        **(({"max_overflow": -1} if _on_disk(database) else {}) | kwargs),
     )
     writer = _writer_lock(database)
 

@@ -5,8 +5,10 @@ instead of failing at SQLite's ("database is locked")."""
 import threading
 from pathlib import Path
 
+import pytest
 from sqlalchemy import text
 
+from events import EventStore
 from events.engines import make_engine, writing
 
 THREADS = 40
@@ -58,3 +60,11 @@ def test_writers_of_one_file_take_turns_and_none_fails(tmp_path: Path) -> None:
         assert conn.execute(text("SELECT count(*) FROM counts")).scalar() == THREADS * rounds
     for engine in engines:
         engine.dispose()
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///:memory:"])
+def test_an_in_memory_log_opens(url: str) -> None:
+    """An in-memory database has a pool of its own, which takes no pool sizes: given
+    them, it failed with a TypeError traceback."""
+    store = EventStore.from_url(url, pool_size=8)
+    assert store.engine.dialect.name == "sqlite"
