@@ -14,6 +14,7 @@ LLM gateway (the wait before a model's next attempt, the same in lab steps and i
 
 import logging
 import random
+import sqlite3
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -59,7 +60,7 @@ def is_transient(exc: BaseException) -> bool:
         if seen is None:
             return False
         if isinstance(seen, TRANSIENT):
-            return True
+            return not _sqlite_for_good(seen)
         if isinstance(seen, sqlalchemy.exc.DBAPIError) and seen.connection_invalidated:
             return True
         seen = seen.__cause__
@@ -126,3 +127,19 @@ def keep_going(
                 wait,
             )
         stop.wait(wait)
+
+
+SQLITE_WHILE_BUSY = ("locked", "busy")
+"""What a SQLite `OperationalError` says when another writer holds the file: the one kind
+of it that passes. Others ("no such table", "attempt to write a readonly database",
+"database or disk is full") stay until someone acts: retried for ever, an embedded
+campaign would hang until its `--timeout`, saying nothing but a retry line a second."""
+
+
+def _sqlite_for_good(exc: BaseException) -> bool:
+    """Whether `exc` is a SQLite error that waiting does not mend."""
+    original = getattr(exc, "orig", exc)
+    if not isinstance(original, sqlite3.OperationalError):
+        return False
+    said = str(original).lower()
+    return not any(word in said for word in SQLITE_WHILE_BUSY)

@@ -46,6 +46,9 @@ TRANSIENT = {
     ),
     "connection closed": _sa(InterfaceError, psycopg.InterfaceError("the connection is closed")),
     "sqlite busy": _sa(OperationalError, sqlite3.OperationalError("database is locked")),
+    "sqlite table busy": _sa(
+        OperationalError, sqlite3.OperationalError("database table is locked: events")
+    ),
     "psycopg itself": psycopg.OperationalError("connection refused"),
     "redis away": redis.exceptions.ConnectionError("Error 111 connecting to 127.0.0.1:6379"),
     "redis loading": redis.exceptions.BusyLoadingError("Redis is loading the dataset"),
@@ -64,6 +67,12 @@ LABS_OWN = {
     "bad SQL": _sa(ProgrammingError, Exception("syntax error")),
     "a pipe to a tool": BrokenPipeError(32, "Broken pipe"),
     "a missing file": FileNotFoundError(2, "No such file"),
+    # SQLite errors that waiting does not mend: retried, an embedded campaign hung
+    "sqlite read-only": _sa(
+        OperationalError, sqlite3.OperationalError("attempt to write a readonly database")
+    ),
+    "sqlite full": _sa(OperationalError, sqlite3.OperationalError("database or disk is full")),
+    "sqlite no table": _sa(OperationalError, sqlite3.OperationalError("no such table: events")),
 }
 
 
