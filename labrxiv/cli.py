@@ -215,9 +215,11 @@ def projector(
     page: int = typer.Option(5000, min=1, help="Events applied per transaction.", max=INT64_MAX),
 ) -> None:
     """Apply new events to the read models, following the log."""
+    from labrxiv.service_start import require_shared_database
     from labrxiv.wiring import open_runner
 
     settings = _settings()
+    require_shared_database(settings, "projector")
     if once:
         runner = open_runner(settings)
         runner.page = page

@@ -37,6 +37,7 @@ from labrxiv.interrupt import (
     stop_embedded,
 )
 from labrxiv.report import count_endings, every_run_errored, interrupted, print_endings
+from labrxiv.service_start import require_shared_database
 from labrxiv.settings import Settings
 from labrxiv.wiring import gym_dirs
 from labrxiv.words import counted
@@ -159,6 +160,7 @@ def campaign(
         console.print("[red]--archive-reads accepted needs --review (no paper is ever accepted)[/]")
         raise typer.Exit(2)
     settings: Settings = with_gym_path(_settings(), gym_path)
+    require_shared_database(settings, "campaign")
     if stall_seconds is not None:
         settings = settings.model_copy(update={"stall_seconds": stall_seconds})
     budget_or_exit(

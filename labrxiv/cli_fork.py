@@ -22,6 +22,7 @@ from labrxiv.errors import ShellError
 from labrxiv.interrupt import TIMEOUT_HELP
 from labrxiv.lookup import pick_prefixed
 from labrxiv.reading import find_log, open_log
+from labrxiv.service_start import require_shared_database
 from workers.bus.base import Bus
 from workers.lab.campaign import CampaignPlan
 from workers.lab.fork import ForkError, fork_budget, fork_point, start_fork
@@ -59,6 +60,7 @@ def fork(
     The fork inherits the run's events up to the end of step K (its attempts, papers,
     conversation, spend) and its workspace as it was then, rebuilt from the log; budgets
     count the inherited part too (unset ones are the run's). Exit codes as `campaign`'s."""
+    require_shared_database(settings_or_exit(), "fork")
     found = find_log(with_gym_path(settings_or_exit(), gym_path))
     if found.note:
         err.print(f"[dim]{found.note}[/]")

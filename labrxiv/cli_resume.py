@@ -25,6 +25,7 @@ from labrxiv.interrupt import (
 )
 from labrxiv.lookup import pick, pick_prefixed
 from labrxiv.reading import find_log, open_log
+from labrxiv.service_start import require_shared_database
 from labrxiv.settings import Settings
 from workers.bus.base import Bus
 from workers.lab.campaign import CampaignPlan
@@ -47,6 +48,7 @@ def resume(
 
     In embedded mode the work is done in this process (Ctrl-C stops it again, and
     `resume` goes on again); with Redis, the workers do it. Exit codes as `campaign`'s."""
+    require_shared_database(settings_or_exit(), "resume")
     found = find_log(with_gym_path(settings_or_exit(), gym_path))
     if found.note:
         err.print(f"[dim]{found.note}[/]")

@@ -60,6 +60,27 @@ def test_a_process_on_redis_without_a_database_url_is_refused(
     assert not (tmp_path / "data" / "labrxiv.db").exists(), "no log of its own was made"
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["campaign", "--task", "continual-digits", "--labs", "1"],
+        ["fork", "run-x", "--at", "1"],
+        ["resume"],
+        ["projector"],
+        ["projector", "--once"],
+    ],
+)
+def test_a_command_on_redis_without_a_database_url_is_refused(
+    tmp_path: Path, args: list[str]
+) -> None:
+    """A campaign sent to workers while watching a SQLite file of its own saw nothing of
+    them until its timeout; a projector projected an empty local log."""
+    code, out = invoke(tmp_path, *args, LABRXIV_REDIS_URL="redis://127.0.0.1:1/0")
+    assert code == 2, out
+    assert f"LABRXIV_DATABASE_URL is not set: a {args[0]} on Redis" in out, out
+    assert not (tmp_path / "data" / "labrxiv.db").exists(), "no log of its own was made"
+
+
 @pytest.mark.redis
 def test_a_worker_whose_database_does_not_answer_is_refused(
     tmp_path: Path, redis_url: str, closed_port: int, fake_celery: FakeCelery
