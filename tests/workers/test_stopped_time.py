@@ -6,8 +6,15 @@ from datetime import UTC, datetime, timedelta
 
 from events import Event, EventStore
 from events.ids import campaign_stream, new_id
-from events.payloads import Budget, CampaignInterrupted, Payload, RunStarted, ToolInvoked
-from runstate import fold
+from events.payloads import (
+    Budget,
+    CampaignInterrupted,
+    ForkPoint,
+    Payload,
+    RunStarted,
+    ToolInvoked,
+)
+from runstate import fold, fold_standing, loader
 from workers.lab.budget import over_budget, stopped_seconds
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
@@ -62,3 +69,34 @@ def test_a_run_never_stopped_or_without_a_wall_limit_has_no_stopped_time(
     other = [event("run-2", 0, 0, limited)]
     store.append(other)
     assert stopped_seconds(store, fold(other), T0 + timedelta(hours=9)) == 0.0
+
+
+def test_a_fork_of_a_resumed_run_leaves_out_its_parents_night_too(sqlite_url: str) -> None:
+    """A fork's elapsed time goes on from its parent's, whose night stopped counted
+    against the fork at its first step."""
+    store = EventStore.from_url(sqlite_url)
+    started = RunStarted(task="t", lab="lab-0", policy="search", budget=Budget(wall_seconds=900))
+    parent = [
+        event("run-1", 0, 0, started),
+        event("run-1", 1, 5, ToolInvoked(call_id="c1", tool="evaluate")),
+        event("run-1", 2, 14 * 60, ToolInvoked(call_id="c2", tool="evaluate")),
+        event("run-1", 3, 14 * 60 + 2, ToolInvoked(call_id="c3", tool="evaluate")),
+    ]
+    store.append(parent)
+    store.append([event(campaign_stream("c1"), 0, 6, CampaignInterrupted(runs=["run-1"]))])
+    forked = started.model_copy(update={"forked_from": ForkPoint(run="run-1", step=3, version=3)})
+    fork = Event(
+        id=new_id(),
+        stream="run-2",
+        version=0,
+        occurred_at=T0 + timedelta(hours=14, minutes=5),
+        correlation_id="c2",
+        payload=forked,
+    )
+    store.append([fork])
+    state = fold_standing([fork], loader(store))
+    now = fork.occurred_at
+    away = stopped_seconds(store, state, now)
+    assert away == timedelta(hours=14, minutes=-6).total_seconds()
+    assert over_budget(state, now, away) is None, "8 minutes of 15 were worked"
+    assert over_budget(state, now) is not None

@@ -20,6 +20,7 @@ from events.payloads import (
     CampaignStarted,
     Payload,
     RunFinished,
+    RunStarted,
 )
 from events.payloads.integrity import BudgetName
 from events.payloads.run import BudgetSource
@@ -54,21 +55,43 @@ def stopped_seconds(store: EventStore, state: RunState, now: datetime) -> float:
     embedded campaign stopped by Ctrl-C or its `--timeout`), the time from the stop to
     the run's next event, or to `now` when it has none yet (the step resuming it). A
     wall-time limit counts the time the run was worked on, not the night it stood
-    stopped before `labrxiv resume`. 0 for a run without a wall-time limit."""
-    if state.campaign is None or state.started.budget.wall_seconds is None:
+    stopped before `labrxiv resume`. A fork's elapsed time goes on from its parent's (and
+    its parent's from theirs): the time they stood stopped before the fork point counts
+    too. 0 for a run without a wall-time limit."""
+    if state.started.budget.wall_seconds is None:
+        return 0.0
+    total = _stopped(store, state.campaign, state.stream, None, now)
+    point = state.started.forked_from
+    while point is not None:  # up the fork's ancestors, each to its fork point
+        first = store.read_stream(point.run, limit=1)
+        if not first or not isinstance(first[0].payload, RunStarted):
+            break
+        total += _stopped(store, first[0].correlation_id, point.run, point.version + 1, None)
+        point = first[0].payload.forked_from
+    return total
+
+
+def _stopped(
+    store: EventStore, campaign: str | None, stream: str, limit: int | None, now: datetime | None
+) -> float:
+    """The seconds `stream` (its first `limit` events) stood stopped after each
+    `campaign.interrupted` naming it: until its next event, else until `now` (None: a
+    stop after the last event counted does not count)."""
+    if campaign is None:
         return 0.0
     stops = [
         event.occurred_at
-        for event in store.read_stream(campaign_stream(state.campaign))
-        if isinstance(event.payload, CampaignInterrupted) and state.stream in event.payload.runs
+        for event in store.read_stream(campaign_stream(campaign))
+        if isinstance(event.payload, CampaignInterrupted) and stream in event.payload.runs
     ]
     if not stops:
         return 0.0
-    times = [event.occurred_at for event in store.read_stream(state.stream)]
+    times = [event.occurred_at for event in store.read_stream(stream, limit=limit)]
     total = 0.0
     for stop in stops:
         after = next((at for at in times if at > stop), now)
-        total += max(0.0, (after - stop).total_seconds())
+        if after is not None:
+            total += max(0.0, (after - stop).total_seconds())
     return total
 
 
