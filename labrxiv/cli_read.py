@@ -198,7 +198,7 @@ def papers_top(
         ranked = _best_verified(archive, ranked, way)[:k]
         verified = [True] * len(ranked)
     else:
-        ranked = ranked[:k]
+        ranked = _as_measured(archive, ranked, way)[:k]
         verified = [_claim_verified(archive, i) for i in ranked]
     if as_json:
         rows = [asdict(r) | {"verified": v} for r, v in zip(ranked, verified, strict=True)]
@@ -243,7 +243,21 @@ def _verified_claims(archive: LogArchive, item: ClaimedPaper) -> list[tuple[floa
 
 def _claim_verified(archive: LogArchive, item: ClaimedPaper) -> bool:
     """Whether the paper's ranked claim is one the log verifies."""
-    return any(claimed == item.value for claimed, _ in _verified_claims(archive, item))
+    return any(item.value in pair for pair in _verified_claims(archive, item))
+
+
+def _as_measured(
+    archive: LogArchive, ranked: list[ClaimedPaper], direction: Direction
+) -> list[ClaimedPaper]:
+    """The papers ranked by their claims, a verified claim at the grader's value it
+    states (a percentage as its fraction), any other as claimed (an inflated claim ranks
+    as high as it claims: it is shown unverified); the earlier paper first among equals."""
+    placed = []
+    for item in ranked:
+        stated = dict(_verified_claims(archive, item)).get(item.value)
+        placed.append(item if stated is None else replace(item, value=stated))
+    sign = -1 if direction == Direction.maximize else 1
+    return sorted(placed, key=lambda item: (sign * item.value, item.paper.position))
 
 
 def _best_verified(

@@ -256,11 +256,13 @@ def test_top_ranks_by_the_direction_the_log_recorded(workdir: Path) -> None:
     shown = json.loads(out)
     assert shown["direction"] == "minimize"
     ranked = [p["paper"]["paper_id"] for p in shown["papers"]]
-    assert ranked == ["p-e", "p-b", "p-c", "p-a", "p-d"]  # as claimed, the overclaim first
+    # the overclaim first, as claimed; the percentage as the fraction it states
+    assert ranked == ["p-e", "p-d", "p-b", "p-c", "p-a"]
     assert [p["verified"] for p in shown["papers"]] == [False, True, True, True, True]
+    assert shown["papers"][1]["value"] == 0.05123
     code, out = invoke("papers", "top", "faraway")
     assert code == 0 and "higher ranked better" not in out
-    assert has_row(out, 1, "p-e", "lab-e")
+    assert has_row(out, 1, "p-e", "lab-e") and has_row(out, 2, "p-d", "lab-d")
     code, out = invoke("papers", "top", "faraway", "--verified-only", "--json")
     verified = json.loads(out)["papers"]
     assert [p["paper"]["paper_id"] for p in verified] == ["p-d", "p-b", "p-c", "p-a"]
