@@ -129,11 +129,11 @@ def keep_going(
         stop.wait(wait)
 
 
-SQLITE_WHILE_BUSY = ("locked", "busy")
-"""What a SQLite `OperationalError` says when another writer holds the file: the one kind
-of it that passes. Others ("no such table", "attempt to write a readonly database",
-"database or disk is full") stay until someone acts: retried for ever, an embedded
-campaign would hang until its `--timeout`, saying nothing but a retry line a second."""
+SQLITE_FOR_GOOD = ("readonly", "no such ", "has no column", "is full", "syntax error")
+"""What a SQLite `OperationalError` says when waiting does not mend it: a read-only file,
+a missing table or column, a full disk, bad SQL. They stay until someone acts: retried
+for ever, an embedded campaign hung until its `--timeout`, saying nothing but a retry
+line a second. Its other errors (locked, busy, a disk I/O error) pass."""
 
 
 def _sqlite_for_good(exc: BaseException) -> bool:
@@ -142,4 +142,4 @@ def _sqlite_for_good(exc: BaseException) -> bool:
     if not isinstance(original, sqlite3.OperationalError):
         return False
     said = str(original).lower()
-    return not any(word in said for word in SQLITE_WHILE_BUSY)
+    return any(words in said for words in SQLITE_FOR_GOOD)

@@ -66,7 +66,10 @@ def test_a_distributed_campaign_says_its_gym_path_is_not_the_workers(
     card = (gym / "digits-2" / "task.toml").read_text()
     (gym / "digits-2" / "task.toml").write_text(card.replace('"continual-digits"', '"digits-2"'))
     away = f"redis://127.0.0.1:{closed_port}/0"
-    said = cli("campaign", "--task", "digits-2", "--gym-path", str(gym), LABRXIV_REDIS_URL=away)
+    said = cli(
+        "campaign", "--task", "digits-2", "--gym-path", str(gym),
+        LABRXIV_REDIS_URL=away, LABRXIV_DATABASE_URL=f"sqlite:///{workdir / 'log.db'}",
+    )  # fmt: skip
     assert said.code == 1 and f"cannot reach Redis at {away}" in said.text, said.out
     assert (
         "--gym-path is this command's: workers find bundles by their LABRXIV_GYM_PATH" in said.text

@@ -46,6 +46,7 @@ TRANSIENT = {
     ),
     "connection closed": _sa(InterfaceError, psycopg.InterfaceError("the connection is closed")),
     "sqlite busy": _sa(OperationalError, sqlite3.OperationalError("database is locked")),
+    "sqlite disk i/o": _sa(OperationalError, sqlite3.OperationalError("disk I/O error")),
     "sqlite table busy": _sa(
         OperationalError, sqlite3.OperationalError("database table is locked: events")
     ),
