@@ -448,3 +448,25 @@ def test_the_archive_best_counts_a_forks_paper_on_its_inherited_attempts(
     store.append(own)
     evidence = gather(store, store.read_stream("run-f"), version=3)
     assert (evidence.prior_best, evidence.prior_paper) == (0.8, "p-f1")
+
+
+def test_a_verified_percentage_is_known_at_the_fraction_the_grader_measured(
+    sqlite_url: str,
+) -> None:
+    """Lab a reports its 0.9 as 90 (percent): verified, and a reader knows it as 0.9, not
+    as a score a hundred times the reference."""
+    store = EventStore.from_url(sqlite_url)
+    paper_id = author(store, 90.0)
+    reader = stream_of(
+        "run-b",
+        [lab_b_started(reads_archive=True), PapersRetrieved(query="q", paper_ids=[paper_id])],
+    )
+    store.append(reader)
+    bundle = load_bundle(GYM / "continual-digits")
+    primary = bundle.card.subtask("final_accuracy")
+    published = _published(fold(reader), LogArchive(store))
+    [experiment] = [e for e in published[0]["experiments"] if e["verified"]]
+    assert experiment["scores"]["final_accuracy"] == 90.0
+    assert experiment["measured"]["final_accuracy"] == 0.9
+    read = _read(published, memory_of([], primary, []), primary, dict(bundle.starter_config()))
+    assert [k.score for k in read if k.measured] == [0.9]

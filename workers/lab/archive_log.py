@@ -7,14 +7,15 @@ all it learns from: an archive campaign run after an isolated one on the same da
 does not start from the isolated labs' papers. Ranking is BM25
 over title, abstract and body; newer papers first among equals.
 
-Every claim and every reported experiment a paper shows carries `verified` (a claim also
-`measured`: the grader's value it states, the same as a fraction whether the claim wrote
-a fraction or a percentage, or None): true when
-the author's run, before the paper, has that graded attempt (`experiment.scored`,
-written by the environment) that measured the number claimed (`runstate.claims`: the
-measurement as shown, rounded, or as a percentage), and for an experiment also the
-configuration reported (as the run's `config.json` writes say); false otherwise. A
-reader may trust a verified number without measuring it again.
+Every claim and every reported experiment a paper shows carries `verified`, and
+`measured`: what the grader measured (a claim's value, an experiment's scores), the same
+as a fraction whether the paper wrote a fraction or a percentage; None unless verified.
+Verified means that the author's run, before the paper, has that graded attempt
+(`experiment.scored`, written by the environment) and that it measured the number
+claimed (`runstate.claims`: the measurement as shown, rounded, or as a percentage), and
+for an experiment also that it ran the configuration reported (as the run's
+`config.json` writes say). A reader may trust a verified number without measuring it
+again.
 """
 
 import math
@@ -83,10 +84,12 @@ class LogArchive:
         for claim in paper["claims"]:
             measured = _measured(claim, graded)
             claims.append({**claim, "verified": measured is not None, "measured": measured})
-        experiments = [
-            {**e, "verified": _reproduces(e, graded.get(e.get("attempt") or 0))}
-            for e in paper.get("experiments") or []
-        ]
+        experiments = []
+        for experiment in paper.get("experiments") or []:
+            attempt = graded.get(experiment.get("attempt") or 0)
+            verified = _reproduces(experiment, attempt)
+            scores = dict(attempt.scores or {}) if verified and attempt is not None else None
+            experiments.append({**experiment, "verified": verified, "measured": scores})
         checked = {**paper, "claims": claims, "experiments": experiments}
         with self._lock:
             self._checked[key] = checked

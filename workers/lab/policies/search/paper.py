@@ -180,7 +180,7 @@ def _led(paper: dict[str, Any], primary: Subtask, before: float | None) -> bool:
     """Whether the paper's verified result was ahead of everything the run had measured
     before this round by `PROGRESS`: then the round's moves started from it."""
     values = [
-        c["value"] for c in paper["claims"] if c["subtask"] == primary.name and c.get("verified")
+        c["measured"] for c in paper["claims"] if c["subtask"] == primary.name and c.get("verified")
     ]
     if not values or not paper["method"]:
         return False

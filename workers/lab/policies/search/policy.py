@@ -277,7 +277,7 @@ def _read(
     for paper in published:
         for experiment in paper.get("experiments") or []:
             config = {**starter, **experiment["config"]}
-            value = experiment["scores"].get(primary.name)
+            value = (experiment.get("measured") or {}).get(primary.name)
             if experiment.get("verified") and value is not None:
                 if config_key(config) not in memory.tried:
                     known.append(Known(value, config, True))
