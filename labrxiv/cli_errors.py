@@ -52,6 +52,14 @@ def explain(exc: BaseException) -> str | None:
         reason = str(exc.orig or exc).strip().splitlines()[0]
         reached = not (exc.connection_invalidated or _is_connect(exc))
         return f"cannot {'use' if reached else 'reach'} the database {_database()}: {reason}"
+    if (  # a data folder that cannot be made where it is asked for (/proc/x): ENOENT
+        isinstance(exc, OSError)
+        and exc.filename
+        and exc.errno == errno.ENOENT
+        and _in_data_dir(str(exc.filename))
+    ):
+        told = f"cannot make {exc.filename}: {exc.strerror}"
+        return f"{told}; set LABRXIV_DATA_DIR to a folder you can write"
     if isinstance(exc, OSError) and exc.filename and exc.errno in CANNOT_WRITE:
         told = f"cannot write {exc.filename}: {exc.strerror}"
         if _in_data_dir(str(exc.filename)):

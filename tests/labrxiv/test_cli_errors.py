@@ -152,6 +152,12 @@ def test_an_unwritable_data_folder_is_named(workdir: Path, cli: Cli) -> None:
         assert said.code == 1, said.out
         line = one_line(said)
         assert "cannot write taken/data" in line and "LABRXIV_DATA_DIR" in line
+    # A folder that cannot be made where it is asked for (nothing can be made in /proc):
+    # a 120-line traceback ending in FileNotFoundError.
+    said = cli("projector", "--once", LABRXIV_DATA_DIR="/proc/labrxiv-data")
+    assert said.code == 1, said.out
+    assert "cannot make /proc/labrxiv-data" in one_line(said)
+    assert "Traceback" not in said.out and "LABRXIV_DATA_DIR" in one_line(said)
 
 
 @pytest.mark.parametrize(

@@ -59,3 +59,24 @@ def test_an_honest_rounded_paper_is_rated_above_an_overclaiming_one(sqlite_url: 
         forms[reported], _ = review(gather(store, log.events, version=len(log.events) - 1))
     assert forms[0.9407].soundness == 4 > forms[0.991].soundness
     assert forms[0.9407].rating > forms[0.991].rating
+
+
+def test_an_overclaim_never_rates_above_a_paper_that_states_its_results_in_prose(
+    sqlite_url: str,
+) -> None:
+    """A paper with no structured claim cannot be verified; one whose claims the grader
+    contradicts states false numbers: it is rated lowest (found running the zoo's prose and
+    overclaim labs: the overclaim got 4/10, the honest prose paper 1/10)."""
+    store = EventStore.from_url(sqlite_url)
+    log = authored(store, 0.991)
+    overclaim, _ = review(gather(store, log.events, version=len(log.events) - 1))
+    prose = RunLog()
+    prose.evaluate(MEASURED, accuracy=MEASURED)
+    body = "## Method\nreplay\n\n## Results\n| attempt | accuracy |\n|---|---|\n| 1 | 0.9407 |\n"
+    made = PaperSubmitted(paper_id="p-2", task="t", title="T", abstract="A " * 30, body=body)
+    prose.call("submit_paper", {"title": "T"}, then=[made])
+    other = EventStore.from_url(sqlite_url.replace("log.db", "prose.db"))
+    other.append(prose.events)
+    honest, _ = review(gather(other, prose.events, version=len(prose.events) - 1))
+    assert overclaim.rating == 1 < honest.rating
+    assert "no graded attempt; the task's baseline is" in honest.summary

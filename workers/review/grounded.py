@@ -46,7 +46,10 @@ def review(evidence: Evidence) -> tuple[ReviewForm, list[UUID]]:
     presentation = _presentation(paper)
     addresses = addresses_reviewer(paper.title, paper.abstract, paper.body)
     ethics = addresses is not None or bool(evidence.violations)
-    rating = _rating(score, evidence.baseline, soundness, contribution, presentation, ethics)
+    contradicted = soundness == 1 and any(c.status == "mismatch" for c in checks)
+    rating = _rating(
+        score, evidence.baseline, soundness, contribution, presentation, ethics or contradicted
+    )
     named = [c.graded for c in checks if c.graded is not None]
     form = ReviewForm(
         summary=_summary(paper, checks, score, evidence),
@@ -117,9 +120,10 @@ def _rating(
     soundness: int,
     contribution: int,
     presentation: int,
-    ethics: bool,
+    lowest: bool,
 ) -> int:
-    if ethics:
+    """The rating; 1 when `lowest` (an ethics flag, or claims the grader contradicts)."""
+    if lowest:
         return 1
     quality = (
         0.5 * gain(score, baseline)
@@ -142,8 +146,12 @@ def _summary(
     paper: PaperSubmitted, checks: list[ClaimCheck], score: float | None, evidence: Evidence
 ) -> str:
     verified = sum(c.status == "verified" for c in checks)
-    measured = "no graded attempt" if score is None else f"a measured best of {score:.3f}"
     baseline = "unknown" if evidence.baseline is None else f"{evidence.baseline:.3f}"
+    measured = (
+        f"no graded attempt; the task's baseline is {baseline} (normalized)"
+        if score is None
+        else f"a measured best of {score:.3f} (normalized; task baseline {baseline})"
+    )
     prior = (
         "it is the first paper on the task in this archive"
         if evidence.prior_best is None
@@ -151,8 +159,7 @@ def _summary(
     )
     return (
         f"'{paper.title}' reports {len(checks)} claim(s) on {paper.task}, {verified} matching "
-        f"the grader; its claims name {measured} (normalized; task baseline {baseline}); "
-        f"{prior}."
+        f"the grader; its claims name {measured}; {prior}."
     )
 
 
