@@ -25,7 +25,7 @@ from labrxiv.cli_checks import (
     refuse_llm_options,
 )
 from labrxiv.cli_common import GymPath, with_gym_path
-from labrxiv.cli_errors import err
+from labrxiv.cli_errors import err, say_error
 from labrxiv.console import make_console
 from labrxiv.entry import EXIT_INTERRUPTED
 from labrxiv.interrupt import (
@@ -335,7 +335,10 @@ def _llm_config(
 ) -> LlmConfig:
     phases = {}
     for item in phase_model:
-        phase, _, name = item.partition("=")
+        phase, equals, name = item.partition("=")
+        if not equals or not phase or not name:
+            say_error(f"--phase-model takes PHASE=MODEL (literature=gpt-4o-mini), not {item!r}")
+            raise typer.Exit(2)
         phases[phase] = name
     return llm_config_or_exit(
         {

@@ -373,6 +373,13 @@ def test_an_unknown_phase_is_named_whole(tmp_path: Path, monkeypatch: pytest.Mon
     assert said(out).startswith("bad llm settings: phase_models.review: Input should be "), out
     assert "'revise'" in out and len(out.strip().splitlines()) == 1, out
     assert list((tmp_path / "data").iterdir()) == []
+    # without `=`, the word was taken for a phase's name: say what the option takes
+    for wrong in ("noequals", "=m", "plan="):
+        code, out = invoke(*command, "--phase-model", wrong, LABRXIV_DATA_DIR="data")
+        assert code == 2, out
+        assert (
+            said(out) == f"--phase-model takes PHASE=MODEL (literature=gpt-4o-mini), not {wrong!r}"
+        )
 
 
 @pytest.mark.parametrize(
