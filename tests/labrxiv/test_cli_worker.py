@@ -16,6 +16,7 @@ from celery.exceptions import DuplicateNodenameWarning
 from typer.testing import CliRunner
 
 from labrxiv.cli import WORKER_QUEUES, app
+from tests.needs import missing
 from workers.app import make_celery
 from workers.handlers import HANDLERS
 
@@ -116,7 +117,7 @@ def test_a_steps_worker_says_its_sandbox_or_why_none_can_run(
     try:
         chosen = choose("auto")
     except SandboxUnavailable as exc:
-        pytest.skip(f"no sandbox works here: {exc}")
+        missing(f"no sandbox works here: {exc}")
     result = CliRunner().invoke(app, ["worker", "-Q", "steps"], env=env)
     assert result.exit_code == 0, result.output
     assert f"sandbox: {chosen.backend} ({chosen.summary})" in result.output

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from labrxiv.settings import SettingsError, load_settings
+from tests.needs import missing
 from workers.sandbox import jail
 from workers.sandbox.backends import AUTO, backend_names, choose, new_sandbox, userns
 from workers.sandbox.base import SandboxUnavailable
@@ -47,7 +48,7 @@ def test_auto_takes_the_root_jail_as_root_and_the_rootless_one_otherwise() -> No
     try:
         chosen = choose(AUTO)
     except SandboxUnavailable as exc:
-        pytest.skip(f"no sandbox works here: {exc}")
+        missing(f"no sandbox works here: {exc}")
     assert chosen.backend == ("jail" if os.geteuid() == 0 else "userns")
 
 
@@ -55,7 +56,7 @@ def test_a_sandbox_is_made_through_the_registry(tmp_path: Path) -> None:
     try:
         box = new_sandbox("jail", tmp_path / "ws")
     except SandboxUnavailable as exc:
-        pytest.skip(f"the root jail does not work here: {exc}")
+        missing(f"the root jail does not work here (it needs root): {exc}")
     assert isinstance(box, LocalSandbox) and box.backend == "jail"
 
 
