@@ -122,7 +122,9 @@ def _step(
     if ctx.labs is None:
         raise RuntimeError("this worker has no lab services configured")
     now = utcnow()
-    over = over_budget(state, now, stopped_seconds(ctx.store, state, now))
+    over = over_budget(state, now)
+    if over is not None and over.budget == "wall_seconds":  # unless it stood stopped a while
+        over = over_budget(state, now, stopped_seconds(ctx.store, state, now))
     if over is not None:  # no tool runs: the lease is not needed (a second take ends alike)
         ended = [over, RunFinished(reason="budget", detail=f"{over.budget} limit")]
         return _send(ctx, state, ended, {}, now)
