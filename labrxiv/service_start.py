@@ -1,11 +1,10 @@
 """What the long-running processes (`labrxiv worker`, `projector`, `reactor`) check before
 they start, and the one line each says once it is ready.
 
-A worker whose database did not answer said it was ready and then retried every step;
-one with no LABRXIV_DATABASE_URL ran on a SQLite file of its own beside the shared
-queue, so the steps it took never reached the campaign's log; the projector and the
-reactor said nothing when started. So each refuses in one line (exit 2) what does not
-answer, or says it is ready, naming the database, the broker and the queues it works with.
+A process that works with a database or a broker that does not answer would only retry
+its work; one on Redis with no LABRXIV_DATABASE_URL would work on a SQLite file of its
+own, beside the shared queue. So each refuses in one line (exit 2) what does not answer,
+or says it is ready, naming the database, the broker and the queues it works with.
 """
 
 import typer
