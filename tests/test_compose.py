@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,9 +52,22 @@ THIRD_PARTY_PREFIXES = {"redis": ("REDISCLI_",), "postgres": ("POSTGRES_",), "gr
 set on such a service must be read by a file of this repository mounted into it."""
 
 
+PASSWORDS = ["REDIS_PASSWORD", "POSTGRES_PASSWORD", "GRAFANA_DB_PASSWORD", "GRAFANA_ADMIN_PASSWORD"]
+"""The stack's passwords: required variables, no defaults (compose/secrets.sh makes them)."""
+
+SECRETS_SCRIPT = COMPOSE_DIR / "secrets.sh"
+
+
 def interpolate(value: str) -> str:
-    """`value` as compose sees it with no variable set: `${X:-d}` is `d`, `${X}` empty."""
-    return re.sub(r"\$\{(\w+)(?::?-([^}]*))?\}", lambda m: m.group(2) or "", value)
+    """`value` as compose sees it with only the passwords set (to `secret`): `${X:-d}` is
+    `d`, `${X}` empty, a required `${X:?message}` `secret`."""
+
+    def value_of(match: re.Match[str]) -> str:
+        if match.group(2) == "?":
+            return "secret"
+        return match.group(3) or ""
+
+    return re.sub(r"\$\{(\w+)(?::?([-?])([^}]*))?\}", value_of, value)
 
 
 def argv(service: str) -> list[str]:
@@ -190,18 +204,56 @@ def test_every_mounted_file_exists_and_every_volume_is_declared(service: str) ->
         assert (COMPOSE_DIR / build["context"] / build["dockerfile"]).is_file()
 
 
-def test_steps_workers_scale_and_may_run_the_sandbox() -> None:
+ROOT_USERS = {"root", "0"}
+"""How a container's user names root (`user: 0:0` is `0` before the colon)."""
+
+IMAGE_USERS = {
+    "redis": "redis",
+    "postgres": "postgres",
+    "prometheus": "nobody",
+    "grafana": "grafana",
+}
+"""The non-root user each third-party image has (docs/deploy.md, "Who runs what")."""
+
+
+def dockerfile_user() -> str:
+    users = re.findall(r"^USER (\S+)", DOCKERFILE, re.MULTILINE)
+    assert users, "the Dockerfile sets no USER: the image runs as root"
+    return users[-1]
+
+
+def test_no_service_runs_as_root() -> None:
+    user = dockerfile_user()
+    assert user not in ROOT_USERS, "the image must end as a non-root user"
+    assert re.search(rf"^RUN .*useradd .*\b{user}\b", DOCKERFILE, re.MULTILINE | re.DOTALL)
+    for service, spec in SERVICES.items():
+        assert not spec.get("privileged"), f"{service} is privileged"
+        assert not spec.get("cap_add"), f"{service} adds capabilities {spec.get('cap_add')}"
+        named = str(spec.get("user", "")).split(":")[0]
+        assert named not in ROOT_USERS, f"{service} runs as root"
+        if service in LABRXIV_SERVICES:
+            assert named == user, f"{service} runs as {named!r}, not the image's {user}"
+        else:
+            image = spec["image"].split(":")[0].split("/")[-1]
+            assert named == IMAGE_USERS[image], f"{service}: no user, or not its image's own"
+
+
+def test_steps_workers_scale_and_run_the_rootless_sandbox() -> None:
     steps = SERVICES["steps"]
     assert "container_name" not in steps and "hostname" not in steps, "fixed name: no --scale"
     assert "ports" not in steps, "a fixed host port: a second steps worker could not bind it"
-    # The jail needs root and namespaces (workers/sandbox/jail.py); nothing else does.
-    assert steps.get("user") == "root"
-    assert steps.get("privileged") is True or "SYS_ADMIN" in steps.get("cap_add", [])
+    # The rootless backend (workers/sandbox/backends/userns.py), named rather than `auto`:
+    # a container that cannot make user namespaces stops the worker, saying why.
+    assert steps["environment"]["LABRXIV_SANDBOX"] == "userns"
+    # What the container must allow a user without capabilities: unshare, mount and
+    # pivot_root (seccomp), mount (AppArmor), a new /proc (no masked /proc paths).
+    wanted = {"seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined"}
+    assert set(steps.get("security_opt", [])) == wanted
+    for service in set(SERVICES) - {"steps"}:
+        assert not SERVICES[service].get("security_opt"), f"{service} needs no security_opt"
+    # The other labrxiv services keep the image's `auto`: they run no lab code.
     for service in set(LABRXIV_SERVICES) - {"steps"}:
-        assert SERVICES[service].get("user") in (None, "labrxiv"), f"{service} runs as root"
-        assert not SERVICES[service].get("privileged"), f"{service} is privileged"
-    users = re.findall(r"^USER (\S+)", DOCKERFILE, re.MULTILINE)
-    assert users and users[-1] not in ("root", "0"), "the image must end as a non-root user"
+        assert "LABRXIV_SANDBOX" not in SERVICES[service]["environment"], service
     # Every steps worker sees the same workspaces (docs/labs.md): a volume at the data dir.
     targets = [str(v).split(":")[1] for v in steps.get("volumes", [])]
     assert dockerfile_env()["LABRXIV_DATA_DIR"] in targets
@@ -328,63 +380,206 @@ def need_docker_compose() -> None:
         missing("docker-compose is missing: `apt-get install docker-compose` (.ci/run does)")
 
 
-def validate(command: list[str]) -> None:
-    result = subprocess.run(
-        [*command, "--file", str(COMPOSE_FILE), "config", "--quiet"],
-        cwd=COMPOSE_DIR,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-
-
-def test_compose_file_is_valid_for_docker_compose_v1() -> None:
-    need_docker_compose()
-    validate(["docker-compose"])
-
-
-def test_compose_file_is_valid_for_docker_compose_v2() -> None:
+def compose_plugin() -> list[str] | None:
+    """`docker compose` where the Docker CLI's compose plugin is installed, else None."""
     docker = shutil.which("docker")
     plugin = docker and subprocess.run(
         [docker, "compose", "version"], capture_output=True, check=False, timeout=60
     )
-    if not plugin or plugin.returncode != 0:
-        # The Docker CLI's compose plugin is optional: the v1 test above validates the
-        # file against the same specification and must pass everywhere.
+    return [docker, "compose"] if docker and plugin and plugin.returncode == 0 else None
+
+
+def need_compose_plugin() -> list[str]:
+    command = compose_plugin()
+    if command is None:
+        # The Docker CLI's compose plugin is optional: the v1 tests validate the file
+        # against the same specification and must pass everywhere.
         pytest.skip(
             "the Docker CLI's compose plugin is missing (Docker's docker-compose-plugin "
-            "package; Debian has none): docker-compose v1 validated the file above"
+            "package; Debian has none): docker-compose v1 validated the file"
         )
-    validate([docker, "compose"])  # type: ignore[list-item]
+    return command
 
 
-def test_the_offline_override_runs_the_same_stack_on_local_images() -> None:
-    """compose/offline/ (docs/deploy.md, "How this is checked"): every service but
-    Grafana on images built from Debian's packages, the labrxiv image on the local base,
-    and the steps workers without `privileged`, merged by docker-compose as it runs them."""
-    need_docker_compose()
-    files = [COMPOSE_FILE, COMPOSE_DIR / "offline" / "docker-compose.offline.yml"]
-    files.append(COMPOSE_DIR / "offline" / "steps-narrow.yml")
-    result = subprocess.run(
-        ["docker-compose", *(f"--file={f}" for f in files), "config"],
+def write_secrets(folder: Path) -> Path:
+    """An env file made by compose/secrets.sh in `folder`."""
+    made = subprocess.run(
+        ["sh", str(SECRETS_SCRIPT), str(folder / "secrets.env")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert made.returncode == 0, made.stderr
+    return folder / "secrets.env"
+
+
+def read_env(file: Path) -> dict[str, str]:
+    return dict(line.split("=", 1) for line in file.read_text().splitlines() if line)
+
+
+def compose(
+    command: list[str],
+    env_file: Path,
+    args: list[str],
+    files: tuple[Path, ...] = (COMPOSE_FILE,),
+    **env: str,
+) -> subprocess.CompletedProcess[str]:
+    """`command` (docker-compose, or docker compose) on `files` with `env` alone and the
+    variables of `env_file`: no password of the shell's, no compose/.env of a checkout."""
+    clean = {"PATH": os.environ["PATH"], "HOME": str(env_file.parent), **env}
+    return subprocess.run(
+        [*command, "--env-file", str(env_file), *(f"--file={f}" for f in files), *args],
         cwd=COMPOSE_DIR,
+        env=clean,
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
+
+
+def validate(command: list[str], folder: Path) -> None:
+    result = compose(command, write_secrets(folder), ["config", "--quiet"])
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_compose_file_is_valid_for_docker_compose_v1(tmp_path: Path) -> None:
+    need_docker_compose()
+    validate(["docker-compose"], tmp_path)
+
+
+def test_compose_file_is_valid_for_docker_compose_v2(tmp_path: Path) -> None:
+    validate(need_compose_plugin(), tmp_path)
+
+
+def refuses_a_published_stack_without_passwords(command: list[str], folder: Path) -> None:
+    empty = folder / "empty.env"
+    empty.write_text("")
+    result = compose(command, empty, ["config", "--quiet"], PUBLISH_ADDRESS="0.0.0.0")
+    said = result.stdout + result.stderr
+    assert result.returncode != 0, "a stack published on 0.0.0.0 with no passwords started"
+    for name in PASSWORDS:
+        assert name in said, f"the refusal does not name {name}: {said}"
+    assert "compose/secrets.sh" in said, said
+
+    # Each password alone: the refusal names it, whichever the others are.
+    secrets = read_env(write_secrets(folder))
+    for name in PASSWORDS:
+        partial = folder / f"without-{name}.env"
+        partial.write_text("".join(f"{k}={v}\n" for k, v in secrets.items() if k != name))
+        result = compose(command, partial, ["config", "--quiet"], PUBLISH_ADDRESS="0.0.0.0")
+        assert result.returncode != 0, f"started without {name}"
+        assert name in result.stdout + result.stderr, result.stdout + result.stderr
+
+
+def test_docker_compose_v1_refuses_a_published_stack_without_passwords(tmp_path: Path) -> None:
+    need_docker_compose()
+    refuses_a_published_stack_without_passwords(["docker-compose"], tmp_path)
+
+
+def test_docker_compose_v2_refuses_a_published_stack_without_passwords(tmp_path: Path) -> None:
+    refuses_a_published_stack_without_passwords(need_compose_plugin(), tmp_path)
+
+
+def test_no_password_has_a_default() -> None:
+    for name in PASSWORDS:
+        uses = re.findall(rf"\$\{{{name}(\W[^}}]*)?\}}", COMPOSE_TEXT)
+        assert uses, f"{name} is not used"
+        for use in uses:
+            assert use.startswith(":?"), f"${{{name}{use}}} is not a required variable"
+
+
+def test_the_passwords_reach_every_service_and_redis_requires_its_own(tmp_path: Path) -> None:
+    need_docker_compose()
+    secrets_file = write_secrets(tmp_path)
+    secrets = read_env(secrets_file)
+    result = compose(["docker-compose"], secrets_file, ["config"], PUBLISH_ADDRESS="10.0.0.5")
+    assert result.returncode == 0, result.stderr
+    services = yaml.safe_load(result.stdout)["services"]
+    redis, postgres = secrets["REDIS_PASSWORD"], secrets["POSTGRES_PASSWORD"]
+    for service in LABRXIV_SERVICES:
+        env = services[service]["environment"]
+        assert env["LABRXIV_REDIS_URL"] == f"redis://:{redis}@redis:6379/0", service
+        assert env["LABRXIV_DATABASE_URL"] == (
+            f"postgresql://labrxiv:{postgres}@postgres:5432/labrxiv"
+        ), service
+    command = services["redis"]["command"]
+    assert command[command.index("--requirepass") + 1] == redis
+    assert services["redis"]["environment"]["REDISCLI_AUTH"] == redis  # its healthcheck
+    assert services["postgres"]["environment"]["POSTGRES_PASSWORD"] == postgres
+    reader = secrets["GRAFANA_DB_PASSWORD"]
+    assert services["postgres"]["environment"]["GRAFANA_DB_PASSWORD"] == reader
+    assert services["grafana"]["environment"]["GRAFANA_DB_PASSWORD"] == reader
+    admin = services["grafana"]["environment"]["GF_SECURITY_ADMIN_PASSWORD"]
+    assert admin == secrets["GRAFANA_ADMIN_PASSWORD"]
+    for service in ("redis", "postgres", "prometheus", "grafana"):
+        ports = [str(port) for port in services[service]["ports"]]  # address:host:container
+        assert all(port.startswith("10.0.0.5:") for port in ports), (service, ports)
+
+
+def test_secrets_script_writes_random_passwords_only_its_owner_reads(tmp_path: Path) -> None:
+    file = write_secrets(tmp_path)
+    assert stat.S_IMODE(file.stat().st_mode) == 0o600
+    secrets = read_env(file)
+    assert sorted(secrets) == sorted(PASSWORDS)
+    assert all(re.fullmatch(r"[0-9a-f]{32}", value) for value in secrets.values()), secrets
+    assert len(set(secrets.values())) == len(PASSWORDS)
+    assert read_env(write_secrets(tmp_path)) == secrets, "a second run changed a password"
+    (tmp_path / "other").mkdir()
+    other = read_env(write_secrets(tmp_path / "other"))
+    assert not set(other.values()) & set(secrets.values()), "the same password twice"
+
+
+def test_secrets_script_keeps_what_the_file_has(tmp_path: Path) -> None:
+    file = tmp_path / "secrets.env"
+    file.write_text("PUBLISH_ADDRESS=10.0.0.5\nPOSTGRES_PASSWORD=kept")  # no final newline
+    file.chmod(0o644)
+    file = write_secrets(tmp_path)
+    assert stat.S_IMODE(file.stat().st_mode) == 0o600, "a file others read kept its mode"
+    secrets = read_env(file)
+    assert secrets["PUBLISH_ADDRESS"] == "10.0.0.5"
+    assert secrets["POSTGRES_PASSWORD"] == "kept"
+    assert sorted(set(secrets) - {"PUBLISH_ADDRESS"}) == sorted(PASSWORDS)
+
+    file.write_text("REDIS_PASSWORD=\n")
+    refused = subprocess.run(
+        ["sh", str(SECRETS_SCRIPT), str(file)], capture_output=True, text=True, check=False
+    )
+    assert refused.returncode != 0
+    assert "REDIS_PASSWORD is empty" in refused.stderr, refused.stderr
+
+
+def test_secrets_stay_out_of_git_and_of_the_image() -> None:
+    ignored = (ROOT / ".gitignore").read_text().splitlines()
+    assert "compose/.env" in ignored, "compose/.env (the passwords) could be committed"
+    # The image's build context is the repository: compose/ (and its .env) is left out.
+    patterns = (ROOT / ".dockerignore").read_text().splitlines()
+    assert "compose" in patterns, "compose/.env would be copied into the image"
+
+
+def test_the_offline_override_runs_the_same_stack_on_local_images(tmp_path: Path) -> None:
+    """compose/offline/ (docs/deploy.md, "How this is checked"): every service but
+    Grafana on images built from Debian's packages, the labrxiv image on the local base,
+    merged by docker-compose as it runs them, each service as the same non-root user."""
+    need_docker_compose()
+    files = (COMPOSE_FILE, COMPOSE_DIR / "offline" / "docker-compose.offline.yml")
+    result = compose(["docker-compose"], write_secrets(tmp_path), ["config"], files)
     assert result.returncode == 0, result.stdout + result.stderr
     services = yaml.safe_load(result.stdout)["services"]
     for name in ("redis", "postgres", "prometheus"):
         image = services[name]["image"]
         assert image == f"labrxiv-offline/{name}", image
-        assert (COMPOSE_DIR / "offline" / f"{name}.Dockerfile").is_file()
+        dockerfile = (COMPOSE_DIR / "offline" / f"{name}.Dockerfile").read_text()
+        # The stand-in runs as the user the official image has, whom the compose file names.
+        assert re.findall(r"^USER (\S+)", dockerfile, re.M)[-1] == services[name]["user"]
     for name in ("recorder", "steps", "reactor", "projector", "exporter", "cli"):
         assert services[name]["build"]["args"] == {"BASE": "labrxiv-offline/python:3.11"}
         assert services[name]["command"] == yaml.safe_load(COMPOSE_TEXT)["services"][name].get(
             "command", services[name]["command"]
         )
-    assert services["steps"]["privileged"] is False
-    assert services["steps"]["cap_add"] == ["SYS_ADMIN"]
+    for name, spec in services.items():
+        assert spec.get("user", "root").split(":")[0] not in ROOT_USERS, f"{name} runs as root"
+        assert not spec.get("privileged"), name
+    assert services["steps"]["environment"]["LABRXIV_SANDBOX"] == "userns"
+    assert sorted(services["steps"]["security_opt"]) == sorted(SERVICES["steps"]["security_opt"])

@@ -5,6 +5,6 @@ FROM labrxiv-offline/debian:bookworm
 RUN apt-get update \
     && apt-get install -y --no-install-recommends prometheus \
     && rm -rf /var/lib/apt/lists/* \
-    && mkdir -p /prometheus && chown prometheus:prometheus /prometheus
-USER prometheus
+    && mkdir -p /prometheus && chown nobody:nogroup /prometheus
+USER nobody
 ENTRYPOINT ["/usr/bin/prometheus"]
