@@ -1,9 +1,9 @@
 # labrxiv: one image for every process of the stack (compose/docker-compose.yml).
 #
-# It runs as the unprivileged user `labrxiv`, except the steps workers: they run lab
-# code in the sandbox (workers/sandbox/jail.py: unshare, mount, pivot_root, setpriv to
-# `nobody`), which needs root and a container allowed to make namespaces (compose runs
-# them `user: root`, `privileged: true`; docs/deploy.md says what else would do).
+# Every process runs as the unprivileged user `labrxiv`. The steps workers run lab code
+# in the rootless sandbox (workers/sandbox/backends/userns.py: unshare into a user
+# namespace, mount, pivot_root), which needs no root, only a container that lets a user
+# make namespaces (compose gives `steps` the security options; docs/deploy.md says why).
 # BASE: another image with Python 3.11 where `python` and `pip` are on PATH, for a machine
 # that cannot pull python:3.11-slim (compose/offline/ builds one from Debian's packages).
 ARG BASE=python:3.11-slim
