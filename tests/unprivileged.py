@@ -139,16 +139,17 @@ def run_as(
     env: Mapping[str, str],
     timeout: float,
     cgroups: Sequence[Path] = (),
+    setup: str = "",
 ) -> subprocess.CompletedProcess[str]:
     """Run `command` as `user` (its own group, no other) in `cwd`, with `env` alone, where
-    this interpreter and the project are reachable, in `cgroups` if given; its output
-    captured."""
+    this interpreter and the project are reachable, in `cgroups` if given, after the shell
+    lines `setup` (run as root in the private mount namespace); its output captured."""
     scratch = Path(tempfile.mkdtemp(prefix="labrxiv-mounts-"))
     drop = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", "env", "-i"]
     drop += [f"{name}={value}" for name, value in env.items()]
     enter = "".join(f"echo $$ > {shlex.quote(str(group / 'cgroup.procs'))}\n" for group in cgroups)
     script = (
-        f"set -e\n{opening_script(scratch)}\n{enter}cd {shlex.quote(str(cwd))}\n"
+        f"set -e\n{opening_script(scratch)}\n{setup}\n{enter}cd {shlex.quote(str(cwd))}\n"
         f"exec {shlex.join([*drop, *command])}"
     )
     try:

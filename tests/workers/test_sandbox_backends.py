@@ -2,6 +2,7 @@
 
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from labrxiv.settings import SettingsError, load_settings
 from tests.needs import missing
+from tests.unprivileged import NORMAL_USER, normal_user, run_as
 from workers.sandbox import jail
 from workers.sandbox.backends import AUTO, backend_names, choose, new_sandbox, userns
 from workers.sandbox.base import SandboxUnavailable
@@ -119,3 +121,47 @@ def test_user_namespaces_refused_by_a_container_say_what_to_allow(
         "unprivileged user namespaces are not permitted here (unshare: unshare failed: "
         "Operation not permitted): in a container, allow them"
     ), said
+
+
+DOCKER_PROC_MASKS = "\n".join(
+    [
+        f"if [ -d {path} ]; then mount -t tmpfs -o ro tmpfs {path}; "
+        f"elif [ -e {path} ]; then mount --bind /dev/null {path}; fi"
+        for path in (
+            "/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+            "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
+        )
+    ]
+    + [
+        f"mount --bind {path} {path} && mount -o remount,bind,ro {path}"
+        for path in ("/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger")
+    ]
+)  # fmt: skip
+"""Shell lines covering /proc as Docker does by default (runc's masked and read-only
+paths), which `--security-opt systempaths=unconfined` lifts."""
+
+
+def test_a_containers_masked_proc_is_refused_saying_what_to_lift(tmp_path: Path) -> None:
+    """The kernel refuses a new /proc in a user namespace while /proc has covered paths, as
+    a Docker container's has (docs/deploy.md, "What the steps workers need"): the rootless
+    backend, run as a normal user under those covers, refuses naming the option that
+    lifts them; without the covers, it works."""
+    normal_user()
+    check = (
+        "from workers.sandbox.backends.userns import check_userns\n"
+        "from workers.sandbox.base import SandboxUnavailable\n"
+        "try:\n    check_userns()\nexcept SandboxUnavailable as exc:\n"
+        "    print(exc)\n    raise SystemExit(3)\n"
+    )
+    repo = Path(__file__).resolve().parents[2]
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    command = [sys.executable, "-c", check]
+    plain = run_as(NORMAL_USER, command, repo, env, timeout=120)
+    if plain.returncode != 0:
+        missing(f"the rootless sandbox does not work here: {plain.stdout}{plain.stderr}")
+    masked = run_as(NORMAL_USER, command, repo, env, timeout=120, setup=DOCKER_PROC_MASKS)
+    said = masked.stdout.strip()
+    assert masked.returncode == 3, masked.stdout + masked.stderr
+    assert "mount labrxiv-proc on /mnt/proc: Operation not permitted" in said, said
+    assert "systempaths=unconfined" in said and "\n" not in said, said

@@ -36,6 +36,8 @@ NEW_ROOT = "/mnt"
 WORKSPACE = "/mnt/workspace"
 DEVICES = ("null", "zero", "full", "random", "urandom")
 SBIN = ("/usr/local/sbin", "/usr/sbin", "/sbin", "/usr/bin", "/bin")
+PROC_SOURCE = "labrxiv-proc"
+"""The source name of the jail's own /proc (named in the error when its mount fails)."""
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -96,7 +98,7 @@ def build(workspace: str, readonly: list[str], hidden: list[str]) -> None:
             bind(f"/dev/{name}", f"{new}/dev/{name}", MS_NOSUID | MS_NOEXEC)
     for name, target in (("fd", ""), ("stdin", "/0"), ("stdout", "/1"), ("stderr", "/2")):
         os.symlink(f"/proc/self/fd{target}", f"{new}/dev/{name}")
-    mount("labrxiv-proc", f"{new}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    mount(PROC_SOURCE, f"{new}/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.chdir(new)
     # pivot_root(2) has no libc wrapper and a number per architecture: util-linux's tool.
     found = [f"{d}/pivot_root" for d in SBIN if os.path.exists(f"{d}/pivot_root")]

@@ -19,6 +19,7 @@ by one init for both backends, so the two cannot drift apart, and the init repor
 command's wait status the limits need. docs/labs.md says what the sandbox needs.
 """
 
+import errno
 import functools
 import os
 import shutil
@@ -39,7 +40,7 @@ from workers.sandbox.jail import (
     preexec,
     sandbox_ids,
 )
-from workers.sandbox.jail_init import SBIN
+from workers.sandbox.jail_init import PROC_SOURCE, SBIN
 from workers.sandbox.local import LocalSandbox
 
 NAMESPACES = (
@@ -123,7 +124,10 @@ def check_userns() -> None:
         box = UsernsSandbox(Path(folder) / "workspace")
         if os.geteuid() == 0:
             hand_to_sandbox_user(box.root)
-        result = box.exec(["true"])  # a jail that cannot be built raises SandboxUnavailable
+        try:
+            result = box.exec(["true"])
+        except SandboxUnavailable as exc:  # the jail could not be built
+            raise SandboxUnavailable(jail_refused(str(exc))) from None
         if result.exit_code != 0:
             raise SandboxUnavailable(
                 f"the rootless sandbox cannot run a command here: {result.stderr.strip()}"
@@ -163,8 +167,25 @@ def userns_refused(said: str) -> str:
     return (
         f"unprivileged user namespaces are not permitted here ({said or 'unshare failed'}): "
         "in a container, allow them (e.g. docker run --security-opt seccomp=unconfined "
-        "--security-opt apparmor=unconfined), or run labrxiv workers as root (the root jail)"
+        "--security-opt apparmor=unconfined --security-opt systempaths=unconfined), or run "
+        "labrxiv workers as root (the root jail)"
     )
+
+
+def jail_refused(said: str) -> str:
+    """Why the jail could not be built (`said`), with what to do where the cause is known.
+
+    The kernel refuses a new /proc in a user namespace while the /proc it can see has
+    covered paths (the new one would show what they hide), as a Docker container's has:
+    user namespaces work there, the jail's /proc does not."""
+    said = said.strip()
+    if f"mount {PROC_SOURCE} on" in said and os.strerror(errno.EPERM) in said:
+        return (
+            f"{said}: a new /proc is refused where /proc has masked paths, as in a "
+            "container: lift them (docker run --security-opt systempaths=unconfined; "
+            "docs/deploy.md), or run labrxiv workers as root (the root jail)"
+        )
+    return said
 
 
 BACKEND = UsernsSandbox
