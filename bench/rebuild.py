@@ -7,7 +7,7 @@ timed), then, on the same database:
 - `EventStore.iter_records`: the same, as `Recorded` rows (the read side's input);
 - `rebuild()` with the runs projector alone; with every shipped projector in one process
   (each read model's apply timed); and with every shipped projector as `labrxiv rebuild`
-  runs it (`default_jobs` processes on PostgreSQL: `projections.parallel`).
+  runs it (`default_jobs` processes on PostgreSQL: `projections.parallel_rebuild`).
 
     .venv/bin/python bench/rebuild.py                       # both backends, 500k events
     .venv/bin/python bench/rebuild.py --backend postgres --events 1000000
@@ -54,7 +54,7 @@ from events.gc_pause import gc_paused  # noqa: E402
 from events.ids import utcnow  # noqa: E402
 from projections.catalogue import all_projectors  # noqa: E402
 from projections.checkpoints import read_checkpoints  # noqa: E402
-from projections.parallel import default_jobs, plan  # noqa: E402
+from projections.parallel_rebuild import default_jobs, plan  # noqa: E402
 from projections.projector import Projector  # noqa: E402
 from projections.runner import ProjectionRunner  # noqa: E402
 from projections.runs import RunsProjector  # noqa: E402
@@ -227,7 +227,7 @@ def _watched(store: EventStore, work: Callable[[], int], jobs: int) -> Callable[
     """`work` (a rebuild in `jobs` processes) with its groups' checkpoints watched: prints
     when each group applied its first page and reached the head, against the first group
     (this process's): the spawned processes' late start `split` gives a head start for
-    (`projections.parallel.SPAWN_SECONDS`), and how far from together the groups ended."""
+    (`projections.parallel_rebuild.SPAWN_SECONDS`), and how far from together the groups ended."""
     if jobs < 2:
         return work
     groups = [[p.name for p in g] for g in plan(store, all_projectors(), jobs)]
