@@ -2,7 +2,6 @@
 time: what the whole campaign did with its time, tokens and money."""
 
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from analysis.figures import THIRDS, Behaviour, Cost
@@ -116,14 +115,6 @@ class CampaignTally:
             best=self.best,
             after_share_median=quantile(self.after_shares, 0.5),
         )
-
-
-def campaign_behaviour(runs: Iterable[Behaviour]) -> CampaignBehaviour:
-    """The summed behaviour of `runs`."""
-    tally = CampaignTally()
-    for b in runs:
-        tally.add(b)
-    return tally.result()
 
 
 def _add_costs(into: dict[str, Cost], more: dict[str, Cost]) -> None:

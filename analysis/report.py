@@ -15,7 +15,7 @@ from analysis.across import Across, across, row
 from analysis.behaviour import behaviour
 from analysis.campaign import CampaignBehaviour, CampaignTally
 from analysis.figures import Behaviour
-from analysis.findings_hook import MISSING, RunFindings, available, run_findings
+from analysis.findings_hook import RunFindings, run_findings
 from analysis.inspection_tools import Inspected
 from analysis.streaming import behaviours
 from events import EventStore
@@ -35,7 +35,7 @@ class RunAnalysis:
 
     behaviour: Behaviour
     findings: RunFindings | None
-    """None while the detectors are not installed (`Analysis.findings_note`)."""
+    """None when findings were not asked for (`Analysis.findings_note`)."""
 
 
 @dataclass(frozen=True)
@@ -84,13 +84,12 @@ def analyze_campaign(
     """The analysis of a campaign's runs, from one pass over the campaign's events: the
     detectors judge each run from the records of that pass, kept while the run is open
     (bounded: `KEPT_EVENTS`; a run whose records were let go is read again)."""
-    wanted = findings and available()
-    kept = OpenRuns(KEPT_EVENTS) if wanted else None
+    kept = OpenRuns(KEPT_EVENTS) if findings else None
     records = store.iter_records(correlation=campaign)
     runs = (
         RunAnalysis(
             behaviour=figures,
-            findings=_judged(store, figures.run, kept) if wanted else None,
+            findings=_judged(store, figures.run, kept) if findings else None,
         )
         for figures in behaviours(kept.keep(records) if kept is not None else records)
     )
@@ -137,7 +136,7 @@ class OpenRuns:
         self._dropped.add(largest)
 
 
-def _judged(store: EventStore, run: str, kept: OpenRuns | None) -> RunFindings | None:
+def _judged(store: EventStore, run: str, kept: OpenRuns | None) -> RunFindings:
     # A run's typed events, its fold and its view are thousands of objects that live
     # until it is judged: with the collector on, collections walked them again and again
     # (a third of the detectors' time on LLM-shaped runs); they are freed by reference
@@ -179,14 +178,11 @@ def campaign_analysis(
 def _with_findings(store: EventStore, figures: Behaviour, findings: bool) -> RunAnalysis:
     # Detectors read typed events (analysis.finding.Detector): the run is read again and
     # validated, which costs more than all the behaviour figures (docs/benchmarks.md).
-    wanted = findings and available()
     with gc_paused():  # as in `_judged`
-        events = store.read_stream(figures.run) if wanted else []
-        found = run_findings(events, loader(store)) if wanted else None
+        events = store.read_stream(figures.run) if findings else []
+        found = run_findings(events, loader(store)) if findings else None
     return RunAnalysis(behaviour=figures, findings=found)
 
 
 def _note(findings: bool) -> str | None:
-    if not findings:
-        return NOT_ASKED
-    return None if available() else MISSING
+    return None if findings else NOT_ASKED

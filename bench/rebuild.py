@@ -3,11 +3,11 @@
 The log is filled with simulated runs straight through COPY / executemany (setup, not
 timed), then, on the same database:
 - raw read: every row by position, pages of `--page`, through the driver, no conversion
-  (first and again last; the share a rebuild makes of it is taken of the faster);
+  (first and again last; the ratio a rebuild makes of it is taken of the faster);
 - `EventStore.iter_records`: the same, as `Recorded` rows (the read side's input);
 - `rebuild()` with the runs projector alone; with every shipped projector in one process
   (each read model's apply timed); and with every shipped projector as `labrxiv rebuild`
-  runs it (`default_jobs` processes on PostgreSQL: `projections.parallel`).
+  runs it (`default_jobs` processes on PostgreSQL: `projections.parallel_rebuild`).
 
     .venv/bin/python bench/rebuild.py                       # both backends, 500k events
     .venv/bin/python bench/rebuild.py --backend postgres --events 1000000
@@ -54,7 +54,7 @@ from events.gc_pause import gc_paused  # noqa: E402
 from events.ids import utcnow  # noqa: E402
 from projections.catalogue import all_projectors  # noqa: E402
 from projections.checkpoints import read_checkpoints  # noqa: E402
-from projections.parallel import default_jobs, plan  # noqa: E402
+from projections.parallel_rebuild import default_jobs, plan  # noqa: E402
 from projections.projector import Projector  # noqa: E402
 from projections.runner import ProjectionRunner  # noqa: E402
 from projections.runs import RunsProjector  # noqa: E402
@@ -65,11 +65,6 @@ TEMPLATE_EVENTS = 34_000
 RAW = "raw read (driver rows, no Recorded)"
 RAW_AGAIN = "raw read, again (last)"
 RAW_GC = "raw read, collector on"
-RAW_FILED = "raw read as issue 11 measured it"
-_FILED = (
-    "as the bench made it when issue 11 set its target (0.45 of 112,260 events/s that day:"
-    " text rows, the engine's JSON loader, the collector on)"
-)
 EVERY_ONE = "rebuild(): every projector, one process"
 EVERY = "rebuild(): every projector (labrxiv rebuild)"
 ALONE = "rebuild(), alone:"
@@ -93,7 +88,7 @@ def main() -> None:
         "µs/ev: CPU per event. client: this process (with the reader thread); db: the"
         " PostgreSQL backends serving it.",
     )
-    for backend in backends:  # the target is a share of the raw read, measured alongside
+    for backend in backends:  # the ratio to the raw read of the same run, the baseline
         measured = {r.what: r for r in rows if r.backend == backend}
         raw = max(measured[RAW], measured[RAW_AGAIN], key=lambda r: r.rate)
         every = next(r for r in rows if r.backend == backend and r.what.startswith(EVERY))
@@ -101,12 +96,11 @@ def main() -> None:
             f"{backend}: every projector (labrxiv rebuild) at {every.rate / raw.rate:.2f} of"
             f" the raw read ({every.rate:,.0f} against {raw.rate:,.0f} events/s, same run)"
         )
-        for what, said in ((RAW_GC, "with the collector on"), (RAW_FILED, _FILED)):
-            base = measured[what]
-            print(
-                f"{backend}: and at {every.rate / base.rate:.2f} of the raw read {said}"
-                f" ({base.rate:,.0f} events/s)"
-            )
+        base = measured[RAW_GC]
+        print(
+            f"{backend}: and at {every.rate / base.rate:.2f} of the raw read with the"
+            f" collector on ({base.rate:,.0f} events/s)"
+        )
         spent = SPENT.get(backend, {})
         if spent:  # where the one-process rebuild's time went, read model by read model
             one = measured[EVERY_ONE]
@@ -148,8 +142,6 @@ def _bench_backend(backend: str, args: argparse.Namespace, workdir: Path) -> lis
         measured = [
             _measure(backend, url, RAW, count, lambda: _raw_read(store, page)),
             _measure(backend, url, RAW_GC, count, lambda: _raw_read(store, page, pause=False)),
-            # As the bench read it when issue 11 set its target (0.45 of this read).
-            _measure(backend, url, RAW_FILED, count, lambda: _raw_read_as_filed(store, page)),
             _measure(backend, url, "EventStore.iter_records (no projector)", count,
                      lambda: sum(1 for _ in store.iter_records(page=page))),
             _measure(backend, url, "rebuild(): runs projector", count,
@@ -158,7 +150,7 @@ def _bench_backend(backend: str, args: argparse.Namespace, workdir: Path) -> lis
             _measure(backend, url, f"{EVERY}, {jobs} process(es)", count,
                      _watched(store, _rebuild(store, all_projectors(), page, jobs), jobs),
                      children=jobs > 1),
-            # Again last, warm: the share is taken of the faster of the two raw reads.
+            # Again last, warm: the ratio is taken of the faster of the two raw reads.
             _measure(backend, url, RAW_AGAIN, count, lambda: _raw_read(store, page)),
         ]  # fmt: skip
         if args.each:  # what each read model costs with the read of the log it needs
@@ -227,7 +219,7 @@ def _watched(store: EventStore, work: Callable[[], int], jobs: int) -> Callable[
     """`work` (a rebuild in `jobs` processes) with its groups' checkpoints watched: prints
     when each group applied its first page and reached the head, against the first group
     (this process's): the spawned processes' late start `split` gives a head start for
-    (`projections.parallel.SPAWN_SECONDS`), and how far from together the groups ended."""
+    (`projections.parallel_rebuild.SPAWN_SECONDS`), and how far from together the groups ended."""
     if jobs < 2:
         return work
     groups = [[p.name for p in g] for g in plan(store, all_projectors(), jobs)]
@@ -340,13 +332,13 @@ def _raw_read(store: EventStore, page: int, pause: bool = True) -> int:
     """Every row in position order, page by page, as the driver returns it, each payload
     parsed, on a pooled connection of the store's engine (its session in UTC), with the
     cyclic collector paused as the rebuild and `iter_records` pause it (`pause`): with it
-    on, the collector's walks of the page's rows took half this read's CPU, and the
-    rebuild's share of this read looked twice what it was (docs/benchmarks.md).
+    on, the collector's walks of the page's rows take half this read's CPU, and the
+    rebuild's ratio to this read would look twice what it is (docs/benchmarks.md).
 
     The payload is read as text and parsed with orjson, as the rebuild's reader reads it
     (`projections.pages`): on PostgreSQL psycopg's own JSON loader cost ~0.8 µs an event
     more, and a baseline slower than the rebuild's own read would flatter the rebuild's
-    share; SQLite's driver gives text, which this read once left unparsed."""
+    ratio; SQLite's driver gives text, parsed the same way."""
     postgres = store.engine.dialect.name == "postgresql"
     marks = "%s" if postgres else "?"
     columns = COLUMNS.replace("payload", "payload::text") if postgres else COLUMNS
@@ -360,24 +352,6 @@ def _raw_read(store: EventStore, page: int, pause: bool = True) -> int:
         while rows := _fetch(cursor.execute(query, (after, page))):
             payloads = [loads(row[11]) for row in rows]  # SQLite's are text too
             assert len(payloads) == len(rows)
-            seen += len(rows)
-            after = rows[-1][0]
-    return seen
-
-
-def _raw_read_as_filed(store: EventStore, page: int) -> int:
-    """The raw read as this bench made it when issue 11 set its target (commit 843cc94,
-    "112,260 events/s for the raw read in the same run"), unchanged: the driver's own
-    cursor on a pooled connection of the store's engine, text rows, each payload loaded
-    by the engine's JSON loader (orjson, called by psycopg), the cyclic collector on."""
-    marks = "%s" if store.engine.dialect.name == "postgresql" else "?"
-    query = f"SELECT {COLUMNS} FROM events WHERE position > {marks} ORDER BY position LIMIT {marks}"
-    seen, after = 0, 0
-    with store.engine.connect() as conn:
-        driver = conn.connection.driver_connection
-        assert driver is not None
-        cursor = driver.cursor()
-        while rows := _fetch(cursor.execute(query, (after, page))):
             seen += len(rows)
             after = rows[-1][0]
     return seen

@@ -1,7 +1,7 @@
-"""An experiment for issue 11: the rebuild split by run stream instead of by read model.
+"""An experiment: the rebuild split by run stream instead of by read model.
 
 `labrxiv rebuild` on two cores gives each process a group of read models and each
-process reads the whole log (`projections.parallel`). Split by stream instead, each
+process reads the whole log (`projections.parallel_rebuild`). Split by stream instead, each
 process would read half the log (`hashtext(stream)` parity, filtered by PostgreSQL) and
 apply every run-keyed read model to it, so the log is read once in all. This bench
 measures both ways on one PostgreSQL log of simulated runs (no papers, so the archive and
@@ -32,7 +32,7 @@ from sqlalchemy import text  # noqa: E402
 
 from events import EventStore  # noqa: E402
 from projections.catalogue import all_projectors  # noqa: E402
-from projections.parallel import split  # noqa: E402
+from projections.parallel_rebuild import split  # noqa: E402
 from projections.projector import Projector  # noqa: E402
 from projections.runner import ProjectionRunner  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""What review is worth, over several seeds, with spread (issue 16):
+"""What review is worth, over several seeds, with spread:
 
 (a) the review → revise cycle: the measured score and the rating of papers by revision
     round (round 1: first papers; round k + 1: revisions of round-k papers), from

@@ -7,8 +7,8 @@ result), then `--steps` consecutive real steps are taken with `lab_step` on a wo
 whose cache holds the run as the worker that took the previous step would, each step's
 events appended as the recorder appends them. Printed: the median CPU time of a step
 (this process: `time.process_time`, so a grader's subprocess is not counted), and the
-ratio to the step at the smallest size. Issue 11's target: the step at 10,000 costs at
-most 1.5x the step at 100.
+ratio to the step at the smallest size. The target: the step at 10,000 costs at most
+1.5x the step at 100.
 
     .venv/bin/python bench/step_cost.py [--sizes 100 1000 10000] [--steps 8]
 """
@@ -203,8 +203,8 @@ def measure(
         # and the run looked at again under it).
         leases = Leases(store, ttl=settings.stall_seconds)
         ctx = WorkerContext(store=store, bus=bus, labs=system.ctx.labs, leases=leases)
-        # `run_state` is the cache's fold; before issue 11 the cache held events only
-        # (`read`): the bench runs on both, to measure the code it replaced.
+        # `run_state` is the cache's fold; a checkout whose cache holds events only has
+        # `read` instead, which the bench warms there (so it measures older commits too).
         warm = getattr(ctx.streams, "run_state", None) or getattr(ctx.streams, "read", None)
         assert warm is not None
         began = time.process_time()

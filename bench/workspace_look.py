@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from events.payloads import ToolReturned  # noqa: E402
 from workers.gym.registry import find_bundle  # noqa: E402
 from workers.sandbox.local import LocalSandbox  # noqa: E402
-from workers.tools.env import RunView, ToolEnv  # noqa: E402
+from workers.tools.env import ToolEnv, ToolRun  # noqa: E402
 from workers.tools.invoke import invoke  # noqa: E402
 
 TASK = "continual-digits"
@@ -45,7 +45,7 @@ def workspace(base: Path, files: int) -> ToolEnv:
         (folder / f"f{i:05}.bin").write_bytes(block)
     sandbox.prepare()
     bundle = find_bundle(TASK)
-    run = RunView(f"run-{files}", "bench", TASK, None, False, 0)
+    run = ToolRun(f"run-{files}", "bench", TASK, None, False, 0)
     return ToolEnv(sandbox=sandbox, card=bundle.card, bundle=bundle.path, archive=None, run=run)  # type: ignore[arg-type]
 
 

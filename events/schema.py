@@ -2,8 +2,8 @@
 
 Every process that opens the log creates what it needs (the log's tables, read models,
 checkpoints, leases) if missing. Started together on a fresh PostgreSQL database, two
-`CREATE TABLE`s of the same table raced: one died with `UniqueViolation` on
-`pg_type_typname_nsp_index` (issue 12, defect 5). Creation is serialized instead: on
+`CREATE TABLE`s of the same table race: one dies with `UniqueViolation` on
+`pg_type_typname_nsp_index`. Creation is therefore serialized: on
 PostgreSQL by a transaction-scoped advisory lock, on SQLite by a transaction begun
 IMMEDIATE (its single writer lock), and the existence checks run inside it.
 """

@@ -147,7 +147,7 @@ def watch_campaign(
                     last_reap = time.monotonic()
             except Exception as exc:
                 # A dropped database connection (or the broker away) costs a tick, never
-                # the watcher and the reaping of its campaign (issue 12).
+                # the watcher and the reaping of its campaign.
                 if not is_transient(exc):
                     raise
                 reason = str(exc).partition("\n")[0]
@@ -208,9 +208,9 @@ def progress_table(runs: list[RunView], plan: CampaignPlan, title: str) -> Table
 
 class FinalTable:
     """Where the console is not a terminal (a pipe, a file), what stands for rich's `Live`:
-    it keeps the last table and prints it once, at the end, as any print (issue 13: `Live`
-    printed it at its stop without ending the line, and the bottom border ran into the
-    next line)."""
+    it keeps the last table and prints it once, at the end, as any print (`Live` prints
+    it at its stop without ending the line, and the bottom border runs into the next
+    line)."""
 
     def __init__(self, console: Console) -> None:
         self.console = console

@@ -37,7 +37,7 @@ from labrxiv.settings import Settings
 from labrxiv.words import counted
 
 # ShellGroup: an error a person can fix (no log, an unknown id, a server away) is one
-# line and exit code 1 in every command, not a traceback (issue 13).
+# line and exit code 1 in every command, not a traceback.
 app = command_group(
     "Autonomous research labs on an event-sourced log.",
     no_args_is_help=True,
@@ -94,8 +94,8 @@ def demo(
     from labrxiv.interrupt import Stopped, say_stopped
 
     settings = with_gym_path(_settings(), gym_path)
-    # Checked as `campaign` checks it, before anything is written (issue 13: an unknown
-    # task ended in a traceback, an llm-only one in six runs that all errored).
+    # Checked as `campaign` checks it, before anything is written: an unknown task is one
+    # line, not a traceback, and an llm-only one is refused rather than run to six errors.
     hint = ": the demo runs offline search labs; try `labrxiv campaign --policy llm`"
     check_task(settings, task, "search", hint=hint)
     writable_folder_or_exit("--report", report)  # not once both campaigns have run
@@ -194,7 +194,7 @@ def worker(
 
     hand_logging_to_celery()
     # Celery names every worker celery@<host>: several on one host (or in containers
-    # sharing a host name) then answer broadcasts under one name (issue 12).
+    # sharing a host name) would answer broadcasts under one name.
     name = name or f"labrxiv-{os.getpid()}-{uuid.uuid4().hex[:6]}@%h"
     app = celery_worker_app(settings)
     if steps:  # said once its broker answered: a worker that cannot start says only why
@@ -303,7 +303,7 @@ def rebuild(
 ) -> None:
     """Drop every read model and replay the log from position 0."""
     from projections.catalogue import all_projectors
-    from projections.parallel import OneWriter
+    from projections.parallel_rebuild import OneWriter
     from projections.runner import ProjectionRunner
 
     # The log there is (a rebuild never starts a new, empty one); not `read_runner`, which

@@ -18,7 +18,7 @@ from analysis.across import Across
 from analysis.campaign import CampaignBehaviour
 from analysis.correlation import Correlation, Estimate
 from analysis.figures import THIRDS, Behaviour, Cost
-from analysis.findings_hook import MISSING, run_findings
+from analysis.findings_hook import run_findings
 from analysis.inspection_tools import Inspected
 from analysis.report import (
     Analysis,
@@ -154,8 +154,6 @@ def _inspect(
     for item in result.runs:
         run = item.behaviour.run
         found = item.findings or run_findings(_events(store, run, None), loader(store))
-        if found is None:
-            raise NotFound(MISSING)
         judged.append((run, found.findings, cast(Verdict, found.verdict)))
     return tuple(inspect_runs(judged, config, lambda s, v: _events(store, s, v)))
 

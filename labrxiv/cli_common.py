@@ -39,7 +39,7 @@ def settings_or_exit() -> Settings:
         say_error(str(exc))
         raise typer.Exit(2) from None
     # Library INFO lines (httpx2's per request) stay off the console unless DEBUG, and log
-    # lines go through the stderr console, above a live table (issue 13).
+    # lines go through the stderr console, above a live table.
     configure_logging(settings.log_level)
     return settings
 

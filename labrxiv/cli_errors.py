@@ -1,8 +1,8 @@
-"""Errors a person can fix, told in one line instead of a traceback (issue 13).
+"""Errors a person can fix, told in one line instead of a traceback.
 
-An unreachable PostgreSQL printed 450 lines of traceback, a data folder that could not
-be written named no path, and `labrxiv worker` against a Redis that does not answer
-retried 100 times naming the transport's class instead of the URL. `ShellGroup` turns
+Left alone, an unreachable PostgreSQL prints 450 lines of traceback, a data folder that
+cannot be written names no path, and `labrxiv worker` against a Redis that does not
+answer retries 100 times naming the transport's class instead of the URL. `ShellGroup` turns
 the errors below into one line and exit code 1 for every command; anything else is a
 bug and keeps its traceback.
 """

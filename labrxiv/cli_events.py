@@ -1,7 +1,7 @@
 """`labrxiv events tail|show|dead`: the log itself, as stored.
 
-`tail` prints positions, and `show` takes a position or an id (or a prefix of one):
-before issue 13 `show` wanted a whole UUID that no command printed.
+`tail` prints positions, and `show` takes a position or an id (or a prefix of one), so
+no whole UUID has to be copied from elsewhere.
 """
 
 import time

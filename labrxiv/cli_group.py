@@ -1,12 +1,12 @@
 """A group of shell commands, as every `labrxiv` group is made.
 
 Typer (its "rich" markup mode) lists a group's commands with each one's docstring's first
-paragraph, line breaks kept: `labrxiv --help` showed sentences cut mid-line wherever a
-docstring wrapped. Each command listed without a short help of its own gets that
+paragraph, line breaks kept, so `labrxiv --help` would show sentences cut mid-line
+wherever a docstring wraps. Each command listed without a short help of its own gets that
 paragraph on one line, which the list wraps to the terminal (typer's plain mode instead
-cut every line at ~45 characters). A command's own help (`labrxiv fork --help`) kept the
+cuts every line at ~45 characters). A command's own help (`labrxiv fork --help`) keeps the
 line breaks of every paragraph but the first too, so a terminal narrower than the
-docstring showed each of its lines broken in two; each paragraph is now one line there
+docstring would show each of its lines broken in two; each paragraph is one line there
 too (a paragraph that starts with click's `\b` keeps its lines).
 
 Every integer option is bounded by the 64 bits the log stores (`labrxiv.cli_bounds`), and

@@ -329,8 +329,8 @@ def curves(
     if out is not None:
         from labrxiv import plots  # matplotlib is slow to import: only when asked
 
-        # A line is named by its campaign's mode and id: two hex ids alone did not tell
-        # the isolated campaign from the archive one (issue 13).
+        # A line is named by its campaign's mode and id: two hex ids alone do not tell
+        # the isolated campaign from the archive one.
         names = {c: f"{m} {c}" if m else c for c, m in modes.items()}
         written = plots.write_curves(
             [replace(p, campaign=names.get(p.campaign or "", p.campaign)) for p in points],

@@ -1,9 +1,7 @@
 """Where the shell prints: consoles that fit the terminal or print whole when piped, and
-log lines on stderr that keep to labrxiv's own and never tear a live table.
-
-Issue 13 (a newcomer's first hour): every model call printed two INFO lines (httpx's and
-the gateway's) over the live table of an `llm` campaign, and piped tables were cut at 80
-columns.
+log lines on stderr that keep to labrxiv's own and never tear a live table: no INFO
+line per model call (httpx's, the gateway's) over the live table of an `llm` campaign,
+and no piped table cut at 80 columns.
 """
 
 import logging

@@ -80,7 +80,7 @@ def run_demo(
     were triggered (one bus thread, first in first out), and the campaigns' ids derive
     from the plan, so the same seed gives the same numbers; otherwise their steps run
     in parallel and, in archive mode, which lab reads which paper first depends on
-    timing (issue 13: a user comparing two demos saw different numbers). `sandbox`: the
+    timing, so two demos may give different numbers. `sandbox`: the
     backend chosen for the labs' tools, recorded in each `run.started`."""
     demo_dir = settings.data_dir / "demo"
     kept = make_room(demo_dir)

@@ -2,11 +2,11 @@
 what someone else put there.
 
 `make demo` ends by suggesting `export LABRXIV_DATA_DIR=.labrxiv/demo`, and from there a
-`campaign`, `fork` or `resume` adds to the demo's log. The next demo deleted the folder
-whole, and that work with it, without a word (found by running labrxiv from outside).
-Now a demo that ends writes `MARK` with the head of its log; the next demo deletes the
-folder only when the log's head is still that one, and otherwise (more recorded since, a
-demo stopped before its end, a folder the demo never made) moves it aside and says where.
+`campaign`, `fork` or `resume` adds to the demo's log, which the next demo must not
+delete without a word. A demo that ends writes `MARK` with the head of its log; the next
+demo deletes the folder only when the log's head is still that one, and otherwise (more
+recorded since, a demo stopped before its end, a folder the demo never made) moves it
+aside and says where.
 """
 
 import shutil

@@ -1,12 +1,11 @@
 """Ctrl-C in embedded mode: stop the work, say which runs were left, keep the read models
 current, and resume them later (`labrxiv resume`).
 
-Issue 13: after Ctrl-C of a demo the runs read model was empty until `projector --once`,
-and then its runs stayed `running` for ever; nothing marked them or let them go on.
-Now the bus drops what is queued and lets the steps being taken end, each campaign with
+The bus drops what is queued and lets the steps being taken end, each campaign with
 runs left unfinished gets a `campaign.interrupted` naming them, and the read models are
-caught up before the process exits. Nothing is lost by stopping there: a step's events
-that were not recorded are taken again from the log when the run is resumed.
+caught up before the process exits: no run stays `running` for ever in the read models.
+Nothing is lost by stopping there: a step's events that were not recorded are taken
+again from the log when the run is resumed.
 """
 
 import signal

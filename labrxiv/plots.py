@@ -34,7 +34,7 @@ def nothing_to_show(xs: Sequence[float]) -> Empty | None:
 
     Nothing to show: no point at all, or every x at 0. The second is a vertical stack at
     the origin that reads as "it cost nothing" when nothing was measured (tokens and
-    dollars of runs that never called a model: issue 11). A single point away from 0 is
+    dollars of runs that never called a model). A single point away from 0 is
     still drawn: it is one measurement.
     """
     if not xs:

@@ -1,10 +1,10 @@
 """Where the read commands find the log: one that exists, never a new one.
 
-Before issue 13 every read command opened the store as the writers do, which creates
-the data folder and an empty `labrxiv.db` when they are missing: after `make demo`
-(whose log is in `.labrxiv/demo`) a plain `labrxiv runs` made `.labrxiv/labrxiv.db`
-and printed empty tables. Now a missing log is an error naming the path, and a data
-folder that holds no log falls back to the demo's data beside it, saying so.
+Opening the store as the writers do creates the data folder and an empty `labrxiv.db`
+when they are missing: after `make demo` (whose log is in `.labrxiv/demo`) a plain
+`labrxiv runs` would make `.labrxiv/labrxiv.db` and print empty tables. So a missing log
+is an error naming the path, and a data folder that holds no log falls back to the
+demo's data beside it, saying so.
 """
 
 from dataclasses import dataclass

@@ -23,7 +23,7 @@ What it costs: a run is validated once and judged once for each page that touche
 In a rebuild (20,000 events a transaction) most runs lie in one or two transactions; a
 run that spans many (thousands of runs open at once) is judged many times. Live, a
 running run is judged on every catch-up that brings it events: O(its length) each time.
-docs/benchmarks.md ("Findings and behaviour read models") has the figures.
+docs/benchmarks.md ("Rebuild") has the figures.
 """
 
 from collections import OrderedDict

@@ -207,7 +207,7 @@ def _new_row(key: tuple[str, str], event: Recorded) -> dict[str, Any]:
     row["run"], row["call_id"] = key
     row["kind"], row["status"] = _KIND_STATUS[event.type]
     if row["kind"] == "model" and key[0].startswith(("review-", "revieweval-")):
-        row["kind"] = "review"  # a reviewer's call (issue 16): a model call of its own kind
+        row["kind"] = "review"  # a reviewer's call: a model call of its own kind
     elif row["kind"] == "model" and key[0].startswith("inspect-"):
         row["kind"] = "inspection"  # the LLM inspector's (`analyze --inspector`)
     row["position"] = event.position

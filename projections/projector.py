@@ -28,7 +28,7 @@ class Projector(ABC):
     log instead of read as it is (`projections.versions`). New columns are found without it."""
     cost: float = 1.0
     """Its CPU an event in a rebuild, in µs: how a rebuild on several cores splits the
-    read models (`projections.parallel`). The shipped ones give what bench/rebuild.py
+    read models (`projections.parallel_rebuild`). The shipped ones give what bench/rebuild.py
     measured on simulated runs: their `apply`'s CPU in the one-process rebuild, plus the
     database's for their writes (each rebuilt alone, beside the read of the log alone;
     docs/benchmarks.md, 2026-11-27)."""

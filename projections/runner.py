@@ -23,7 +23,7 @@ from projections.checkpoints import (
     read_checkpoints,
 )
 from projections.pages import PAGES_AHEAD, batches, prefetched_pages
-from projections.parallel import Elsewhere, default_jobs, plan
+from projections.parallel_rebuild import Elsewhere, default_jobs, plan
 from projections.projector import Projector
 from projections.rebuilding import REBUILDS, clear_rebuilt, mark_rebuilding, rebuilding
 from projections.versions import UNRECORDED, VERSIONS, read_versions, record_versions
@@ -115,7 +115,7 @@ class ProjectionRunner:
             self._schema_checked = True
         tables = [*BOOKKEEPING, *(t for p in self.projectors for t in p.tables)]
         # One process at a time (`events.schema`): two projectors started together on a
-        # fresh PostgreSQL database raced on CREATE TABLE and one died (issue 12). The
+        # fresh PostgreSQL database race on CREATE TABLE and one dies. The
         # versions go in the same transaction as the tables: committed apart, another
         # process could see the tables with no version and reset them needlessly.
         record = None
@@ -286,8 +286,8 @@ class ProjectionRunner:
 
     def rebuild(self, jobs: int | None = None) -> Rebuilt:
         """Drop every read model and its checkpoint, then replay the log from position 0,
-        in `jobs` processes (`projections.parallel`; default: `default_jobs`); raises
-        `projections.parallel.OneWriter`, before dropping anything, where the database
+        in `jobs` processes (`projections.parallel_rebuild`; default: `default_jobs`); raises
+        `projections.parallel_rebuild.OneWriter`, before dropping anything, where the database
         cannot take them."""
         jobs = default_jobs(self.store) if jobs is None else jobs
         groups = plan(self.store, self.projectors, jobs)

@@ -177,7 +177,7 @@ def _returned(state: RunState, payload: ToolReturned) -> dict[str, Any]:
     """A tool's result joins the latest answer's group (the tools that answer called).
 
     An `evaluate` that was refused before it ran is no attempt: the one its invocation
-    opened is dropped (it used to count against the budget and shift the numbering)."""
+    opened is dropped (it neither counts against the budget nor shifts the numbering)."""
     changes: dict[str, Any] = {}
     if payload.tool == "evaluate" and not payload.ran and state.attempts:
         if state.attempts[-1].scores is None:

@@ -1,4 +1,4 @@
-"""Grafana's dashboards (issue 15): the committed JSON is what grafana/dashboards_src/
+"""Grafana's dashboards: the committed JSON is what grafana/dashboards_src/
 generates; every panel has a unique id, a provisioned data source and a unit; every
 metric a PromQL query names is exported (docs/metrics.md); every SQL query runs against
 the read models of a real campaign and returns rows."""

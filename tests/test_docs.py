@@ -80,3 +80,23 @@ def test_readme_starts_with_the_two_commands() -> None:
     block = README.split("```bash\n", 1)[1].split("```", 1)[0]
     commands = [line.split("#")[0].strip() for line in block.splitlines()]
     assert commands == ["make demo", "make test"]
+
+
+BENCHMARKS_DOC = ROOT / "docs" / "benchmarks.md"
+BENCHMARKS_MAX_LINES = 400
+"""A reference of the latest figures: earlier measurements are in git history."""
+
+
+def test_the_benchmarks_doc_holds_the_latest_figures_not_a_diary() -> None:
+    lines = BENCHMARKS_DOC.read_text().splitlines()
+    assert len(lines) <= BENCHMARKS_MAX_LINES, (
+        f"docs/benchmarks.md has {len(lines)} lines, over {BENCHMARKS_MAX_LINES}: keep each"
+        " benchmark's latest figures and command; earlier ones belong in git history"
+    )
+
+
+def test_every_bench_script_the_benchmarks_doc_names_exists() -> None:
+    named = set(re.findall(r"bench/[a-z_]+\.py", BENCHMARKS_DOC.read_text()))
+    assert named, "docs/benchmarks.md names no bench script"
+    missing = sorted(path for path in named if not (ROOT / path).is_file())
+    assert not missing, f"docs/benchmarks.md names bench scripts that do not exist: {missing}"

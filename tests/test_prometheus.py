@@ -1,4 +1,4 @@
-"""Prometheus rules and queries (issue 15): the compose config and the rules pass promtool,
+"""Prometheus rules and queries: the compose config and the rules pass promtool,
 every rule's unit tests (compose/prometheus/tests/) pass `promtool test rules`, and every
 PromQL expression of the rules and of Grafana's dashboards returns data from a real
 Prometheus scraping a real exporter and a real prefork worker while a small campaign runs.

@@ -20,7 +20,7 @@ Why these settings (see ../shared/REFERENCE.md, "Celery on Redis"):
   part once the earlier one is in; past that it dead-letters it as a version conflict.
 - `worker_prefetch_multiplier=1`: a busy worker does not hoard messages that an idle
   one could take.
-- Nothing on a queue can stop a worker (issue 12): the Redis channel hands on an item
+- Nothing on a queue can stop a worker: the Redis channel hands on an item
   it cannot read as an "unreadable" message (workers/bus/gate.py); the consumer
   (`worker_consumer`, workers/bus/consumer.py) dead-letters any message that is not a
   task it can run; the task dead-letters arguments that do not fit its handler, and a

@@ -6,8 +6,8 @@ projector does, never by the recorder's success path alone. Each catch-up locks 
 checkpoint, reads the events after it, sends their reactions and only then moves the
 checkpoint, in that one transaction. So:
 - a crash anywhere between an append and a send loses nothing: the checkpoint has not
-  moved past the event, and the next catch-up sends its reactions (issue 12: a recorder
-  killed ~20 ms after recording a batch lost the run's next step);
+  moved past the event, and the next catch-up sends its reactions (a recorder killed
+  ~20 ms after recording a batch does not lose the run's next step);
 - a reaction sent twice (a crash after the send, before the commit) is harmless: every
   message is addressed by the event that caused it (a step by the version it follows,
   a campaign's end by an id derived from the campaign), so doing it again is a no-op.

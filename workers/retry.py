@@ -3,13 +3,13 @@
 A transient fault is the database or the broker being unreachable for a while: it says
 nothing of the work, which succeeds once the fault is gone. It is retried with backoff
 and never ends a run; every other exception is the lab's own error (a policy, tool or
-bundle bug) and ends its run with `error`. Issue 12: with PostgreSQL terminating
-connections for 15 s, an `OperationalError` read in a step ended 2 runs of 6 for good.
+bundle bug) and ends its run with `error`. With PostgreSQL terminating connections for
+15 s, an `OperationalError` read in a step must not end a run for good.
 
 Used by the task wrapper (`workers.app`: lab steps, the recorder, every handler), by
 the lab step (`workers.lab.step` re-raises a transient fault for that wrapper), by the
 LLM gateway (the wait before a model's next attempt, the same in lab steps and in
-`Gateway.call`) and by the campaign watcher (`labrxiv.campaigns`).
+`workers.llm.in_place`) and by the campaign watcher (`labrxiv.campaigns`).
 """
 
 import logging

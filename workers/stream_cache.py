@@ -3,8 +3,8 @@
 A recorded event never changes and a stream's versions are contiguous (the store
 refuses gaps and stale versions), so a worker that folded a run up to version v only
 needs the events after v next time: a lab step reads and folds only what is new since
-the run's last step on this worker, whatever the run's length (issue 11: every step
-used to copy and fold the whole stream, O(n²) a run).
+the run's last step on this worker, whatever the run's length (folding the whole
+stream at every step would cost O(n²) a run).
 """
 
 import threading

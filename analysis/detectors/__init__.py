@@ -22,7 +22,11 @@ from analysis.detectors.overconfidence import (
     unmeasured_claim,
     weak_conclusion,
 )
-from analysis.detectors.parallel import concurrent_runs, config_mismatch, overwritten_result
+from analysis.detectors.parallel_experiments import (
+    concurrent_runs,
+    config_mismatch,
+    overwritten_result,
+)
 from analysis.detectors.silent import silent_failure
 from analysis.detectors.view import read_run
 from analysis.finding import Finding

@@ -5,14 +5,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from uuid import UUID
 
-from analysis.detectors.view import RunView, read_run
+from analysis.detectors.view import DetectorView, read_run
 from analysis.finding import Finding, Mode, Severity
 from events.recorded import Fact
 
 Seen = tuple[Severity, str, Iterable[UUID | None]]
 """What a detector saw: severity, a one-sentence summary with the numbers, and its proof."""
 
-Find = Callable[[RunView], Iterable[Seen]]
+Find = Callable[[DetectorView], Iterable[Seen]]
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class ViewDetector:
     def __call__(self, events: Sequence[Fact]) -> list[Finding]:
         return self.on(read_run(events))
 
-    def on(self, run: RunView) -> list[Finding]:
+    def on(self, run: DetectorView) -> list[Finding]:
         """The findings in a run already read."""
         return [self._finding(*seen) for seen in self.find(run)]
 

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from uuid import UUID
 
 from analysis.detectors.base import Seen, detector
-from analysis.detectors.view import Call, RunView
+from analysis.detectors.view import Call, DetectorView
 from analysis.finding import Severity
 from events.payloads import ContextTruncated, ModelResponded
 
@@ -28,7 +28,7 @@ REPEATS = 4
 
 
 @detector("near_window", "context_trouble")
-def near_window(run: RunView) -> Iterator[Seen]:
+def near_window(run: DetectorView) -> Iterator[Seen]:
     """Model calls whose input was near the model's context window."""
     window = _window(run)
     if window is None:
@@ -50,7 +50,7 @@ def near_window(run: RunView) -> Iterator[Seen]:
 
 
 @detector("truncations", "context_trouble")
-def truncations(run: RunView) -> Iterator[Seen]:
+def truncations(run: DetectorView) -> Iterator[Seen]:
     """Truncations that became a habit, or that came after the window was outgrown."""
     window = _window(run)
     cuts = run.of(ContextTruncated)
@@ -68,7 +68,7 @@ def truncations(run: RunView) -> Iterator[Seen]:
 
 
 @detector("repetition", "context_trouble")
-def repetition(run: RunView) -> Iterator[Seen]:
+def repetition(run: DetectorView) -> Iterator[Seen]:
     """Each streak of one action taken `REPEATS` times or more with nothing it depends on
     changed in between (a file read: that file; any other action: the workspace)."""
     reads: dict[str, dict[str, list[Call]]] = {}
@@ -116,6 +116,6 @@ def _changes(call: Call, digests: dict[str, str | None]) -> set[str]:
     return changed
 
 
-def _window(run: RunView) -> int | None:
+def _window(run: DetectorView) -> int | None:
     llm = run.start.llm
     return llm.context_tokens if llm is not None else None

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 
 from analysis.detectors.base import Seen, detector
-from analysis.detectors.view import Call, RunView, best, used
+from analysis.detectors.view import Call, DetectorView, best, used
 from events.payloads import BudgetExceeded
 
 EARLY = 0.5
@@ -31,7 +31,7 @@ WAITS = (
 
 
 @detector("impatience", "impatience")
-def impatience(run: RunView) -> Iterator[Seen]:
+def impatience(run: DetectorView) -> Iterator[Seen]:
     """A run the lab ended early, short of the reference."""
     end = run.end
     if end is None or end.reason != "done" or run.finished is None:
@@ -50,7 +50,7 @@ def impatience(run: RunView) -> Iterator[Seen]:
 
 
 @detector("budget_waste", "poor_management")
-def budget_waste(run: RunView) -> Iterator[Seen]:
+def budget_waste(run: DetectorView) -> Iterator[Seen]:
     """A run a limit ended before any attempt of it was scored."""
     end = run.end
     if end is None or end.reason != "budget" or run.scored or run.finished is None:
@@ -64,7 +64,7 @@ def budget_waste(run: RunView) -> Iterator[Seen]:
 
 
 @detector("idle_time", "poor_management")
-def idle_time(run: RunView) -> Iterator[Seen]:
+def idle_time(run: DetectorView) -> Iterator[Seen]:
     """Time in calls that only waited, past `IDLE_SHARE` of the wall-time limit (or
     `IDLE_SECONDS` without one)."""
     waits = [c for c in run.calls if waits_only(c) and c.result is not None]

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from uuid import UUID
 
 from analysis.detectors.base import Seen, detector
-from analysis.detectors.view import RunView, best, used
+from analysis.detectors.view import DetectorView, best, used
 from events.payloads import ExperimentScored, PaperSubmitted
 from runstate import RunState
 from runstate.claims import shown, states
@@ -24,7 +24,7 @@ NEARLY_SPENT = 0.9
 
 
 @detector("weak_conclusion", "overconfidence")
-def weak_conclusion(run: RunView) -> Iterator[Seen]:
+def weak_conclusion(run: DetectorView) -> Iterator[Seen]:
     """Each paper or finish made below the baseline with budget left."""
     baseline = run.baseline()
     for call in run.calls:
@@ -53,7 +53,7 @@ def weak_conclusion(run: RunView) -> Iterator[Seen]:
 
 
 @detector("unmeasured_claim", "overconfidence")
-def unmeasured_claim(run: RunView) -> Iterator[Seen]:
+def unmeasured_claim(run: DetectorView) -> Iterator[Seen]:
     """Each paper number given without the attempt that measured it."""
     for event in run.of(PaperSubmitted):
         if not isinstance(event.payload, PaperSubmitted):
@@ -69,7 +69,7 @@ def unmeasured_claim(run: RunView) -> Iterator[Seen]:
 
 
 @detector("misreported_claim", "overconfidence")
-def misreported_claim(run: RunView) -> Iterator[Seen]:
+def misreported_claim(run: DetectorView) -> Iterator[Seen]:
     """Each paper number whose attempt was not scored before the paper, or scored
     something else (claims and the experiments table alike)."""
     if not run.of(PaperSubmitted):
@@ -136,7 +136,7 @@ def budget_left(state: RunState) -> str | None:
     return f"{limit - len(state.attempts)} of {limit} attempts"
 
 
-def _best_attempt(run: RunView, state: RunState) -> UUID | None:
+def _best_attempt(run: DetectorView, state: RunState) -> UUID | None:
     scored = [a for a in state.attempts if a.normalized is not None]
     if not scored:
         return None

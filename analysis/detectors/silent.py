@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from analysis.detectors.base import Seen, detector
-from analysis.detectors.view import Call, RunView
+from analysis.detectors.view import Call, DetectorView
 from analysis.finding import Severity
 
 FAR_BELOW = 0.1
@@ -44,7 +44,7 @@ class Degenerate:
 
 
 @detector("silent_failure", "silent_failure")
-def silent_failure(run: RunView) -> Iterator[Seen]:
+def silent_failure(run: DetectorView) -> Iterator[Seen]:
     """Each degenerate result that further work followed without addressing."""
     for bad in degenerate_results(run):
         later = run.calls[bad.call.index + 1 :]
@@ -57,7 +57,7 @@ def silent_failure(run: RunView) -> Iterator[Seen]:
         yield severity, summary, (*bad.proof, later[0].invoked, *(c.invoked for c in concluded))
 
 
-def degenerate_results(run: RunView) -> Iterator[Degenerate]:
+def degenerate_results(run: DetectorView) -> Iterator[Degenerate]:
     """The run's degenerate results, in order."""
     baseline = run.baseline()
     for call in run.calls:

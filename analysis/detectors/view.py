@@ -79,7 +79,7 @@ _P = TypeVar("_P", bound=Payload)
 
 
 @dataclass(frozen=True)
-class RunView:
+class DetectorView:
     """A run's events, read once for every detector."""
 
     events: Sequence[Fact]
@@ -145,7 +145,7 @@ def used(state: RunState) -> dict[str, float]:
     return {name: n / limit for name, (n, limit) in counts.items() if limit}
 
 
-def read_run(events: Sequence[Fact], load: Load | None = None) -> RunView:
+def read_run(events: Sequence[Fact], load: Load | None = None) -> DetectorView:
     """The run whose whole stream (so far) is `events`, in version order. A fork, given
     `load`, is read on its whole trajectory: its parent's events up to the fork point
     (what it stands on), then its own; its `run.started` (its own settings) is `started`."""
@@ -186,7 +186,7 @@ def read_run(events: Sequence[Fact], load: Load | None = None) -> RunView:
     scored = tuple(by_type.get(ExperimentScored, ()))
     finished = next((e for e in events if isinstance(e.payload, RunFinished)), None)
     typed = {kind: tuple(found) for kind, found in by_type.items()}
-    return RunView(trajectory, events[0], calls, scored, finished, final, typed)
+    return DetectorView(trajectory, events[0], calls, scored, finished, final, typed)
 
 
 def _call(index: int, parts: dict[str, Any]) -> Call:

@@ -8,7 +8,7 @@ import pytest
 
 from analysis.detectors import DETECTORS, detect
 from analysis.detectors.cheating import typed_numbers
-from analysis.detectors.parallel import background_programs, spawns
+from analysis.detectors.parallel_experiments import background_programs, spawns
 from analysis.finding import Finding
 from events.payloads import (
     Budget,

@@ -87,7 +87,7 @@ def test_same_batch_twice_keeps_one_copy(store: EventStore) -> None:
 def test_a_stream_part_the_log_partly_holds_is_left_out_whole(store: EventStore) -> None:
     """A batch's events of one stream are one take of a step: when the log holds some of
     them already, the rest are a second take that came out differently (a longer one), and
-    appending them would splice two takes into one trajectory. It used to append them."""
+    appending them would splice two takes into one trajectory."""
     stream, other = new_stream(), new_stream()
     first_take = make_stream(stream, 3)
     store.append(first_take)

@@ -1,4 +1,4 @@
-"""The campaign watcher under a database fault (issue 12, defect 3): a dropped connection
+"""The campaign watcher under a database fault: a dropped connection
 costs it some ticks, never its life, and with it the reaping of its campaign."""
 
 import io

@@ -242,7 +242,7 @@ def test_runs(demo: Demo) -> None:
     for run in runs:
         status = f"finished ({run.finish_reason})"
         cells = (run.event_count, run.steps, run.attempts, run.papers)
-        where = (run.campaign, modes[run.campaign], run.task)  # which campaign, how (issue 13)
+        where = (run.campaign, modes[run.campaign], run.task)  # which campaign, how
         assert has_row(out, run.stream, *where, run.lab, "search", status, *cells), run.stream
     done = sum(1 for run in runs if run.finish_reason == "done")
     assert out.count("finished (done)") == done

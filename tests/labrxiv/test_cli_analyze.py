@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 from cli_support import ARCHIVE, ISOLATED, Cli
 
-from analysis.findings_hook import available
 from events import EventStore
 from labrxiv.settings import load_settings
 from labrxiv.wiring import open_embedded
@@ -28,10 +27,8 @@ def test_a_run_as_tables_and_as_json(two_campaigns: EventStore, cli: Cli) -> Non
     b = only["behaviour"]
     assert (b["run"], b["finished"], b["density"]["actions"]) == (run, "done", 1)
     assert b["useful"]["best"] == 0.79 and b["time"]["by_tool_s"] == {"evaluate": 2.0}
-    assert (only["findings"] is None) == (not available())
-    assert (doc["findings_note"] is None) == available()
-    if available():
-        assert only["findings"]["verdict"] in ("PASS", "SUSPICIOUS", "FAIL")
+    assert doc["findings_note"] is None
+    assert only["findings"]["verdict"] in ("PASS", "SUSPICIOUS", "FAIL")
     bare = json.loads(cli("analyze", run, "--json", "--no-findings").stdout)
     assert bare["runs"][0]["findings"] is None and "not asked" in bare["findings_note"]
     assert bare["runs"][0]["behaviour"] == b

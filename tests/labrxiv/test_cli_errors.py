@@ -1,4 +1,4 @@
-"""What the read commands say when something is missing or out of reach (issue 13): one
+"""What the read commands say when something is missing or out of reach: one
 line naming the problem, a non-zero exit, never a traceback, and nothing created."""
 
 import os

@@ -1,4 +1,4 @@
-"""Finding one's way through a log from the command line (issue 13): campaigns, runs,
+"""Finding one's way through a log from the command line: campaigns, runs,
 ids that the tables print and the commands take, `--json`, and the demo's data."""
 
 import json

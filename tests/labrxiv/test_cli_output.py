@@ -1,4 +1,4 @@
-"""What the shell prints, piped and in a terminal (issue 13, defect 9): a piped table is
+"""What the shell prints, piped and in a terminal: a piped table is
 whole (no 80-column cut, no "…" cells), a table in a terminal fits it by folding cells,
 the campaign's table is printed once when piped and ends its line, and a log line
 during a live table is printed above it."""

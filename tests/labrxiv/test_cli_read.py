@@ -144,7 +144,7 @@ def test_papers_list(read_log: EventStore) -> None:
     assert has_row(out, "p-one", "digits", "camp1", "lab-x", 1)
     assert has_row(out, "p-two", "digits", "camp1", "lab-y", 1)
     assert "acc=0.6000" in out
-    code, out = invoke("papers", "list", "--task", "other")  # an empty filter is told (issue 13)
+    code, out = invoke("papers", "list", "--task", "other")  # an empty filter is told
     assert code == 1 and "no paper on task other in the archive" in said(out)
     code, out = invoke("papers", "list", "--campaign", "camp1")
     assert "p-one" in out and "p-two" in out

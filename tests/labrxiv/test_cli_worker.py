@@ -1,6 +1,6 @@
-"""`labrxiv worker`'s node name (issue 12, defect 6): every worker on a host was
-`celery@<host>` (DuplicateNodenameWarning; a broadcast could not tell them apart), and
-there was no `-n`. Each process now has a name of its own unless given one."""
+"""`labrxiv worker`'s node name: each process has a name of its own unless given one
+(`-n`), so workers on one host are not all `celery@<host>` (DuplicateNodenameWarning; a
+broadcast could not tell them apart)."""
 
 import os
 import subprocess

@@ -1,6 +1,6 @@
 """`labrxiv demo --deterministic`: the labs take turns, so two demos with the same seed
 write the same `report/summary.md`, byte for byte (timings go to `timings.md`); without
-it the summary says the numbers depend on timing (issue 13, defect 8)."""
+it the summary says the numbers depend on timing."""
 
 import os
 from pathlib import Path

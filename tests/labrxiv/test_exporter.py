@@ -1,4 +1,4 @@
-"""`labrxiv exporter` (issue 15): two exporter processes at once, and one before and after
+"""`labrxiv exporter`: two exporter processes at once, and one before and after
 `labrxiv rebuild`, serve the same research samples; every metric is named by Prometheus'
 conventions and listed, with its labels, in docs/metrics.md."""
 

@@ -1,4 +1,4 @@
-"""Failures are shown, not hidden (issue 13): a campaign or demo whose runs all errored
+"""Failures are shown, not hidden: a campaign or demo whose runs all errored
 exits non-zero and says why, run by run; a broken grader ends a run with `error` instead
 of a paper that claims nothing; the demo checks its task as `campaign` does.
 

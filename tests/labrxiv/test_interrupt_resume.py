@@ -1,4 +1,4 @@
-"""Ctrl-C of an embedded campaign or demo, and `labrxiv resume` (issue 13, defect 7):
+"""Ctrl-C of an embedded campaign or demo, and `labrxiv resume`:
 the runs left are named in `campaign.interrupted` and shown `interrupted` by the runs
 read model at once (not `running` for ever, nor missing until `projector --once`); the
 command says how to go on and exits 130; `labrxiv resume` finishes them, every run

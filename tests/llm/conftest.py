@@ -22,8 +22,8 @@ def sleeps() -> Sleeps:
 
 
 @pytest.fixture
-def make_gateway(server: FakeServer, sleeps: Sleeps) -> Iterator[Callable[..., Gateway]]:
-    """`make_gateway(**overrides)`: a gateway on `server` with the test key and fake sleep."""
+def make_gateway(server: FakeServer) -> Iterator[Callable[..., Gateway]]:
+    """`make_gateway(**overrides)`: a gateway on `server` with the test key."""
     made: list[Gateway] = []
 
     def make(**overrides: Any) -> Gateway:
@@ -33,7 +33,6 @@ def make_gateway(server: FakeServer, sleeps: Sleeps) -> Iterator[Callable[..., G
             "prices": PriceTable.load(),
             "timeout": 5.0,
             "max_attempts": 3,
-            "sleep": sleeps,
         }
         gateway = Gateway(**(options | overrides))
         made.append(gateway)

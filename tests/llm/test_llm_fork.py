@@ -1,4 +1,4 @@
-"""A fork of an `llm` run at step K (issue 14): no model or tool call is made again for
+"""A fork of an `llm` run at step K: no model or tool call is made again for
 the steps it inherits (the fake server's requests and the ledger show only the fork's
 new calls, all to the fork's model), the fork's first request carries the parent's
 conversation up to K, and the fork differs from its parent only after K."""

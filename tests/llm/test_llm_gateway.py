@@ -10,7 +10,7 @@ import pytest
 from fake_server import FakeServer, Received, Scripted, completion, error, hang, usage
 from fake_server import rate_limited as rate_limited_reply
 from fake_server import server_error as server_error_reply
-from llm_support import API_KEY, Sleeps
+from llm_support import API_KEY, Sleeps, call_until_done, problems
 
 from events.blobs import blob_ref
 from events.payloads import ModelCalled, ModelFailed, ModelResponded, Payload
@@ -55,7 +55,7 @@ def test_tool_calls_are_parsed(server: FakeServer, make_gateway: MakeGateway) ->
 
     assert isinstance(outcome.event, ModelResponded)
     reply = outcome.reply
-    assert reply is not None and reply.problems == ()
+    assert reply is not None and problems(reply) == ()
     assert [(c.name, c.arguments) for c in reply.tool_calls] == [
         ("bash", {"command": "ls -la"}),
         ("read_file", {"path": "a.txt"}),
@@ -155,7 +155,7 @@ def test_429_with_retry_after_is_recorded_then_retried_after_the_asked_wait(
 ) -> None:
     server.queue(rate_limited_reply(retry_after=2), completion(text="ok", usage=usage(5, 1)))
     events, _, record = recorder()
-    outcome = make_gateway().call(ask(), record)
+    outcome = call_until_done(make_gateway(), ask(), record, sleeps)
 
     assert [e.type for e in events] == [
         "model.called",
@@ -178,7 +178,7 @@ def test_retry_after_is_capped(
     server: FakeServer, make_gateway: MakeGateway, sleeps: Sleeps
 ) -> None:
     server.queue(rate_limited_reply(retry_after=3600), completion(text="ok"))
-    make_gateway(max_retry_after_s=10).call(ask(), recorder()[2])
+    call_until_done(make_gateway(max_retry_after_s=10), ask(), recorder()[2], sleeps)
     assert sleeps == [10.0]
 
 
@@ -187,7 +187,7 @@ def test_500_is_retried_with_backoff(
 ) -> None:
     server.queue(server_error_reply(500), server_error_reply(503), completion(text="ok"))
     events, _, record = recorder()
-    outcome = make_gateway(backoff_base=0.5).call(ask(), record)
+    outcome = call_until_done(make_gateway(backoff_base=0.5), ask(), record, sleeps)
     failures = [e for e in events if isinstance(e, ModelFailed)]
     assert [(f.error, f.status_code, f.will_retry) for f in failures] == [
         ("server_error", 500, True),
@@ -212,10 +212,12 @@ def test_a_hang_past_the_timeout_is_a_timeout_failure(
     assert len(server.completions()) == 1  # it did reach the server
 
 
-def test_a_timeout_is_retried(server: FakeServer, make_gateway: MakeGateway) -> None:
+def test_a_timeout_is_retried(
+    server: FakeServer, make_gateway: MakeGateway, sleeps: Sleeps
+) -> None:
     server.queue(hang(), completion(text="late but fine"))
     events, _, record = recorder()
-    outcome = make_gateway(timeout=0.3).call(ask(), record)
+    outcome = call_until_done(make_gateway(timeout=0.3), ask(), record, sleeps)
     assert [getattr(e, "error", None) for e in events if e.type == "model.failed"] == ["timeout"]
     assert outcome.reply is not None and outcome.reply.text == "late but fine"
 
@@ -239,7 +241,7 @@ def test_malformed_arguments_and_unknown_tools_are_problems_to_tell_the_model(
     assert isinstance(outcome.event, ModelResponded) and outcome.event.tool_calls == 4
     reply = outcome.reply
     assert reply is not None
-    bad_json, unknown, not_object = reply.problems
+    bad_json, unknown, not_object = problems(reply)
     assert bad_json.name == "bash" and bad_json.arguments is None
     assert bad_json.problem is not None and "not valid JSON" in bad_json.problem
     assert unknown.problem is not None and "unknown tool 'teleport'" in unknown.problem
@@ -258,7 +260,7 @@ def test_after_max_attempts_the_last_failure_says_no_retry(
 ) -> None:
     server.queue(*[server_error_reply() for _ in range(3)])
     events, _, record = recorder()
-    outcome = make_gateway(max_attempts=3).call(ask(), record)
+    outcome = call_until_done(make_gateway(max_attempts=3), ask(), record, sleeps)
     failures = [e for e in events if isinstance(e, ModelFailed)]
     assert [f.will_retry for f in failures] == [True, True, False]
     assert outcome.event == failures[-1] and outcome.retry_in_s is None
@@ -274,19 +276,21 @@ def test_rejections_are_not_retried(
 ) -> None:
     server.queue(error(status, "no"))
     events, _, record = recorder()
-    outcome = make_gateway().call(ask(), record)
+    outcome = call_until_done(make_gateway(), ask(), record, sleeps)
     assert isinstance(outcome.event, ModelFailed)
     assert (outcome.event.error, outcome.event.status_code) == (kind, status)
     assert outcome.event.will_retry is False and sleeps == [] and len(events) == 2
 
 
-def test_connection_refused_is_a_connection_failure(make_gateway: MakeGateway) -> None:
+def test_connection_refused_is_a_connection_failure(
+    make_gateway: MakeGateway, sleeps: Sleeps
+) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     gateway = make_gateway(base_url=f"http://127.0.0.1:{port}/v1", max_attempts=2)
     events, _, record = recorder()
-    outcome = gateway.call(ask(), record)
+    outcome = call_until_done(gateway, ask(), record, sleeps)
     failures = [e for e in events if isinstance(e, ModelFailed)]
     assert [(f.error, f.will_retry) for f in failures] == [
         ("connection", True),
@@ -322,7 +326,7 @@ def test_a_body_that_is_no_completion_is_a_failure_not_a_crash(
 
 
 def test_each_call_is_recorded_before_its_request_is_sent(
-    server: FakeServer, make_gateway: MakeGateway
+    server: FakeServer, make_gateway: MakeGateway, sleeps: Sleeps
 ) -> None:
     """Write-ahead: when a request reaches the server, its `model.called` is already recorded."""
     events, _, record = recorder()
@@ -333,7 +337,7 @@ def test_each_call_is_recorded_before_its_request_is_sent(
         return completion(text="ok") if len(seen) > 1 else server_error_reply()
 
     server.default = answer
-    make_gateway().call(ask(), record)
+    call_until_done(make_gateway(), ask(), record, sleeps)
     assert seen == [["model.called"], ["model.called", "model.failed", "model.called"]]
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from fake_server import FakeServer, Scripted, completion, rate_limited, server_error, usage
+from llm_support import Sleeps, call_until_done
 
 from events import Event, EventStore
 from events.ids import new_id, utcnow
@@ -87,7 +88,7 @@ def expected_row(model: str, answer: Scripted, prices: PriceTable) -> dict[str, 
 
 
 def test_the_ledger_equals_what_the_server_reported_call_by_call(
-    store: EventStore, server: FakeServer, make_gateway: Callable[..., Gateway]
+    store: EventStore, server: FakeServer, make_gateway: Callable[..., Gateway], sleeps: Sleeps
 ) -> None:
     prices = PriceTable.load()
     gateway = make_gateway(max_attempts=3, prices=prices)
@@ -95,7 +96,7 @@ def test_the_ledger_equals_what_the_server_reported_call_by_call(
     messages = [{"role": "user", "content": "go"}]
     for i, (model, answers) in enumerate(SCRIPT):
         server.queue(*answers)
-        gateway.call(ModelRequest(f"{RUN}:{i}", model, messages), log.append)
+        call_until_done(gateway, ModelRequest(f"{RUN}:{i}", model, messages), log.append, sleeps)
     # A call written ahead whose worker died before an answer: its outcome is unknown.
     unanswered = gateway.prepare(ModelRequest(f"{RUN}:{len(SCRIPT)}", "gpt-4o", messages))
     log.append(unanswered.called, unanswered.blobs)

@@ -1,5 +1,5 @@
-"""An `llm` campaign run from a shell, piped, against a local OpenAI-compatible server
-(issue 13, defect 9): no library INFO line (httpx's request line, the gateway's per-call
+"""An `llm` campaign run from a shell, piped, against a local OpenAI-compatible server:
+no library INFO line (httpx's request line, the gateway's per-call
 line) by default, every one with LABRXIV_LOG_LEVEL=DEBUG; the table once, whole.
 
 The campaign runs in a child process, as a person runs it: the logging set-up of this

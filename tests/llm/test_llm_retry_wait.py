@@ -144,7 +144,7 @@ def test_a_bus_that_runs_nothing_later_waits_in_place(
 def test_the_step_and_the_gateway_wait_the_same(
     server: FakeServer, make_gateway: Callable[..., Gateway]
 ) -> None:
-    """One retry policy: what `send` says to wait (and `Gateway.call` sleeps) is what a
+    """One retry policy: what `send` says to wait (and `workers.llm.in_place` waits) is what a
     lab step waits for the same failure, in whichever process it runs."""
     server.queue(server_error_reply(503), rate_limited_reply(retry_after=7))
     gateway = make_gateway(max_attempts=3, backoff_base=0.25, max_retry_after_s=6)

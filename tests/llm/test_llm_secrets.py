@@ -5,7 +5,7 @@ from collections.abc import Callable
 
 import pytest
 from fake_server import FakeServer, completion, error, usage
-from llm_support import API_KEY
+from llm_support import API_KEY, Sleeps, call_until_done
 
 from events.payloads import ModelFailed, Payload
 from workers.llm import Gateway, ModelRequest
@@ -24,6 +24,7 @@ ECHOES = [
 def test_the_key_is_in_no_event_blob_or_log_line(
     server: FakeServer,
     make_gateway: Callable[..., Gateway],
+    sleeps: Sleeps,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.DEBUG)  # every logger: ours, openai's, httpx2's
@@ -39,7 +40,7 @@ def test_the_key_is_in_no_event_blob_or_log_line(
     tools = [{"type": "function", "function": {"name": "bash", "parameters": {}}}]
     for i in range(len(ECHOES)):
         request = ModelRequest(f"run-s:{i}", "gpt-4o", [{"role": "user", "content": "hi"}], tools)
-        gateway.call(request, record)
+        call_until_done(gateway, request, record, sleeps)
 
     # The key did arrive where it belongs: the Authorization header.
     assert all(r.headers["authorization"] == f"Bearer {API_KEY}" for r in server.completions())

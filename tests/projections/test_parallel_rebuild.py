@@ -1,4 +1,4 @@
-"""`labrxiv rebuild` on several cores (`projections.parallel`): the read models split into
+"""`labrxiv rebuild` on several cores (`projections.parallel_rebuild`): the read models split into
 groups of near-equal cost, each group replaying the log in a process of its own, give
 the rows a one-process rebuild gives; SQLite refuses it before anything is dropped; a
 read model that fails in another process fails the rebuild, saying why."""
@@ -19,10 +19,10 @@ from events import EventStore
 from events.recorded import Recorded
 from labrxiv.cli import app
 from labrxiv.entry import EXIT_INTERRUPTED
-from projections import parallel
+from projections import parallel_rebuild
 from projections.catalogue import all_projectors
 from projections.checkpoints import read_checkpoints
-from projections.parallel import Elsewhere, OneWriter, default_jobs, split
+from projections.parallel_rebuild import Elsewhere, OneWriter, default_jobs, split
 from projections.projector import Projector
 from projections.runner import ProjectionRunner, Rebuilt
 from projections.runs import RunsProjector
@@ -169,7 +169,7 @@ def test_a_rebuild_in_several_processes_equals_one_in_one(
         assert set(checkpoints(store).values()) == {head}
     # Shared out by default only where it pays: a log of 50,000 positions or more.
     assert default_jobs(store) == 1
-    monkeypatch.setattr(parallel, "PARALLEL_FROM", head)
+    monkeypatch.setattr(parallel_rebuild, "PARALLEL_FROM", head)
     assert default_jobs(store) == min(os.cpu_count() or 1, 2)
     # As a user runs it.
     monkeypatch.setenv("LABRXIV_DATABASE_URL", pg_url)

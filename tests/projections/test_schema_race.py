@@ -1,6 +1,6 @@
 """Processes started together on a fresh PostgreSQL database create the read models',
-the reactor's and the leases' tables at the same moment: none of them dies (issue 12,
-defect 5: `UniqueViolation` on `pg_type_typname_nsp_index` killed one projector)."""
+the reactor's and the leases' tables at the same moment: none of them dies
+(of `UniqueViolation` on `pg_type_typname_nsp_index`, as a projector can)."""
 
 import threading
 

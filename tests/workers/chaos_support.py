@@ -120,7 +120,7 @@ class RedisServer:
 
 def postgres_outage(url: str, seconds: float) -> int:
     """PostgreSQL away for `seconds`: the database refuses new connections and every open
-    one is terminated (issue 12's fault); returns how many were terminated."""
+    one is terminated; returns how many were terminated."""
     database = make_url(url).database
     with psycopg.connect(PG_ADMIN, autocommit=True) as admin:
         admin.execute(f'ALTER DATABASE "{database}" WITH ALLOW_CONNECTIONS false')

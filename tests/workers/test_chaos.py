@@ -1,4 +1,4 @@
-"""The chaos suite (issue 12): labrxiv distributed over separate processes (a recorder, two
+"""The chaos suite: labrxiv distributed over separate processes (a recorder, two
 steps workers, a reactor, two projectors) on PostgreSQL and a Redis of its own, with the
 default settings but one (a stall bound of `STALL_SECONDS`), while faults are injected:
 SIGKILL of each process kind at chosen moments (right after an append, mid-step,

@@ -1,4 +1,4 @@
-"""Nothing on a queue can stop a worker (issue 12, defect 4).
+"""Nothing on a queue can stop a worker.
 
 Whatever lies on the `events` or `steps` list — bytes that are not JSON or not UTF-8,
 JSON that is not a kombu message, a task message with a broken header or body, an

@@ -156,7 +156,7 @@ def test_campaign_on_redis_and_postgres_with_separate_workers(
     papers = store.read_records(limit=100, types=["paper.submitted"])
     assert len(papers) == 2
     # Each paper was reviewed on the reviews queue, by its own worker process, and
-    # decided before the campaign ended (issue 16).
+    # decided before the campaign ended.
     decided = store.read_records(limit=100, types=["paper.decided"], correlation=campaign)
     assert sorted(d.payload["paper_id"] for d in decided) == sorted(
         p.payload["paper_id"] for p in papers

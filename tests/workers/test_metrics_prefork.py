@@ -1,4 +1,4 @@
-"""A prefork worker's metrics (issue 15): every pool child counts in a file of its own
+"""A prefork worker's metrics: every pool child counts in a file of its own
 that the main process sums at each scrape, so the children killed with SIGKILL after
 recording still have their events in `labrxiv_events_recorded_total`, which equals the
 log's count of each type."""

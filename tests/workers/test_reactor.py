@@ -1,5 +1,5 @@
 """Reactions come from the log: a recorder that dies between its append and its
-reactions loses no step (issue 12, defect 1); reactors running together send each
+reactions loses no step; reactors running together send each
 reaction once in effect; a crash before the checkpoint moves sends again; a run whose
 step is being taken is not reaped, and a run whose step was lost is."""
 

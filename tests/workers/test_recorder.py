@@ -144,8 +144,8 @@ def test_a_longer_second_take_of_a_step_is_left_out_whole(
     ctx: WorkerContext, store: EventStore, spy: ReactionSpy
 ) -> None:
     """A step taken twice (a redelivery, the reaper) whose second take came out longer:
-    its first events have the first take's ids, and the rest used to be appended after
-    the first take's, splicing the two into one trajectory."""
+    its first events have the first take's ids, and the rest are not appended after the
+    first take's, which would splice the two into one trajectory."""
     start = _started("run-a")
     first = _take("run-a", start, ["evaluate", "bash"])
     second = _take("run-a", start, ["evaluate", "bash", "python"])

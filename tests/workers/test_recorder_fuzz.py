@@ -1,4 +1,4 @@
-"""Fuzz: generated messages into the recorder's worker, at least 10,000 a run (issue 12).
+"""Fuzz: generated messages into the recorder's worker, at least 10,000 a run.
 
 Property-based (hypothesis), in two parts.
 

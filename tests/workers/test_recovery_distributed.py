@@ -1,7 +1,7 @@
 # ruff: noqa: F811 - the fixtures `env` and `workers` are imported from test_lab_distributed
 """Separate processes on Redis and PostgreSQL: a run whose step messages were lost with
 Redis (restarted empty) is found by the reactor's reaper within its stall bound and
-finishes; the time to recover is printed (issue 12)."""
+finishes; the time to recover is printed."""
 
 import threading
 import time

@@ -1,5 +1,5 @@
 """The retry policy (workers/retry.py): which faults are transient, how long to wait, and
-the task wrapper that retries them whatever the handler (issue 12: only the lab's own
+the task wrapper that retries them whatever the handler (only the lab's own
 errors may end a run; a database or broker fault is waited out)."""
 
 import logging

@@ -291,9 +291,10 @@ print(*group.folders.values())
 
 
 def test_a_process_ending_right_after_a_tool_call_leaves_no_cgroup_behind() -> None:
-    """The cgroup of a command's last tool call was removed on a daemon thread that the
-    interpreter's exit killed while the kernel still held the group (tens of ms after
-    its last process died): every short `labrxiv` command left cgroups on the machine."""
+    """The cgroup of a command's last tool call is removed before the interpreter exits,
+    though the kernel holds the group for tens of ms after its last process dies: a
+    daemon thread killed by the exit would leave cgroups on the machine after every
+    short `labrxiv` command."""
     import sys
 
     needs_cgroups()

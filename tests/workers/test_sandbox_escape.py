@@ -284,7 +284,7 @@ class Attempt:
 
     name: str
     kind: str
-    """The class of attempt (issue 12's list)."""
+    """The class of attempt (`ATTEMPT_CLASSES`)."""
     steps: tuple[Step, ...]
     outcome: str
     """`refused` (with an integrity.violation), `contained` or `stopped` (by a limit)."""
@@ -531,7 +531,7 @@ CATALOGUE: list[Attempt] = [
         "symlink",
         "symlink_escape",
         bash("rm -rf .tmp && ln -s {rootdir} .tmp"),
-        bash("true"),  # root used to chown what .tmp pointed at to the sandbox user
+        bash("true"),  # root must not chown what .tmp points at to the sandbox user
     ),
     refused(
         "graded-output-files-symlink-to-hidden",
@@ -834,7 +834,7 @@ ATTEMPT_CLASSES = {
     "write-outside",
     "worker",
 }
-"""Issue 12's classes of attempt (and the worker's own: a file that hangs it)."""
+"""The classes of attempt (and the worker's own: a file that hangs it)."""
 
 
 def test_catalogue_covers_every_class_of_attempt() -> None:
@@ -1078,9 +1078,9 @@ class _Victim:
             daemon=True,
         )
         self.thread.start()
-        # Its process is up before the attack looks for it (a fixed second used to stand
-        # for this, and a 4 s limit for its end: on a busy machine the attack could find
-        # nothing to attack, and pass).
+        # Its process is up before the attack looks for it (a fixed second, and a 4 s
+        # limit for its end, would let the attack find nothing to attack on a busy
+        # machine, and pass).
         deadline = time.monotonic() + 60
         while not _sandbox_pids(self.root):
             assert self.thread.is_alive(), f"the other run's command ended at once: {self.box}"

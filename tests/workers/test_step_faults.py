@@ -1,6 +1,6 @@
-"""Lab steps under a database fault (issue 12, defect 2): with PostgreSQL terminating
-connections, an `OperationalError` while reading papers for the archive search was
-caught by the step and turned into `run.finished reason=error`, for good. A transient
+"""Lab steps under a database fault: with PostgreSQL terminating connections, an
+`OperationalError` while reading papers for the archive search must not be turned into
+`run.finished reason=error` by the step, for good. A transient
 fault must be retried (the whole step, from the log, by the task wrapper); only the
 lab's own errors end a run with `error`.
 
@@ -81,7 +81,7 @@ def running(settings: Settings) -> Iterator[Cluster]:
 
 class BlippingArchive:
     """The archive as a database blip leaves it: its first `failures` reads raise what
-    PostgreSQL's terminated connections raised in issue 12."""
+    PostgreSQL's terminated connections raise."""
 
     def __init__(self, archive: Archive, failures: int) -> None:
         self.archive = archive
@@ -189,7 +189,7 @@ class Watcher(EventStore):
 
 
 class Outage(threading.Thread):
-    """PostgreSQL away for `seconds`, as in issue 12 (there for 15 s): new connections to
+    """PostgreSQL away for `seconds` (15 s in the outage it stands for): new connections to
     the database refused and every open one terminated, once `ready()` says so."""
 
     def __init__(self, url: str, ready: Callable[[], bool], seconds: float) -> None:
@@ -237,7 +237,7 @@ class Outage(threading.Thread):
 def test_a_postgresql_outage_mid_campaign_ends_no_run_and_not_the_watcher(
     tmp_path: Path, redis_url: str, pg_url: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Issue 12's fault, shortened: every connection terminated and none accepted for 3 s
+    """A PostgreSQL outage, shortened: every connection terminated and none accepted for 3 s
     while the labs search the archive, the recorder appends and the watcher watches."""
     settings = load_settings(data_dir=tmp_path / "data", redis_url=redis_url, database_url=pg_url)
     caplog.set_level(logging.WARNING)

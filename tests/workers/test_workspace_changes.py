@@ -22,7 +22,7 @@ from workers.reactor import Reactor
 from workers.recorder import record_message
 from workers.sandbox.backends import AUTO, new_sandbox
 from workers.tools.changes import diff
-from workers.tools.env import RunView, ToolEnv
+from workers.tools.env import ToolEnv, ToolRun
 from workers.tools.invoke import invoke
 from workers.tools.look import look
 
@@ -39,7 +39,7 @@ def env(tmp_path: Path) -> Iterator[ToolEnv]:
     (sandbox.root / "data").mkdir()
     (sandbox.root / "data" / "table.csv").write_text("a,b\n1,2\n")
     sandbox.prepare()
-    run = RunView(
+    run = ToolRun(
         stream="run-ws", lab="lab", task=TASK, campaign=None, reads_archive=False, attempts=0
     )
     yield ToolEnv(sandbox=sandbox, card=bundle.card, bundle=bundle.path, archive=None, run=run)  # type: ignore[arg-type]

@@ -2,8 +2,8 @@
 
 kombu's Redis channel parses every item it pops as JSON and reads the result as a
 message envelope. An item it cannot read raises out of the worker's event loop, and
-Celery stops the worker: `LPUSH events` of a few bytes that were not JSON left every
-later message waiting for someone to restart it (issue 12). `admit` reads an item as
+Celery stops the worker: `LPUSH events` of a few bytes that are not JSON would leave
+every later message waiting for someone to restart it. `admit` reads an item as
 kombu will read it; an item kombu can deliver goes on unchanged, and any other is
 replaced by a well-formed *unreadable* message: its body is the item's bytes (cut to
 `RAW_LIMIT`), its content type `UNREADABLE`, and the reason is in the `REASON_HEADER`

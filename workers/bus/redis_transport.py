@@ -9,7 +9,7 @@ between threads (each command borrows a connection from the pool), so each chann
 keeps one, made again when the channel's pool is replaced after a disconnect.
 
 The gate: kombu parses a popped item inline (`Channel._brpop_read` and `_get` call
-`loads(bytes_to_str(item))`), and an item it cannot read stops the worker (issue 12).
+`loads(bytes_to_str(item))`), and an item it cannot read stops the worker.
 There is no kombu hook between the pop and the parse, but the item arrives as the
 reply of the client's BRPOP or RPOP, and redis-py lets a client transform a command's
 reply (`Redis.set_response_callback`, public API). Each client this channel makes

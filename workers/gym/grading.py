@@ -5,8 +5,8 @@ rejecting its outputs (exit non-zero, one line on stderr, as docs/tasks.md asks)
 lab's to fix: `GradingFailed`, and the run goes on. The grader itself failing (a
 traceback, a signal, a timeout, garbage on stdout, a subtask missing, a number that is not
 finite) is a bug of the bundle no lab can fix: `GraderBroken`, and the run ends with
-`error` (issue 13: a crashing grader was worded "rejected the outputs", and runs went on
-to publish papers with no numbers and end `done`).
+`error` (worded as "rejected the outputs", runs would go on to publish papers with no
+numbers and end `done`).
 """
 
 import hashlib
@@ -69,8 +69,8 @@ def grade(sandbox: Sandbox, card: TaskCard, bundle: Path, limits: Limits | None 
             reason += f" ({solution.limit} limit)"
         raise GradingFailed(f"{reason}:\n{solution.stderr[-2000:]}")
     # The grader runs as root outside the jail and follows links: it may only read
-    # outputs that stay inside the workspace (issue 12: a solution linked `outputs` to
-    # another run's and was graded on them). A link out is refused as a violation.
+    # outputs that stay inside the workspace (a solution that links `outputs` to another
+    # run's would be graded on them). A link out is refused as a violation.
     sandbox.confine_tree("outputs")
     out = run_grader(card, bundle, sandbox.root)
     return Grade(out.scores, out.notes, solution, out.usage, out.model)

@@ -2,7 +2,7 @@
 with the grader's output checked against the card check by check.
 
 `labrxiv tasks validate` alone reads the folder; a grader that crashes, or prints what no
-one can score, passes that (issue 13) and is only found when a campaign's every run
+one can score, passes that and is only found when a campaign's every run
 fails. The trial finds it first and says which check failed and why.
 """
 

@@ -52,7 +52,7 @@ def close_campaign_if_done(store: EventStore, bus: Bus, campaign: str) -> None:
     done = {r.stream for r in mine if r.type == "run.finished"}
     if len(runs) < getattr(started, "labs", 0) or runs - done:
         return
-    # A campaign that reviews its papers ends with its last decision (issue 16).
+    # A campaign that reviews its papers ends with its last decision.
     papers = {r.payload["paper_id"] for r in mine if r.type == "paper.submitted"}
     ended = {"paper.decided", "review.stopped"}  # a stopped review is done with too
     if papers - {r.payload["paper_id"] for r in mine if r.type in ended}:

@@ -1,4 +1,4 @@
-"""A lab's side of review rounds (issue 16): it waits for the reviews of its last paper,
+"""A lab's side of review rounds: it waits for the reviews of its last paper,
 reads them, and revises the paper while it has rounds left. Any policy may use it; the
 `search` policy does.
 

@@ -18,7 +18,7 @@ from workers.llm import Gateway
 from workers.llm.prices import PriceTable
 from workers.sandbox.backends import AUTO, new_sandbox
 from workers.sandbox.base import Limits
-from workers.tools.env import Archive, RunView, ToolEnv
+from workers.tools.env import Archive, ToolEnv, ToolRun
 
 
 @dataclass
@@ -104,7 +104,7 @@ class LabServices:
             sandbox.prepare()
         if bundle.id not in self._protected:
             self._protected[bundle.id] = protected_digests(bundle.path)
-        run = RunView(
+        run = ToolRun(
             stream=state.stream,
             lab=state.lab,
             task=state.task,

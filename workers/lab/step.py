@@ -17,10 +17,10 @@ after the first take's.
 Faults: a transient fault (the database or the broker away, `workers.retry`) raised
 while taking the step is left to the task wrapper, which runs the whole step again
 with backoff, from the log; only the lab's own errors (a policy, tool or bundle bug)
-end the run with `error` (issue 12: a PostgreSQL blip ended runs for good). So does a
+end the run with `error` (a PostgreSQL blip must not end a run for good). So does a
 broken grader (`GraderBroken`: it crashed, timed out or printed no valid scores), with
-the grader's words as the detail: no lab can fix it, and going on only burnt the budget
-and published papers with no numbers, ending `done` (issue 13).
+the grader's words as the detail: no lab can fix it, and going on would only burn the
+budget and publish papers with no numbers, ending `done`.
 """
 
 import logging

@@ -7,7 +7,7 @@ models write them), `prices` (the price table and the
 cost rule), `failures` (what went wrong and whether to retry), `scrub` (secrets out).
 """
 
-from workers.llm.gateway import CallOutcome, Gateway, Record, provider_of
+from workers.llm.gateway import CallOutcome, Gateway, provider_of
 from workers.llm.prices import PriceTable, PriceTableError, cost_usd
 from workers.llm.reply import Reply, ToolCall
 from workers.llm.request import ModelRequest, PreparedCall
@@ -19,7 +19,6 @@ __all__ = [
     "PreparedCall",
     "PriceTable",
     "PriceTableError",
-    "Record",
     "Reply",
     "ToolCall",
     "cost_usd",

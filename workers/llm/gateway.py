@@ -13,14 +13,14 @@ Write-ahead use (the caller records `called` durably before anything is sent):
     if outcome.retry_in_s is not None: wait, then attempt + 1
 
 The wait is `Gateway.retry_wait`, the one retry policy (`workers.retry`) with this
-gateway's settings: lab steps wait it out (as a delayed task retry, not a sleep) and
-`Gateway.call`, that loop with a `record` callback, sleeps it.
+gateway's settings: lab steps wait it out (as a delayed task retry, not a sleep), and
+callers that are no lab step follow the loop in one process (`workers.llm.in_place`).
 """
 
 import copy
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import httpx2
@@ -29,7 +29,6 @@ import orjson
 from openai.types.chat import ChatCompletion
 
 from events.blobs import blob_ref
-from events.payloads import Payload
 from events.payloads.model import ModelFailed, ModelResponded, Usage
 from workers.llm.failures import DETAIL, Failure, classify
 from workers.llm.prices import PriceTable, cost_usd
@@ -42,9 +41,6 @@ log = logging.getLogger(__name__)
 
 PLACEHOLDER_KEY = "no-key"
 """Sent to servers that check no key (Ollama, LM Studio, a local vLLM)."""
-
-Record = Callable[[Payload, Mapping[str, bytes]], None]
-"""Records one event with its blobs, returning only once it is in the log."""
 
 
 @dataclass(frozen=True)
@@ -74,7 +70,6 @@ class Gateway:
         backoff_cap: float = 30.0,
         max_retry_after_s: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
-        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
@@ -86,7 +81,7 @@ class Gateway:
         self.max_attempts = max_attempts
         self.retry = RetryPolicy(backoff_base, backoff_cap, max_retry_after_s)
         """How long to wait before a retryable failure's next attempt."""
-        self._clock, self._sleep = clock, sleep
+        self._clock = clock
         self._secrets = (api_key,) if api_key else ()
         self._client = openai.OpenAI(
             base_url=base_url,
@@ -134,19 +129,6 @@ class Gateway:
             return self._failed(prepared, Failure("other", True, detail, 200), latency)
         return self._responded(prepared, completion, reply, usage, body, latency)
 
-    def call(self, request: ModelRequest, record: Record) -> CallOutcome:
-        """Attempt `request` until it is answered, fails for good, or attempts run out,
-        recording each `model.called` before its attempt is sent."""
-        for attempt in range(1, self.max_attempts + 1):
-            prepared = self.prepare(request, attempt)
-            record(prepared.called, prepared.blobs)
-            outcome = self.send(prepared)
-            record(outcome.event, outcome.blobs)
-            if outcome.retry_in_s is None:
-                return outcome
-            self._sleep(outcome.retry_in_s)
-        raise AssertionError("the last attempt never asks for a retry")  # pragma: no cover
-
     def retry_wait(self, attempt: int, retry_after_s: float | None, call_id: str) -> float:
         """Seconds to wait after attempt `attempt` (call `call_id`) failed: the provider's
         `retry-after` (capped) when it gave one, else backoff. The same for the same call
@@ -186,7 +168,7 @@ class Gateway:
             preview=scrub(reply.preview(), self._secrets)[:4000],
             response=ref,
         )
-        # DEBUG: a line per call over a live campaign table was noise (issue 13); the call
+        # DEBUG: a line per call over a live campaign table is noise; the call
         # is in the log anyway, as model.called and model.responded.
         log.debug(
             "model call %s (%s): answered in %.3fs, usage %s, cost %s",

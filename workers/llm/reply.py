@@ -60,11 +60,6 @@ class Reply:
     message: dict[str, Any]
     """The assistant message to append to the conversation, as the model sent it."""
 
-    @property
-    def problems(self) -> tuple[ToolCall, ...]:
-        """The tool calls that cannot run."""
-        return tuple(call for call in self.tool_calls if call.problem is not None)
-
     def preview(self, limit: int = 4000) -> str:
         """The text, or the tool calls written out, cut at `limit` characters."""
         if self.text:

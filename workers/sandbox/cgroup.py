@@ -1,8 +1,8 @@
 """A cgroup per jailed process tree: its memory and its process count, summed over the tree.
 
-rlimits bound each process, not a tree: six children of 300 MiB each held 1.8 GiB under
-a 1 GiB address-space limit (issue 12), and RLIMIT_NPROC counts every `nobody` process
-of the machine, so one run's fork bomb starved the others. A child cgroup of the
+rlimits bound each process, not a tree: six children of 300 MiB each hold 1.8 GiB under
+a 1 GiB address-space limit, and RLIMIT_NPROC counts every `nobody` process of the
+machine, so one run's fork bomb would starve the others. A child cgroup of the
 worker's own cgroup (cgroup v1 `memory` and `pids` hierarchies, or v2 where the worker's
 cgroup delegates those controllers) bounds the tree; the kernel OOM-kills inside it.
 Where no such cgroup can be made, the sandbox still runs, bounded per process only, and

@@ -7,14 +7,14 @@ interpreter's folders read-only, the workspace read-write at /mnt/workspace, a p
 /tmp, /dev/shm and /proc, and nothing else. What the jail must not see is simply not
 there: not the task bundles, the data folder or other runs' workspaces, and not their
 copies either (the hidden data is also in the repository's git objects, which a list of
-covered paths missed, issue 12). A path to hide that lies inside a folder shown is
+covered paths would miss). A path to hide that lies inside a folder shown is
 still covered with an empty read-only tmpfs.
 
 The same init (PID 1 of the namespace) runs the command as its child, under `setpriv`
 as the `nobody` user with no capabilities, and reports the child's wait status on a
 pipe. When the command ends, or the jail is killed, the kernel kills every process left
 in the namespace: nothing a lab starts outlives its tool call (a `setsid` or `nohup`
-process used to, issue 12), and no process of one run can see, signal or enter
+process included), and no process of one run can see, signal or enter
 (`/proc/<pid>/cwd`, `/proc/<pid>/root`) a process of another run, though both run as
 `nobody`. Limits are rlimits set before exec and inherited, plus a cgroup per process
 tree where one can be made (`cgroup.py`).

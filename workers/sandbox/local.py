@@ -204,8 +204,8 @@ class LocalSandbox:
     def _workspace_tmp(self) -> None:
         """Make the workspace's `.tmp` (the jail's TMPDIR) a plain folder of the sandbox user.
 
-        A lab could make it a symlink; root then chowned whatever it pointed at to the
-        sandbox user, /etc or a grader included (issue 12). A symlink there is removed and
+        A lab could make it a symlink, and root would then chown whatever it points at to
+        the sandbox user, /etc or a grader included. A symlink there is removed and
         refused when it pointed outside the workspace.
         """
         tmp = self.root / ".tmp"
@@ -278,8 +278,8 @@ class LocalSandbox:
         """Refuse (`SandboxViolation`) a workspace folder from which a link leads outside.
 
         For a reader outside the jail (the trusted grader runs as root and follows
-        links): a solution made `outputs` a symlink to another run's outputs and was
-        graded on them (issue 12).
+        links): a solution that makes `outputs` a symlink to another run's outputs would
+        be graded on them.
         """
         top = confine(self.root, path, self.hidden)
         if not top.is_dir():

@@ -67,7 +67,7 @@ class Archive(Protocol):
 
 
 @dataclass
-class RunView:
+class ToolRun:
     """What tools need to know about the run they act for."""
 
     stream: str
@@ -90,7 +90,7 @@ class ToolEnv:
     card: TaskCard
     bundle: Path
     archive: Archive
-    run: RunView
+    run: ToolRun
     protected: dict[str, str] = field(default_factory=dict)
     """sha256 of every grader and hidden file at the run's start, by bundle-relative path."""
     prices: Callable[[], PriceTable] | None = None

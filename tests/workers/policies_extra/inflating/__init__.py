@@ -1,6 +1,6 @@
 """A test policy that inflates its papers: the `search` policy, except that every number
 its papers claim or report is raised by a tenth of the way to 1 (claims then exceed the
-grader's measurements). What the `grounded` reviewer must catch (issue 16)."""
+grader's measurements). What the `grounded` reviewer must catch."""
 
 from dataclasses import replace
 from typing import Any

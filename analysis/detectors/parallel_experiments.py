@@ -20,7 +20,7 @@ from typing import Any
 from uuid import UUID
 
 from analysis.detectors.base import Seen, detector
-from analysis.detectors.view import Call, RunView
+from analysis.detectors.view import Call, DetectorView
 from events.payloads import ExperimentScored, PaperSubmitted
 
 BACKGROUND = re.compile(r"(?<![&|>])&(?![&>])")
@@ -39,7 +39,7 @@ CONFIG = "config.json"
 
 
 @detector("concurrent_runs", "parallel_trouble")
-def concurrent_runs(run: RunView) -> Iterator[Seen]:
+def concurrent_runs(run: DetectorView) -> Iterator[Seen]:
     """Each call that started one program twice or more at once and wrote files."""
     for call in run.calls:
         if not call.written:
@@ -111,7 +111,7 @@ class _Written:
 
 
 @detector("overwritten_result", "parallel_trouble")
-def overwritten_result(run: RunView) -> Iterator[Seen]:
+def overwritten_result(run: DetectorView) -> Iterator[Seen]:
     """Each read of a result that another experiment overwrote before it was read."""
     files: dict[str, _Written] = {}
     for call in run.calls:
@@ -162,7 +162,7 @@ def _differ(a: str | None, b: str | None) -> bool:
 
 
 @detector("config_mismatch", "parallel_trouble")
-def config_mismatch(run: RunView) -> Iterator[Seen]:
+def config_mismatch(run: DetectorView) -> Iterator[Seen]:
     """Each attempt a paper credits to a configuration it was not scored with."""
     papers = run.of(PaperSubmitted)
     scored_with = configs_scored(run) if papers else {}
@@ -190,7 +190,7 @@ def config_mismatch(run: RunView) -> Iterator[Seen]:
                 )
 
 
-def configs_scored(run: RunView) -> dict[int, dict[str, Any]]:
+def configs_scored(run: DetectorView) -> dict[int, dict[str, Any]]:
     """The configuration each evaluated attempt ran, by attempt, where the log shows it:
     the content of the last `write_file` of config.json, unless another call changed the
     file after it (then it is unknown)."""
@@ -209,7 +209,7 @@ def configs_scored(run: RunView) -> dict[int, dict[str, Any]]:
     return scored
 
 
-def _config_writes(run: RunView, attempt: int) -> list[UUID]:
+def _config_writes(run: DetectorView, attempt: int) -> list[UUID]:
     """The config.json write the attempt ran with (the last before its evaluation)."""
     last: UUID | None = None
     evaluations = 0
@@ -223,7 +223,7 @@ def _config_writes(run: RunView, attempt: int) -> list[UUID]:
     return []
 
 
-def _best_cited(run: RunView, paper: PaperSubmitted) -> int | None:
+def _best_cited(run: DetectorView, paper: PaperSubmitted) -> int | None:
     """The best-scoring attempt the paper's claims cite (what its `method` describes)."""
     cited = {c.attempt for c in paper.claims if c.attempt is not None}
     scores: list[tuple[float, int]] = []
