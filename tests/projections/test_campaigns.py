@@ -80,8 +80,9 @@ def _log(store: EventStore) -> None:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> EventStore:
-    store = EventStore.from_url(f"sqlite:///{tmp_path / 'log.db'}")
+def store(store_url: str) -> EventStore:
+    """The log, on SQLite and on PostgreSQL."""
+    store = EventStore.from_url(store_url)
     _log(store)
     return store
 
