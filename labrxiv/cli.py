@@ -33,7 +33,6 @@ from labrxiv.cli_resume import resume
 from labrxiv.cli_reviewers import reviewers_app
 from labrxiv.cli_tasks import tasks_app
 from labrxiv.console import make_console
-from labrxiv.settings import Settings
 from labrxiv.words import counted
 
 # ShellGroup: an error a person can fix (no log, an unknown id, a server away) is one
@@ -63,10 +62,6 @@ console = make_console()
 DEFAULT_REPORT = Path("report")
 
 
-def _settings() -> Settings:
-    return settings_or_exit()
-
-
 @app.command()
 def demo(
     labs: int = typer.Option(3, min=1, help="Labs per campaign.", max=INT64_MAX),
@@ -87,13 +82,13 @@ def demo(
     """Isolated labs vs labs sharing an archive, on embedded defaults (no Redis, no API key).
 
     Exit codes as `campaign`'s: 1 when every run ended in error, 2 refused before any run."""
-    from labrxiv.cli_campaign import check_task, require_sandbox
     from labrxiv.cli_checks import writable_folder_or_exit
+    from labrxiv.cli_labs import check_task, require_sandbox
     from labrxiv.demo import run_demo
-    from labrxiv.entry import EXIT_INTERRUPTED
+    from labrxiv.exit_codes import EXIT_INTERRUPTED
     from labrxiv.interrupt import Stopped, say_stopped
 
-    settings = with_gym_path(_settings(), gym_path)
+    settings = with_gym_path(settings_or_exit(), gym_path)
     # Checked as `campaign` checks it, before anything is written: an unknown task is one
     # line, not a traceback, and an llm-only one is refused rather than run to six errors.
     hint = ": the demo runs offline search labs; try `labrxiv campaign --policy llm`"
@@ -171,7 +166,7 @@ def worker(
     if pool not in WORKER_POOLS:
         say_error(f"--pool {pool!r}: one of {', '.join(WORKER_POOLS)}")
         raise typer.Exit(2)
-    settings = _settings()
+    settings = settings_or_exit()
     if settings.redis_url is None:
         console.print("[red]LABRXIV_REDIS_URL is not set: a worker needs Redis[/]")
         raise typer.Exit(2)
@@ -182,7 +177,7 @@ def worker(
 
     steps = "steps" in named  # lab steps run tools: which sandbox, or why none can run here
     if steps:
-        from labrxiv.cli_campaign import require_sandbox
+        from labrxiv.cli_labs import require_sandbox
 
         require_sandbox(settings, say=False)
     if metrics_port is not None:  # before the worker's modules import prometheus_client
@@ -198,7 +193,7 @@ def worker(
     name = name or f"labrxiv-{os.getpid()}-{uuid.uuid4().hex[:6]}@%h"
     app = celery_worker_app(settings)
     if steps:  # said once its broker answered: a worker that cannot start says only why
-        from labrxiv.cli_campaign import say_sandbox
+        from labrxiv.cli_labs import say_sandbox
 
         say_sandbox(settings)
     console.print(ready("worker", settings, f"queues {', '.join(named)}"), soft_wrap=True)
@@ -218,7 +213,7 @@ def projector(
     from labrxiv.service_start import require_shared_database
     from labrxiv.wiring import open_runner
 
-    settings = _settings()
+    settings = settings_or_exit()
     require_shared_database(settings, "projector")
     if once:
         runner = open_runner(settings)
@@ -257,7 +252,7 @@ def reactor(
     and send again the steps of runs that stalled (lost with Redis, or a killed worker)."""
     from labrxiv.reacting import open_reacting
 
-    settings = _settings()
+    settings = settings_or_exit()
     if metrics_port is not None:
         from labrxiv.cli_exporter import serve_process_metrics
 
@@ -320,7 +315,7 @@ def rebuild(
         )
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
-        from labrxiv.entry import EXIT_INTERRUPTED
+        from labrxiv.exit_codes import EXIT_INTERRUPTED
 
         console.print(
             "stopped: the read models are part-built (each up to the last page it "
@@ -347,7 +342,7 @@ def status(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> Non
     from projections.catalogue import all_projectors
     from projections.runner import ProjectionRunner
 
-    settings = _settings()
+    settings = settings_or_exit()
     # Not `read_runner`: what status shows is how far each read model is, rebuilds cut
     # short included, not a wait for them to finish.
     runner = ProjectionRunner(read_store(), all_projectors())

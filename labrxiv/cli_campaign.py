@@ -7,7 +7,6 @@ labs cannot run on this machine); 3 the watch timed out before the campaign fini
 """
 
 import dataclasses
-from collections.abc import Sequence
 from datetime import timedelta
 from typing import Literal
 
@@ -24,10 +23,10 @@ from labrxiv.cli_checks import (
     llm_config_or_exit,
     refuse_llm_options,
 )
-from labrxiv.cli_common import GymPath, with_gym_path
+from labrxiv.cli_common import GymPath, settings_or_exit, with_gym_path
 from labrxiv.cli_errors import err, say_error
-from labrxiv.console import make_console
-from labrxiv.entry import EXIT_INTERRUPTED
+from labrxiv.cli_labs import check_task, console, report_watch, require_sandbox
+from labrxiv.exit_codes import EXIT_INTERRUPTED
 from labrxiv.interrupt import (
     TIMEOUT_HELP,
     Left,
@@ -36,25 +35,14 @@ from labrxiv.interrupt import (
     settle_or_stop,
     stop_embedded,
 )
-from labrxiv.report import count_endings, every_run_errored, interrupted, print_endings
 from labrxiv.service_start import require_shared_database
 from labrxiv.settings import Settings
-from labrxiv.wiring import gym_dirs
 from labrxiv.words import counted
-from workers.errors import BundleError
-from workers.gym.card import TaskCard
-from workers.gym.registry import find_bundle
 from workers.lab.campaign import CampaignPlan
 from workers.lab.lease import Leases
-from workers.lab.policies import policy_needs
 from workers.llm.prices import PriceTable, recorded_prices, with_prices
 from workers.reactions import REACTIONS
 from workers.reactor import Reactor
-from workers.sandbox.backends import choose
-from workers.sandbox.base import SandboxUnavailable
-
-console = make_console()
-
 
 TOOL_PROTOCOL = LlmConfig.model_fields["tool_protocol"].default
 CONTEXT_TOKENS = LlmConfig.model_fields["context_tokens"].default
@@ -146,7 +134,6 @@ def campaign(
     gym_path: GymPath = None,
 ) -> None:
     """Run a campaign and watch its labs until every run has finished."""
-    from labrxiv.cli import _settings
 
     if mode not in ("isolated", "archive"):
         console.print(f"[red]--mode must be isolated or archive, not {escape(repr(mode))}[/]")
@@ -159,7 +146,7 @@ def campaign(
     if archive_reads == "accepted" and review is None:
         console.print("[red]--archive-reads accepted needs --review (no paper is ever accepted)[/]")
         raise typer.Exit(2)
-    settings: Settings = with_gym_path(_settings(), gym_path)
+    settings: Settings = with_gym_path(settings_or_exit(), gym_path)
     require_shared_database(settings, "campaign")
     if stall_seconds is not None:
         settings = settings.model_copy(update={"stall_seconds": stall_seconds})
@@ -257,74 +244,6 @@ def _review_config(
     return config.model_copy(update={"prices": found})
 
 
-EVERY_RUN_ERRORED = 1
-NOT_FINISHED = 3
-
-
-def report_watch(outcome: CampaignOutcome, left: Sequence[Left] | None) -> int:
-    """`report_outcome`, and where the watch stopped the work at `--timeout` (embedded:
-    `left`, the runs it left), those runs marked interrupted, as the log has them, and
-    what was left with the command that goes on with it."""
-    if left is None:
-        return report_outcome(outcome)
-    runs = [run for item in left for run in item.runs]
-    outcome = dataclasses.replace(outcome, endings=interrupted(outcome.endings, runs))
-    code = report_outcome(outcome)
-    say_stopped(console, list(left), unseen=len(outcome.runs) - len(outcome.endings))
-    return code
-
-
-def report_outcome(outcome: CampaignOutcome) -> int:
-    """Print how each run ended and the campaign's line; the exit code it means."""
-    print_endings(console, outcome.endings)
-    state = "finished" if outcome.finished else "NOT finished"
-    counted = count_endings(outcome.endings) if outcome.endings else f"{len(outcome.runs)} runs"
-    console.print(f"campaign {outcome.campaign}: {state} in {outcome.seconds:.1f}s ({counted})")
-    if not outcome.finished:
-        return NOT_FINISHED
-    if every_run_errored(outcome.endings):
-        console.print(
-            "[red]every run ended in error: nothing was measured (each run's reason is above)[/]"
-        )
-        return EVERY_RUN_ERRORED
-    return 0
-
-
-def check_task(settings: Settings, task: str, policy: str, hint: str = "") -> TaskCard:
-    """The task's card; stop with exit code 2 and one line (the bundle's problems, if it is
-    broken) when `task` is unknown or broken, or does not support `policy`, before
-    anything is written."""
-    try:
-        card = find_bundle(task, gym_dirs(settings)).card
-    except BundleError as exc:
-        console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
-        raise typer.Exit(2) from None
-    needs = policy_needs()
-    known = sorted(needs)
-    if policy not in known:
-        console.print(
-            f"[red]no policy {escape(repr(policy))} (known: {', '.join(known)})[/]", soft_wrap=True
-        )
-        raise typer.Exit(2)
-    if policy not in card.policies:
-        supported = " and ".join(card.policies)
-        kind = "policy" if len(card.policies) == 1 else "policies"
-        console.print(
-            f"[red]task {task} is for the {supported} {kind}, not {policy}{escape(hint)}[/]",
-            soft_wrap=True,
-        )
-        raise typer.Exit(2)
-    lacking = [section for section in needs[policy] if not getattr(card, section, None)]
-    if lacking:
-        console.print(
-            f"[red]task {task}: policy {policy!r} needs a {', '.join(lacking)} in its card "
-            f"(labrxiv tasks validate names every problem)[/]",
-            soft_wrap=True,
-        )
-        raise typer.Exit(2)
-    return card
-
-
 def _llm_config(
     model: str | None,
     phase_model: list[str],
@@ -354,26 +273,6 @@ def _llm_config(
 
 def _mode(value: str) -> Literal["isolated", "archive"]:
     return "archive" if value == "archive" else "isolated"
-
-
-def require_sandbox(settings: Settings, say: bool = True) -> str:
-    """The sandbox backend lab code runs in here (`LABRXIV_SANDBOX`), said in one line
-    (`say_sandbox`) unless `say` is False; exit code 2 and the reason when none can run on
-    this machine, before any run starts: every run would end in `error`."""
-    try:
-        backend = choose(settings.sandbox)
-    except SandboxUnavailable as exc:
-        console.print(f"[red]labs cannot run here: {escape(str(exc))}[/]", soft_wrap=True)
-        raise typer.Exit(2) from None
-    if say:
-        say_sandbox(settings)
-    return backend.backend
-
-
-def say_sandbox(settings: Settings) -> None:
-    """One line: which sandbox backend lab code runs in here (checked by `require_sandbox`)."""
-    backend = choose(settings.sandbox)
-    console.print(f"sandbox: {backend.backend} ({backend.summary})", markup=False, soft_wrap=True)
 
 
 def _run(
@@ -440,12 +339,11 @@ def reap_command(
     ),
 ) -> None:
     """Send the next step again for every unfinished run that has stalled (lost messages)."""
-    from labrxiv.cli import _settings
     from labrxiv.reading import find_log, open_log
     from labrxiv.wiring import open_bus
     from workers.lab.reaper import reap, unfinished_runs
 
-    settings = _settings()
+    settings = settings_or_exit()
     quiet = stall_seconds or settings.stall_seconds
     if settings.embedded:
         console.print("[red]reap sends steps to workers: set LABRXIV_REDIS_URL[/]")

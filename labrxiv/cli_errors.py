@@ -116,8 +116,8 @@ def _in_data_dir(path: str) -> bool:
 
 def _database() -> str:
     """The configured database, as it may be shown (the handler has no settings object)."""
-    from labrxiv.reading import shown_url
     from labrxiv.settings import SettingsError, load_settings
+    from labrxiv.urls import shown_url
 
     try:
         return shown_url(load_settings().store_url)
@@ -132,6 +132,6 @@ def _redis() -> str:
         url = load_settings().redis_url
     except SettingsError:
         url = None
-    from labrxiv.reading import hide_password
+    from labrxiv.urls import hide_password
 
     return hide_password(url) if url else "(LABRXIV_REDIS_URL)"

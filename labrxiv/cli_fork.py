@@ -8,7 +8,6 @@ from events import EventStore
 from events.envelope import RUN_PREFIX
 from events.payloads import LlmConfig
 from labrxiv.cli_bounds import INT64_MAX
-from labrxiv.cli_campaign import check_task, console, require_sandbox
 from labrxiv.cli_checks import (
     budget_or_exit,
     http_url_or_exit,
@@ -17,6 +16,7 @@ from labrxiv.cli_checks import (
 )
 from labrxiv.cli_common import GymPath, settings_or_exit, with_gym_path
 from labrxiv.cli_errors import err, say_error
+from labrxiv.cli_labs import check_task, console, require_sandbox
 from labrxiv.cli_resume import Watched, follow
 from labrxiv.errors import ShellError
 from labrxiv.interrupt import TIMEOUT_HELP

@@ -5,7 +5,6 @@ from dataclasses import asdict
 
 import typer
 
-from labrxiv.campaign_index import campaign_index, campaign_modes
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
 from labrxiv.cli_group import command_group
 from labrxiv.console import make_console
@@ -13,6 +12,7 @@ from labrxiv.errors import NotFound
 from labrxiv.lookup import resolve_campaign, resolve_run
 from labrxiv.run_detail import run_detail
 from labrxiv.views import campaigns_table, run_view, runs_table
+from projections.campaigns import campaign_modes, campaigns_of
 from projections.runs import runs_of
 
 console = make_console()
@@ -26,7 +26,7 @@ def campaigns(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> 
     """Every campaign: id, task, mode, policy, labs, status, best score, start."""
     runner = read_runner()
     with runner.store.engine.connect() as conn:
-        found = campaign_index(runner.store, conn)
+        found = campaigns_of(conn)
     if as_json:
         emit_json(found)
     elif not found:
@@ -48,7 +48,7 @@ def runs(
     with runner.store.engine.connect() as conn:
         campaign = resolve_campaign(runner.store, conn, campaign)
         rows = runs_of(conn, campaign=campaign)
-        modes = campaign_modes(runner.store, conn)
+        modes = campaign_modes(conn)
     if campaign is not None and not rows:
         raise NotFound(f"campaign {campaign} has no run in the runs read model yet")
     if as_json:
@@ -69,7 +69,7 @@ def runs_show(
     with runner.store.engine.connect() as conn:
         stream = resolve_run(conn, run)
         (view,) = runs_of(conn, streams=[stream])
-        mode = campaign_modes(runner.store, conn).get(view.campaign or "")
+        mode = campaign_modes(conn).get(view.campaign or "")
         detail = run_detail(runner.store, conn, view)
     if as_json:
         emit_json({"run": asdict(view) | {"mode": mode}, **asdict(detail)})

@@ -12,7 +12,6 @@ import typer
 from rich.markup import escape
 from sqlalchemy import Connection
 
-from labrxiv.campaign_index import campaign_modes
 from labrxiv.cli_bounds import INT64_MAX
 from labrxiv.cli_common import (
     JSON_HELP,
@@ -26,7 +25,6 @@ from labrxiv.cli_errors import err
 from labrxiv.cli_group import command_group
 from labrxiv.console import make_console
 from labrxiv.errors import NotFound
-from labrxiv.ledger_view import ledger_by_lab
 from labrxiv.lookup import resolve_campaign, resolve_paper
 from labrxiv.views_read import (
     ledger_table,
@@ -43,8 +41,10 @@ from projections.archive_search import (
     search_papers,
     top_papers,
 )
+from projections.campaigns import campaign_modes
 from projections.curves import curve_points, paper_points
 from projections.ledger import RollUp, ledger_totals
+from projections.ledger_labs import ledger_by_lab
 from projections.reviews import PaperDecision, any_reviews, decisions_of, reviews_of
 from workers.errors import BundleError
 from workers.gym.registry import find_bundle
@@ -324,7 +324,7 @@ def curves(
         campaign = resolve_campaign(runner.store, conn, campaign)
         points = curve_points(conn, campaign=campaign)
         papers = paper_points(conn, campaign=campaign)
-        modes = campaign_modes(runner.store, conn)
+        modes = campaign_modes(conn)
     written = []
     if out is not None:
         from labrxiv import plots  # matplotlib is slow to import: only when asked

@@ -9,19 +9,17 @@ import typer
 from events import EventStore
 from events.envelope import RUN_PREFIX
 from labrxiv.campaigns import CampaignOutcome, watch_campaign
-from labrxiv.cli_campaign import console, report_outcome, report_watch, require_sandbox
 from labrxiv.cli_common import GymPath, settings_or_exit, with_gym_path
 from labrxiv.cli_errors import err
-from labrxiv.entry import EXIT_INTERRUPTED
+from labrxiv.cli_labs import console, report_outcome, report_watch, require_sandbox
 from labrxiv.errors import NotFound
+from labrxiv.exit_codes import EXIT_INTERRUPTED
 from labrxiv.interrupt import (
     TIMEOUT_HELP,
     ctrl_c_between_ticks,
-    resume_runs,
     say_stopped,
     settle_or_stop,
     stop_embedded,
-    unfinished_by_campaign,
 )
 from labrxiv.lookup import pick, pick_prefixed
 from labrxiv.reading import find_log, open_log
@@ -29,6 +27,7 @@ from labrxiv.service_start import require_shared_database
 from labrxiv.settings import Settings
 from workers.bus.base import Bus
 from workers.lab.campaign import CampaignPlan
+from workers.lab.interrupt import resume_runs, unfinished_by_campaign
 from workers.lab.lease import Leases
 from workers.reactions import REACTIONS
 from workers.reactor import Reactor

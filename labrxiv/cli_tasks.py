@@ -8,7 +8,7 @@ from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
 
-from labrxiv.cli_common import GymPath, with_gym_path
+from labrxiv.cli_common import GymPath, settings_or_exit, with_gym_path
 from labrxiv.cli_group import command_group
 from labrxiv.console import make_console
 from workers.errors import BundleError
@@ -23,9 +23,7 @@ console = make_console()
 
 def _extra_dirs(gym_path: list[Path] | None) -> list[Path]:
     """The user's task folders: LABRXIV_GYM_PATH, then --gym-path options."""
-    from labrxiv.cli import _settings
-
-    return with_gym_path(_settings(), gym_path).gym_path
+    return with_gym_path(settings_or_exit(), gym_path).gym_path
 
 
 def _folders(gym_path: list[Path] | None) -> dict[str, Path]:
@@ -153,12 +151,11 @@ def tasks_validate(
 
 def _trial(path: Path) -> None:
     """Run the bundle once (`workers.gym.trial`), print each check; exit 1 on a failure."""
-    from labrxiv.cli import _settings
-    from labrxiv.cli_campaign import require_sandbox
+    from labrxiv.cli_labs import require_sandbox
     from labrxiv.wiring import gym_dirs
     from workers.gym.trial import failed, trial
 
-    settings = _settings()
+    settings = settings_or_exit()
     sandbox = require_sandbox(settings)
     bundle = load_bundle(path)
     console.print(

@@ -14,12 +14,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from analysis.campaign_summary import CampaignSummary
 from labrxiv.campaigns import run_campaign
 from labrxiv.demo_folder import make_room, mark_finished
 from labrxiv.interrupt import Stopped, ctrl_c_between_ticks, stop_embedded
 from labrxiv.plots import Plot, report_curves
 from labrxiv.report import (
-    CampaignSummary,
     RunEnding,
     count_endings,
     every_run_errored,

@@ -8,8 +8,7 @@ of the import it stopped. Here it ends the command as a Ctrl-C should: one line,
 
 import sys
 
-EXIT_INTERRUPTED = 130
-"""What a shell expects of a command stopped by Ctrl-C (128 + SIGINT)."""
+from labrxiv.exit_codes import EXIT_INTERRUPTED
 
 
 def main() -> None:

@@ -1,30 +1,25 @@
 """Ctrl-C in embedded mode: stop the work, say which runs were left, keep the read models
 current, and resume them later (`labrxiv resume`).
 
-The bus drops what is queued and lets the steps being taken end, each campaign with
-runs left unfinished gets a `campaign.interrupted` naming them, and the read models are
-caught up before the process exits: no run stays `running` for ever in the read models.
-Nothing is lost by stopping there: a step's events that were not recorded are taken
-again from the log when the run is resumed.
+The bus drops what is queued and lets the steps being taken end, each campaign with runs
+left unfinished gets a `campaign.interrupted` naming them (`workers.lab.interrupt`), and
+the read models are caught up before the process exits. Nothing is lost by stopping
+there: a step's events that were not recorded are taken again from the log when the run
+is resumed.
 """
 
 import signal
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import FrameType
 
 from rich.console import Console
 
-from events import Event, EventStore
-from events.ids import campaign_stream, new_id, utcnow
-from events.payloads import CampaignInterrupted
 from labrxiv.wiring import Embedded
 from labrxiv.words import counted
-from workers.bus.base import Bus
-from workers.lab.reaper import unfinished_runs
-from workers.lab.step import LAB_STEP_TASK
+from workers.lab.interrupt import record_interrupted, unfinished_by_campaign
 
 _PRESSED = threading.Event()
 """Set by a Ctrl-C inside `ctrl_c_between_ticks`, until it is raised."""
@@ -93,7 +88,7 @@ def stop_embedded(system: Embedded, detail: str, campaign: str | None = None) ->
     left = []
     unfinished = unfinished_by_campaign(system.store, campaign)
     for stopped, runs in sorted(unfinished.items()):
-        _record(system.store, stopped, runs, detail)
+        record_interrupted(system.store, stopped, runs, detail)
         left.append(Left(stopped, runs))
     if system.ctx.leases is not None:  # the runs' only worker stopped: `resume` takes them
         system.ctx.leases.forget(run for item in left for run in item.runs)
@@ -119,31 +114,6 @@ def settle_or_stop(
     return stop_embedded(system, detail, campaign)
 
 
-def unfinished_by_campaign(store: EventStore, campaign: str | None = None) -> dict[str, list[str]]:
-    """The runs started and not finished (of `campaign`, if given), by campaign."""
-    runs = set(unfinished_runs(store, campaign))
-    found: dict[str, list[str]] = {}
-    for record in store.iter_records(types=["run.started"], correlation=campaign):
-        if record.stream in runs:
-            found.setdefault(record.correlation_id or "", []).append(record.stream)
-    return found
-
-
-def _record(store: EventStore, campaign: str, runs: list[str], detail: str) -> None:
-    """`campaign.interrupted` on the campaign's stream (the bus is stopped: appended here)."""
-    stream = campaign_stream(campaign)
-    event = Event(
-        id=new_id(),
-        stream=stream,
-        version=store.stream_version(stream) + 1,
-        occurred_at=utcnow(),
-        correlation_id=campaign,
-        actor="labrxiv",
-        payload=CampaignInterrupted(runs=runs, detail=detail),
-    )
-    store.append([event])
-
-
 def say_stopped(console: Console, left: list[Left], unseen: int = 0) -> None:
     """What was left, and the command that goes on with it. `unseen`: watched runs the
     runs read model never showed (a run whose run.started was dead-lettered): none of
@@ -162,18 +132,3 @@ def say_stopped(console: Console, left: list[Left], unseen: int = 0) -> None:
             f"`labrxiv resume --campaign {item.campaign}` goes on with them",
             soft_wrap=True,
         )
-
-
-def resume_runs(bus: Bus, store: EventStore, runs: Iterable[str]) -> list[str]:
-    """Send the next step of each unfinished run of `runs`; returns those it sent.
-
-    The step follows the run's last recorded event: if another process is taking it
-    (a distributed worker), the second delivery does nothing (steps are addressed by
-    version)."""
-    sent = []
-    for stream in runs:
-        last = store.last_record(stream)
-        if last is not None and last.type != "run.finished":
-            bus.send(LAB_STEP_TASK, stream, last.version)
-            sent.append(stream)
-    return sent

@@ -9,7 +9,6 @@ demo's data beside it, saying so.
 
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy import inspect
 from sqlalchemy.engine import make_url
@@ -19,6 +18,7 @@ from events import EventStore
 from labrxiv.cli_errors import unreadable
 from labrxiv.errors import NoLog, Unreachable
 from labrxiv.settings import Settings
+from labrxiv.urls import shown_url
 
 DEMO_FOLDER = "demo"
 """`labrxiv demo` runs in `<data dir>/demo` (labrxiv.demo)."""
@@ -36,21 +36,6 @@ class Found:
     settings: Settings
     note: str | None = None
     """Said when the log is not the one the settings name (the demo's, as a fallback)."""
-
-
-def shown_url(url: str) -> str:
-    """A database URL as it may be shown: the password hidden."""
-    return make_url(url).render_as_string(hide_password=True)
-
-
-def hide_password(url: str) -> str:
-    """`url` with its password, if any, shown as ***."""
-    parts = urlsplit(url)
-    if not parts.password:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
 
 
 def sqlite_path(settings: Settings) -> Path | None:

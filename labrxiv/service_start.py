@@ -11,8 +11,9 @@ import typer
 
 from labrxiv.cli_errors import say_error
 from labrxiv.errors import Unreachable
-from labrxiv.reading import database_unreachable, hide_password, shown_url
+from labrxiv.reading import database_unreachable
 from labrxiv.settings import Settings
+from labrxiv.urls import hide_password, shown_url
 
 
 def require_database(settings: Settings) -> None:

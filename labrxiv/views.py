@@ -9,8 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from events.recorded import Recorded
-from labrxiv.campaign_index import CampaignInfo
 from labrxiv.run_detail import RunDetail
+from projections.campaigns import CampaignInfo
 from projections.runs import RunView
 
 

@@ -12,8 +12,8 @@ from celery import Celery
 
 from events import EventStore
 from labrxiv.errors import Unreachable
-from labrxiv.reading import hide_password
 from labrxiv.settings import Settings
+from labrxiv.urls import hide_password
 from projections.catalogue import all_projectors
 from projections.runner import ProjectionRunner
 from workers.app import make_celery, register_tasks

@@ -2,6 +2,7 @@
 
 from projections.archive import ArchiveProjector
 from projections.behaviour import BehaviourProjector
+from projections.campaigns import CampaignsProjector
 from projections.curves import CurvesProjector
 from projections.findings import FindingsProjector
 from projections.ledger import LedgerProjector
@@ -14,6 +15,7 @@ def all_projectors() -> list[Projector]:
     """A fresh instance of every projector."""
     return [
         RunsProjector(),
+        CampaignsProjector(),
         ArchiveProjector(),
         ReviewsProjector(),
         LedgerProjector(),

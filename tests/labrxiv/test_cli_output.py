@@ -17,11 +17,11 @@ from rich.live import Live
 from rich.text import Text
 
 from events import EventStore
-from labrxiv.campaign_index import campaign_index, campaign_modes
 from labrxiv.campaigns import run_campaign
 from labrxiv.settings import load_settings
 from labrxiv.views import campaigns_table, runs_table
 from labrxiv.wiring import open_embedded
+from projections.campaigns import campaign_modes, campaigns_of
 from projections.runs import runs_of
 from workers.lab.campaign import CampaignPlan
 
@@ -68,8 +68,8 @@ def test_a_table_in_a_terminal_fits_it_by_folding_cells(
 ) -> None:
     with two_campaigns.engine.connect() as conn:
         runs = runs_of(conn)
-        modes = campaign_modes(two_campaigns, conn)
-        campaigns = campaign_index(two_campaigns, conn)
+        modes = campaign_modes(conn)
+        campaigns = campaigns_of(conn)
     out = io.StringIO()
     console = Console(file=out, force_terminal=True, width=width, color_system=None)
     console.print(runs_table(runs, modes))

@@ -127,7 +127,7 @@ def test_a_steps_worker_says_its_sandbox_or_why_none_can_run(
     def unavailable(setting: str) -> None:
         raise SandboxUnavailable("unprivileged user namespaces are off here (…)")
 
-    monkeypatch.setattr("labrxiv.cli_campaign.choose", unavailable)
+    monkeypatch.setattr("labrxiv.cli_labs.choose", unavailable)
     fake.argv = []
     refused = CliRunner().invoke(app, ["worker", "-Q", "events,steps"], env=env)
     assert refused.exit_code == 2, refused.output

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from analysis.campaign_summary import CampaignSummary
 from labrxiv.demo import DemoResult, write_report
 from labrxiv.plots import Plot, nothing_to_show, report_curves, write_curves
-from labrxiv.report import CampaignSummary
 from projections.curves import CurvePoint, PaperPoint
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)

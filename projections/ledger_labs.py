@@ -1,10 +1,9 @@
-"""The ledger per lab, a lab being one campaign's lab.
+"""The ledger rolled up per lab, a lab being one campaign's lab.
 
-Every campaign names its labs `lab-0`, `lab-1`…: rolled up by lab name alone, `lab-0`
-of the isolated campaign and `lab-0` of the archive campaign would be added together.
-Here each campaign is rolled up by lab on its own, with the one counting
-rule of `projections.ledger.ledger_totals`; calls of no campaign (a hand-made log) are
-what the whole ledger holds beyond the campaigns' sums.
+Every campaign names its labs `lab-0`, `lab-1`…, so a lab name alone would add `lab-0`
+of one campaign to `lab-0` of another: each campaign is rolled up by lab on its own,
+with the one counting rule of `projections.ledger.ledger_totals`; calls of no campaign
+(a hand-made log) are what the whole ledger holds beyond the campaigns' sums.
 """
 
 from dataclasses import fields, replace

@@ -1,0 +1,109 @@
+"""What the commands that run labs share (`campaign`, `demo`, `fork`, `resume`, `worker`,
+`tasks trial`): the checks made before anything is written, and the report of a watched
+campaign. Each command's module imports these from here, never from another command's."""
+
+import dataclasses
+from collections.abc import Sequence
+
+import typer
+from rich.markup import escape
+
+from labrxiv.campaigns import CampaignOutcome
+from labrxiv.console import make_console
+from labrxiv.exit_codes import EVERY_RUN_ERRORED, NOT_FINISHED
+from labrxiv.interrupt import Left, say_stopped
+from labrxiv.report import count_endings, every_run_errored, interrupted, print_endings
+from labrxiv.settings import Settings
+from labrxiv.wiring import gym_dirs
+from workers.errors import BundleError
+from workers.gym.card import TaskCard
+from workers.gym.registry import find_bundle
+from workers.lab.policies import policy_needs
+from workers.sandbox.backends import choose
+from workers.sandbox.base import SandboxUnavailable
+
+console = make_console()
+
+
+def check_task(settings: Settings, task: str, policy: str, hint: str = "") -> TaskCard:
+    """The task's card; stop with exit code 2 and one line (the bundle's problems, if it is
+    broken) when `task` is unknown or broken, or does not support `policy`, before
+    anything is written."""
+    try:
+        card = find_bundle(task, gym_dirs(settings)).card
+    except BundleError as exc:
+        console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
+        raise typer.Exit(2) from None
+    needs = policy_needs()
+    known = sorted(needs)
+    if policy not in known:
+        console.print(
+            f"[red]no policy {escape(repr(policy))} (known: {', '.join(known)})[/]", soft_wrap=True
+        )
+        raise typer.Exit(2)
+    if policy not in card.policies:
+        supported = " and ".join(card.policies)
+        kind = "policy" if len(card.policies) == 1 else "policies"
+        console.print(
+            f"[red]task {task} is for the {supported} {kind}, not {policy}{escape(hint)}[/]",
+            soft_wrap=True,
+        )
+        raise typer.Exit(2)
+    lacking = [section for section in needs[policy] if not getattr(card, section, None)]
+    if lacking:
+        console.print(
+            f"[red]task {task}: policy {policy!r} needs a {', '.join(lacking)} in its card "
+            f"(labrxiv tasks validate names every problem)[/]",
+            soft_wrap=True,
+        )
+        raise typer.Exit(2)
+    return card
+
+
+def require_sandbox(settings: Settings, say: bool = True) -> str:
+    """The sandbox backend lab code runs in here (`LABRXIV_SANDBOX`), said in one line
+    (`say_sandbox`) unless `say` is False; exit code 2 and the reason when none can run on
+    this machine, before any run starts: every run would end in `error`."""
+    try:
+        backend = choose(settings.sandbox)
+    except SandboxUnavailable as exc:
+        console.print(f"[red]labs cannot run here: {escape(str(exc))}[/]", soft_wrap=True)
+        raise typer.Exit(2) from None
+    if say:
+        say_sandbox(settings)
+    return backend.backend
+
+
+def say_sandbox(settings: Settings) -> None:
+    """One line: which sandbox backend lab code runs in here (checked by `require_sandbox`)."""
+    backend = choose(settings.sandbox)
+    console.print(f"sandbox: {backend.backend} ({backend.summary})", markup=False, soft_wrap=True)
+
+
+def report_watch(outcome: CampaignOutcome, left: Sequence[Left] | None) -> int:
+    """`report_outcome`, and where the watch stopped the work at `--timeout` (embedded:
+    `left`, the runs it left), those runs marked interrupted, as the log has them, and
+    what was left with the command that goes on with it."""
+    if left is None:
+        return report_outcome(outcome)
+    runs = [run for item in left for run in item.runs]
+    outcome = dataclasses.replace(outcome, endings=interrupted(outcome.endings, runs))
+    code = report_outcome(outcome)
+    say_stopped(console, list(left), unseen=len(outcome.runs) - len(outcome.endings))
+    return code
+
+
+def report_outcome(outcome: CampaignOutcome) -> int:
+    """Print how each run ended and the campaign's line; the exit code it means."""
+    print_endings(console, outcome.endings)
+    state = "finished" if outcome.finished else "NOT finished"
+    counted = count_endings(outcome.endings) if outcome.endings else f"{len(outcome.runs)} runs"
+    console.print(f"campaign {outcome.campaign}: {state} in {outcome.seconds:.1f}s ({counted})")
+    if not outcome.finished:
+        return NOT_FINISHED
+    if every_run_errored(outcome.endings):
+        console.print(
+            "[red]every run ended in error: nothing was measured (each run's reason is above)[/]"
+        )
+        return EVERY_RUN_ERRORED
+    return 0

@@ -1,0 +1,146 @@
+"""The campaigns read model: one row per campaign (its task, mode, labs, start and how it
+ended), folded from `campaign.started` and `campaign.finished`; shown beside its runs' rows
+of the runs read model (`campaigns_of`), for `labrxiv campaigns` and for naming runs and
+curve lines by their campaign's mode (isolated or archive: a hex id alone does not tell
+them apart)."""
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, delete, select
+from sqlmodel import Field, SQLModel
+
+from events.envelope import as_utc
+from events.ids import CAMPAIGN_STREAM_PREFIX
+from events.recorded import Recorded
+from events.tables import table_of
+from projections.bulk import insert_rows
+from projections.projector import Projector
+from projections.runs import RunView, runs_of
+
+
+class CampaignRow(SQLModel, table=True):
+    """A campaign as its own events tell it."""
+
+    __tablename__ = "campaigns"
+
+    campaign: str = Field(primary_key=True, max_length=200)
+    """The campaign's id (its runs' correlation id)."""
+    task: str | None = None
+    mode: str | None = None
+    """`isolated` or `archive`."""
+    labs: int | None = None
+    started_at: datetime | None = None
+    """When `campaign.started` occurred."""
+    finish_reason: str | None = None
+    """The reason of `campaign.finished`; None until it is in the log."""
+
+
+CAMPAIGNS = table_of(CampaignRow)
+_KINDS = ("campaign.started", "campaign.finished")
+
+
+class CampaignsProjector(Projector):
+    """Folds each campaign's `campaign.started` and `campaign.finished` into its row."""
+
+    name = "campaigns"
+    cost = 0.05
+    """Not measured: it looks at each event's type and keeps a few events a campaign."""
+    tables = (CAMPAIGNS,)
+
+    def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:
+        """Take the stored rows of the page's campaigns, fold the page in, write them back:
+        a row depends only on its campaign's events, so any paging gives the same rows."""
+        mine = [e for e in events if e.type in _KINDS]
+        if not mine:
+            return
+        named = sorted({_campaign(e) for e in mine})
+        query = delete(CAMPAIGNS).where(CAMPAIGNS.c.campaign.in_(named)).returning(*CAMPAIGNS.c)
+        rows = {row["campaign"]: dict(row) for row in conn.execute(query).mappings()}
+        for event in mine:
+            campaign = _campaign(event)
+            row = rows.setdefault(campaign, dict.fromkeys(CAMPAIGNS.c.keys()))
+            row["campaign"] = campaign
+            if event.type == "campaign.started":
+                payload = event.payload
+                row["task"], row["mode"], row["labs"] = (
+                    payload["task"],
+                    payload["mode"],
+                    payload["labs"],
+                )
+                row["started_at"] = event.occurred_at
+            else:
+                row["finish_reason"] = event.payload["reason"]
+        insert_rows(conn, CAMPAIGNS, list(rows.values()))
+
+
+def _campaign(event: Recorded) -> str:
+    return event.correlation_id or event.stream.removeprefix(CAMPAIGN_STREAM_PREFIX)
+
+
+@dataclass(frozen=True)
+class CampaignInfo:
+    """A campaign as people look at it."""
+
+    campaign: str
+    task: str | None
+    mode: str | None
+    """`isolated` or `archive`; None when the log holds no `campaign.started` for it."""
+    policy: str | None
+    """Its runs' policies, comma-separated."""
+    labs: int
+    runs: list[str]
+    status: str
+    """`finished` once `campaign.finished` is in the log (or every run finished), else
+    `running`."""
+    finish_reason: str | None
+    best: float | None
+    """Best normalized score of any of its runs so far."""
+    started_at: datetime | None
+
+
+def campaigns_of(conn: Connection) -> list[CampaignInfo]:
+    """Every campaign, the first started first: those of the campaigns read model and
+    those only its runs name (a log with no `campaign.started`), with their runs' rows.
+    As fresh as the two read models' checkpoints."""
+    stored = {row["campaign"]: dict(row) for row in conn.execute(select(CAMPAIGNS)).mappings()}
+    runs: dict[str, list[RunView]] = defaultdict(list)
+    for run in runs_of(conn):
+        if run.campaign:
+            runs[run.campaign].append(run)
+    infos = [_info(c, stored.get(c), runs.get(c, [])) for c in stored.keys() | runs.keys()]
+    never = float("inf")
+    return sorted(
+        infos, key=lambda i: (i.started_at.timestamp() if i.started_at else never, i.campaign)
+    )
+
+
+def campaign_modes(conn: Connection) -> dict[str, str | None]:
+    """Each campaign's mode, by id (campaigns with no `campaign.started` are not in it)."""
+    query = select(CAMPAIGNS.c.campaign, CAMPAIGNS.c.mode)
+    return {campaign: mode for campaign, mode in conn.execute(query).all()}
+
+
+def _info(campaign: str, row: dict[str, Any] | None, runs: list[RunView]) -> CampaignInfo:
+    scores = [r.best_score for r in runs if r.best_score is not None]
+    firsts = [r.first_event_at for r in runs if r.first_event_at is not None]
+    reason = row["finish_reason"] if row else None
+    done = reason is not None or (bool(runs) and all(r.finished for r in runs))
+    policies = sorted({r.policy for r in runs if r.policy})
+    tasks = sorted({r.task for r in runs if r.task})
+    started = row and row["started_at"]
+    return CampaignInfo(
+        campaign=campaign,
+        task=row["task"] if row and row["task"] else ", ".join(tasks) or None,
+        mode=row["mode"] if row else None,
+        policy=", ".join(policies) or None,
+        labs=row["labs"] if row and row["labs"] is not None else len(runs),
+        runs=[r.stream for r in runs],
+        status="finished" if done else "running",
+        finish_reason=reason,
+        best=max(scores) if scores else None,
+        started_at=as_utc(started) if started else (min(firsts) if firsts else None),
+    )

@@ -1,0 +1,54 @@
+"""Interrupting a campaign's runs is recorded once per stop: the event's id is derived
+from the runs and how far each had gone, so recording the same stop again is a no-op,
+and a stop after the runs moved on is a new interruption."""
+
+from pathlib import Path
+
+from events import Event, EventStore
+from events.ids import new_id, utcnow
+from events.payloads import Budget, RunStarted, ToolInvoked
+from workers.lab.interrupt import record_interrupted, unfinished_by_campaign
+
+CAMPAIGN = "c0ffee"
+
+
+def _started(stream: str) -> Event:
+    return Event(
+        id=new_id(),
+        stream=stream,
+        version=0,
+        occurred_at=utcnow(),
+        correlation_id=CAMPAIGN,
+        actor="lab-0",
+        payload=RunStarted(
+            task="continual-digits", lab="lab-0", policy="search", budget=Budget(), papers=1
+        ),
+    )
+
+
+def _interruptions(store: EventStore) -> int:
+    return len(store.read_records(types=["campaign.interrupted"]))
+
+
+def test_interrupting_twice_writes_one_event(tmp_path: Path) -> None:
+    store = EventStore.from_url(f"sqlite:///{tmp_path / 'log.db'}")
+    runs = [f"run-{CAMPAIGN}-0", f"run-{CAMPAIGN}-1"]
+    store.append([_started(run) for run in runs])
+    assert unfinished_by_campaign(store) == {CAMPAIGN: runs}
+
+    assert record_interrupted(store, CAMPAIGN, runs, "Ctrl-C in labrxiv campaign")
+    assert not record_interrupted(store, CAMPAIGN, runs, "Ctrl-C in labrxiv campaign")
+    assert _interruptions(store) == 1
+
+    moved = Event(
+        id=new_id(),
+        stream=runs[0],
+        version=1,
+        occurred_at=utcnow(),
+        correlation_id=CAMPAIGN,
+        actor="lab-0",
+        payload=ToolInvoked(tool="bash", call_id="1", args={"command": "true"}),
+    )
+    store.append([moved])
+    assert record_interrupted(store, CAMPAIGN, runs, "--timeout 1s in labrxiv resume")
+    assert _interruptions(store) == 2
