@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 
 CATCH_UP_PER_TICK = 20_000
 """Events the watcher applies to the runs read model per tick, at most: about 0.3 s
-(the runs projector folds 56-63k events/s, docs/benchmarks.md). A stale checkpoint on
+(the runs projector alone folds ~68k events/s, docs/benchmarks.md). A stale checkpoint on
 a long log is caught up over several ticks, so the table keeps refreshing and the
 reaper keeps running; the recorder's measured ingest (~16k events/s) is far below
 this per tick, so the watcher does not fall behind a live campaign."""
