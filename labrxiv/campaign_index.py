@@ -13,6 +13,7 @@ from datetime import datetime
 from sqlalchemy import Connection
 
 from events import EventStore
+from events.streams import stream_id
 from projections.runs import RunView, runs_of
 
 
@@ -42,7 +43,7 @@ def campaign_index(store: EventStore, conn: Connection) -> list[CampaignInfo]:
     started: dict[str, dict[str, object]] = {}
     ended: dict[str, str] = {}
     for record in store.iter_records(types=["campaign.started", "campaign.finished"]):
-        campaign = record.correlation_id or record.stream.removeprefix("campaign-")
+        campaign = record.correlation_id or stream_id(record.stream)
         if record.type == "campaign.started":
             started[campaign] = {**record.payload, "at": record.occurred_at}
         else:

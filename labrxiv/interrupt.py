@@ -19,8 +19,9 @@ from types import FrameType
 from rich.console import Console
 
 from events import Event, EventStore
-from events.ids import campaign_stream, new_id, utcnow
+from events.ids import new_id, utcnow
 from events.payloads import CampaignInterrupted
+from events.streams import campaign_stream
 from labrxiv.wiring import Embedded
 from labrxiv.words import counted
 from workers.bus.base import Bus

@@ -13,11 +13,11 @@ import uuid
 from pathlib import Path, PurePosixPath
 
 from events import EventStore
-from events.envelope import run_stream
 from events.ids import utcnow
 from events.payloads import Budget, CampaignStarted, ForkPoint, LlmConfig, RunStarted
 from events.payloads.integrity import BudgetName
 from events.payloads.run import BudgetSource
+from events.streams import run_stream
 from runstate import loader
 from runstate.trajectory import Step, steps
 from workers.bus.base import Bus, publish
