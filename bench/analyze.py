@@ -63,7 +63,7 @@ from events.payloads import (  # noqa: E402
     ToolReturned,
     Usage,
 )
-from events.streams import RUN_PREFIX, campaign_stream, run_stream  # noqa: E402
+from events.streams import RUN_PREFIX, campaign_stream, lab_run_stream  # noqa: E402
 
 CAMPAIGN = "bench0analyz"
 PG_DATABASE = "labrxiv_bench_analyze"
@@ -333,7 +333,7 @@ def _campaign_started(labs: int) -> Event:
 def _llm_run(lab: int, size: int, unpriced: bool) -> list[Event]:
     """An LLM-shaped run of about `size` events, each lab step caused by the step before."""
     rng = random.Random(lab)
-    stream = run_stream(f"{CAMPAIGN}-{lab}")
+    stream = lab_run_stream(CAMPAIGN, lab)
     model = "bench-unpriced" if unpriced else "gpt-4o-mini"
     events: list[Event] = []
     clock = START

@@ -41,6 +41,11 @@ def run_stream(run_id: str) -> str:
     return RUN_PREFIX + run_id
 
 
+def lab_run_stream(campaign: str, lab: int) -> str:
+    """The stream of the run of lab number `lab` of `campaign` (a fork's lab is 0)."""
+    return run_stream(f"{campaign}-{lab}")
+
+
 def campaign_stream(campaign: str) -> str:
     """The stream of a campaign's own events (started, interrupted, finished)."""
     return CAMPAIGN_PREFIX + campaign

@@ -18,6 +18,7 @@ from events.streams import (
     event_id_at,
     inspect_stream,
     is_stream,
+    lab_run_stream,
     review_eval_stream,
     review_stream,
     run_stream,
@@ -55,6 +56,7 @@ def test_a_name_reads_back_as_its_kind_and_id(kind: StreamKind, ident: str) -> N
 
 def test_the_names_on_disk_keep_their_shape() -> None:
     assert run_stream("c1-0") == "run-c1-0" and run_stream("c1-0").startswith(RUN_PREFIX)
+    assert lab_run_stream("c1", 3) == "run-c1-3" and stream_id(lab_run_stream("c1", 3)) == "c1-3"
     assert campaign_stream("abc") == "campaign-abc" and CAMPAIGN_PREFIX == "campaign-"
     assert review_stream("p-1") == "review-p-1"
     assert review_eval_stream("e1") == "revieweval-e1"
