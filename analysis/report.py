@@ -19,9 +19,9 @@ from analysis.findings_hook import RunFindings, run_findings
 from analysis.inspection_tools import Inspected
 from analysis.streaming import behaviours
 from events import EventStore
-from events.envelope import RUN_PREFIX
 from events.gc_pause import gc_paused
 from events.recorded import Recorded
+from events.streams import RUN_PREFIX
 from runstate.fork import loader
 
 SCHEMA = 1

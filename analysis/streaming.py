@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 
 from analysis.figures import Behaviour
 from analysis.tally import BehaviourTally, Record
-from events.envelope import RUN_PREFIX
+from events.streams import RUN_PREFIX
 
 
 def behaviours(records: Iterable[Record]) -> Iterator[Behaviour]:

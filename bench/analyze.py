@@ -63,6 +63,7 @@ from events.payloads import (  # noqa: E402
     ToolReturned,
     Usage,
 )
+from events.streams import RUN_PREFIX, campaign_stream, lab_run_stream  # noqa: E402
 
 CAMPAIGN = "bench0analyz"
 PG_DATABASE = "labrxiv_bench_analyze"
@@ -161,7 +162,7 @@ def _child(args: argparse.Namespace) -> None:
                 break
             seen += 1
             event = record.typed()
-            if event.stream.startswith("run-"):
+            if event.stream.startswith(RUN_PREFIX):
                 had = states.get(event.stream)
                 states[event.stream] = start(event) if had is None else apply(had, event)
     seconds = time.perf_counter() - started
@@ -320,7 +321,7 @@ def _batches(rows: Iterator[tuple[Any, ...]], size: int) -> Iterator[list[tuple[
 def _campaign_started(labs: int) -> Event:
     return Event(
         id=uuid.uuid4(),
-        stream=f"campaign-{CAMPAIGN}",
+        stream=campaign_stream(CAMPAIGN),
         version=0,
         occurred_at=START,
         correlation_id=CAMPAIGN,
@@ -332,7 +333,7 @@ def _campaign_started(labs: int) -> Event:
 def _llm_run(lab: int, size: int, unpriced: bool) -> list[Event]:
     """An LLM-shaped run of about `size` events, each lab step caused by the step before."""
     rng = random.Random(lab)
-    stream = f"run-{CAMPAIGN}-{lab}"
+    stream = lab_run_stream(CAMPAIGN, lab)
     model = "bench-unpriced" if unpriced else "gpt-4o-mini"
     events: list[Event] = []
     clock = START

@@ -5,7 +5,6 @@ next call reads; an evaluation graded now and then; the run's end."""
 from datetime import datetime, timedelta
 
 from events import Event
-from events.envelope import run_stream
 from events.ids import new_id
 from events.payloads import (
     ExperimentScored,
@@ -21,6 +20,7 @@ from events.payloads import (
     ToolReturned,
     Usage,
 )
+from events.streams import run_stream
 
 MODEL = "gpt-4o-mini"
 PRICE = Price(input_per_mtok=0.15, cached_input_per_mtok=0.075, output_per_mtok=0.6, source="bench")

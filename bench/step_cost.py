@@ -47,6 +47,7 @@ from events.payloads import (  # noqa: E402
     ToolReturned,
     Usage,
 )
+from events.streams import run_stream  # noqa: E402
 from labrxiv.settings import load_settings  # noqa: E402
 from labrxiv.wiring import open_embedded  # noqa: E402
 from workers.bus.memory import MemoryBus  # noqa: E402
@@ -55,7 +56,7 @@ from workers.lab.lease import Leases  # noqa: E402
 from workers.lab.step import lab_step  # noqa: E402
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-STREAM = "run-bench"
+STREAM = run_stream("bench")
 MODEL = "gpt-4o-mini"
 
 

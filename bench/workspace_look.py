@@ -26,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from events.payloads import ToolReturned  # noqa: E402
+from events.streams import run_stream  # noqa: E402
 from workers.gym.registry import find_bundle  # noqa: E402
 from workers.sandbox.local import LocalSandbox  # noqa: E402
 from workers.tools.env import ToolEnv, ToolRun  # noqa: E402
@@ -37,7 +38,8 @@ CODE = "for i in range(5):\n    open(f'made_{i}.txt', 'w').write('result %d' % i
 
 def workspace(base: Path, files: int) -> ToolEnv:
     """A prepared workspace of `files` files of 1 KiB, 100 a folder."""
-    sandbox = LocalSandbox(base / f"run-{files}")
+    run = ToolRun(run_stream(str(files)), "bench", TASK, None, False, 0)
+    sandbox = LocalSandbox(base / run.stream)
     block = os.urandom(1024)
     for i in range(files):
         folder = sandbox.root / f"d{i // 100:03}"
@@ -45,7 +47,6 @@ def workspace(base: Path, files: int) -> ToolEnv:
         (folder / f"f{i:05}.bin").write_bytes(block)
     sandbox.prepare()
     bundle = find_bundle(TASK)
-    run = ToolRun(f"run-{files}", "bench", TASK, None, False, 0)
     return ToolEnv(sandbox=sandbox, card=bundle.card, bundle=bundle.path, archive=None, run=run)  # type: ignore[arg-type]
 
 

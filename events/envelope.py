@@ -1,6 +1,5 @@
 """The event envelope: what every event in the log carries besides its payload."""
 
-import re
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -8,9 +7,7 @@ from typing import Any
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from events.payloads import AnyPayload, Payload
-
-STREAM_PATTERN = r"^[a-z][a-z0-9_]*-[A-Za-z0-9_.:-]{1,160}$"
-_STREAM_RE = re.compile(STREAM_PATTERN)
+from events.streams import STREAM_PATTERN
 
 
 def _current_version(data: dict[str, Any]) -> int:
@@ -50,25 +47,6 @@ class Event(BaseModel):
     def type(self) -> str:
         """The event type, e.g. `run.started`."""
         return self.payload.type
-
-
-RUN_PREFIX = "run-"
-"""What a lab run's stream name begins with: `run-<campaign>-<lab>` (a fork's too)."""
-
-
-def stream_kind(stream: str) -> str:
-    """`run` for `run-1234`."""
-    return stream.split("-", 1)[0]
-
-
-def run_stream(run_id: str) -> str:
-    """The stream of the run `run_id` names (`<campaign>-<lab>`)."""
-    return f"{RUN_PREFIX}{run_id}"
-
-
-def is_stream(name: str) -> bool:
-    """Whether `name` is a well-formed stream name."""
-    return bool(_STREAM_RE.match(name))
 
 
 def as_utc(moment: datetime) -> datetime:

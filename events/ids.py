@@ -29,11 +29,3 @@ def derived_id(seed: str, at: datetime) -> uuid.UUID:
 def utcnow() -> datetime:
     """Now, timezone-aware in UTC: every timestamp in the log is."""
     return datetime.now(UTC)
-
-
-CAMPAIGN_STREAM_PREFIX = "campaign-"
-
-
-def campaign_stream(campaign: str) -> str:
-    """The stream of a campaign's own events (started, interrupted, finished)."""
-    return f"{CAMPAIGN_STREAM_PREFIX}{campaign}"

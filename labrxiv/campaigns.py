@@ -18,7 +18,7 @@ from rich.live import Live
 from rich.table import Table
 
 from events import EventStore
-from events.ids import campaign_stream
+from events.streams import campaign_stream
 from labrxiv.interrupt import check_ctrl_c, pause
 from labrxiv.report import RunEnding, run_endings
 from projections.runner import ProjectionRunner

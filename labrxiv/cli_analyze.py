@@ -27,9 +27,9 @@ from analysis.report import (
     analyze_run,
 )
 from events import Event, EventStore
-from events.envelope import RUN_PREFIX
 from events.payloads import InspectionConfig
 from events.payloads.inspection import Verdict
+from events.streams import CAMPAIGN_PREFIX, RUN_PREFIX
 from labrxiv.cli_bounds import INT64_MAX
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
 from labrxiv.cli_errors import say_error
@@ -165,9 +165,9 @@ def _resolve(store: EventStore, conn: Connection, text: str) -> tuple[str, str]:
         raise NotFound("an empty id names no run or campaign")
     if text.startswith(RUN_PREFIX):
         return "run", resolve_run(conn, text)
-    bare = text.removeprefix("campaign-")
+    bare = text.removeprefix(CAMPAIGN_PREFIX)
     known = campaign_ids(store, conn)
-    if any(c.startswith(bare) for c in known) or text.startswith("campaign-"):
+    if any(c.startswith(bare) for c in known) or text.startswith(CAMPAIGN_PREFIX):
         return "campaign", pick("campaign", bare, known, "labrxiv campaigns lists them")
     try:
         return "run", resolve_run(conn, text)

@@ -5,8 +5,8 @@ stronger model have recovered from here?"."""
 import typer
 
 from events import EventStore
-from events.envelope import RUN_PREFIX
 from events.payloads import LlmConfig
+from events.streams import RUN_PREFIX
 from labrxiv.cli_bounds import INT64_MAX
 from labrxiv.cli_checks import (
     budget_or_exit,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import typer
 
 from events import EventStore
-from events.envelope import RUN_PREFIX
+from events.streams import RUN_PREFIX
 from labrxiv.campaigns import CampaignOutcome, watch_campaign
 from labrxiv.cli_common import GymPath, settings_or_exit, with_gym_path
 from labrxiv.cli_errors import err

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from sqlalchemy import Connection, String, cast, func, inspect, select
 
 from events import Event, EventStore
-from events.envelope import RUN_PREFIX
 from events.store import EVENTS
+from events.streams import RUN_PREFIX, stream_id
 from labrxiv.cli_bounds import INT64_MAX
 from labrxiv.errors import NotFound
 from projections.archive import PAPERS
@@ -44,7 +44,7 @@ def campaign_ids(store: EventStore, conn: Connection) -> set[str]:
     """Every campaign the log started or a run names (a run may name one whose start is
     not in the log: a hand-made or imported log)."""
     started = {
-        r.correlation_id or r.stream.removeprefix("campaign-")
+        r.correlation_id or stream_id(r.stream)
         for r in store.iter_records(types=["campaign.started"])
     }
     if not inspect(conn).has_table(RUNS.name):  # no projector ran yet: only the log knows

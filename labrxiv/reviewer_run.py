@@ -9,6 +9,7 @@ import uuid
 from analysis.reviewer_eval import HumanPaper, Prediction
 from events import Event
 from events.payloads import ReviewConfig
+from events.streams import review_eval_stream
 from labrxiv.cli_common import settings_or_exit
 from labrxiv.wiring import gateways, open_bus, open_embedded, open_store
 from workers.bus.base import publish
@@ -29,7 +30,7 @@ def run_reviewer(
     embedded = open_embedded(settings) if settings.redis_url is None else None
     store = embedded.store if embedded is not None else open_store(settings)
     bus = embedded.bus if embedded is not None else open_bus(settings)
-    stream = f"revieweval-{uuid.uuid4().hex[:12]}"
+    stream = review_eval_stream(uuid.uuid4().hex[:12])
 
     def record(events: list[Event], blobs: dict[str, bytes]) -> None:
         publish(bus, events, blobs)

@@ -25,8 +25,8 @@ from sqlmodel import Field, SQLModel
 from analysis.figures import Behaviour
 from analysis.tally import BehaviourTally
 from analysis.tally_state import state_of, tally_from
-from events.envelope import RUN_PREFIX
 from events.recorded import Recorded
+from events.streams import RUN_PREFIX
 from events.tables import table_of
 from projections.bulk import born_streams, insert_rows
 from projections.projector import Projector

@@ -14,8 +14,8 @@ from sqlalchemy import Connection, delete, select
 from sqlmodel import Field, SQLModel
 
 from events.envelope import as_utc
-from events.ids import CAMPAIGN_STREAM_PREFIX
 from events.recorded import Recorded
+from events.streams import stream_id
 from events.tables import table_of
 from projections.bulk import insert_rows
 from projections.projector import Projector
@@ -78,7 +78,7 @@ class CampaignsProjector(Projector):
 
 
 def _campaign(event: Recorded) -> str:
-    return event.correlation_id or event.stream.removeprefix(CAMPAIGN_STREAM_PREFIX)
+    return event.correlation_id or stream_id(event.stream)
 
 
 @dataclass(frozen=True)

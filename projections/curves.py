@@ -26,9 +26,10 @@ from typing import Any
 from sqlalchemy import BigInteger, Column, Connection, DateTime, delete, func, or_, select
 from sqlmodel import Field, SQLModel
 
-from events.envelope import RUN_PREFIX, as_utc
+from events.envelope import as_utc
 from events.recorded import Recorded
 from events.spend import spend_of
+from events.streams import RUN_PREFIX
 from events.tables import table_of
 from projections.bulk import born_streams, insert_rows
 from projections.projector import Projector

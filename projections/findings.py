@@ -38,10 +38,10 @@ from analysis.detectors import detect
 from analysis.finding import Finding
 from analysis.findings_hook import RunFindings
 from analysis.verdict import verdict
-from events.envelope import RUN_PREFIX
 from events.payloads import RunFinished
 from events.recorded import Fact, Recorded, TypedRecord
 from events.store import EVENTS, rows_to_records
+from events.streams import RUN_PREFIX
 from events.tables import table_of
 from projections.bulk import born_streams, insert_rows
 from projections.forks import log_loader

@@ -45,6 +45,7 @@ from sqlmodel import Field, SQLModel
 from events.envelope import as_utc
 from events.recorded import Recorded
 from events.spend import spend_of
+from events.streams import stream_kind
 from events.tables import table_of
 from projections.bulk import born_streams, insert_rows
 from projections.ledger_phases import PHASE_KEY, PHASE_TYPES, RunPhases
@@ -200,16 +201,18 @@ _KIND_STATUS = {
 """A new row's kind and status before its first event is folded, by that event's type."""
 MODEL_KINDS = ("model", "review", "inspection")
 """Rows of model calls: a lab's, a reviewer's, the LLM inspector's."""
+_CALL_KIND = {"review": "review", "revieweval": "review", "inspect": "inspection"}
+"""The kind of a model call by its stream's kind: a reviewer's call (in a review or a
+reviewer evaluation) and the LLM inspector's (`analyze --inspector`) are kinds of their
+own; any other stream's is a lab's (`model`)."""
 
 
 def _new_row(key: tuple[str, str], event: Recorded) -> dict[str, Any]:
     row = _BLANK.copy()  # a copy of a template: building it from the column names cost more
     row["run"], row["call_id"] = key
     row["kind"], row["status"] = _KIND_STATUS[event.type]
-    if row["kind"] == "model" and key[0].startswith(("review-", "revieweval-")):
-        row["kind"] = "review"  # a reviewer's call: a model call of its own kind
-    elif row["kind"] == "model" and key[0].startswith("inspect-"):
-        row["kind"] = "inspection"  # the LLM inspector's (`analyze --inspector`)
+    if row["kind"] == "model":
+        row["kind"] = _CALL_KIND.get(stream_kind(key[0]), "model")
     row["position"] = event.position
     return row
 

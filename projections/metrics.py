@@ -41,6 +41,7 @@ from sqlalchemy import (
 
 from events.envelope import as_utc
 from events.store import EVENTS
+from events.streams import campaign_stream
 from projections.archive import PAPERS
 from projections.curves import CURVE_RUNS
 from projections.ledger import LEDGER, MODEL_KINDS
@@ -308,7 +309,7 @@ def _campaign_budgets(conn: Connection, limit: int) -> list[Metric]:
     )
     rows = list(conn.execute(query))
     campaigns = [row[0] for row in rows]
-    limits = _limits(conn, [f"campaign-{c}" for c in campaigns])
+    limits = _limits(conn, [campaign_stream(c) for c in campaigns])
     spend = _spend(conn, CURVE_RUNS.c.campaign, campaigns)
     for campaign, attempts, steps, first, last in sorted(rows):
         tokens, dollars = spend.get(campaign, (0, 0.0))
@@ -319,7 +320,7 @@ def _campaign_budgets(conn: Connection, limit: int) -> list[Metric]:
             "dollars": dollars,
             "wall_seconds": _seconds(first and as_utc(first), last and as_utc(last)),
         }
-        budget = limits.get(f"campaign-{campaign}", {})
+        budget = limits.get(campaign_stream(campaign), {})
         _add_budgets(used_metric, left_metric, campaign, budget, used)
     return [used_metric, left_metric]
 

@@ -12,9 +12,10 @@ from typing import Any
 from sqlalchemy import Connection, delete, select
 from sqlmodel import Field, SQLModel
 
-from events.envelope import RUN_PREFIX, as_utc
+from events.envelope import as_utc
 from events.payloads import ExperimentScored, PaperSubmitted
 from events.recorded import Recorded
+from events.streams import RUN_PREFIX
 from events.tables import table_of
 from projections.bulk import born_streams, insert_rows
 from projections.forks import log_loader

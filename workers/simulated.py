@@ -11,8 +11,6 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 
 from events import Event
-from events.envelope import run_stream
-from events.ids import derived_id
 from events.payloads import (
     Budget,
     ExperimentScored,
@@ -22,6 +20,7 @@ from events.payloads import (
     ToolInvoked,
     ToolReturned,
 )
+from events.streams import event_id_at, run_stream
 
 
 def simulated_run(
@@ -43,7 +42,7 @@ def simulated_run(
         nonlocal version, clock
         clock += timedelta(seconds=rng.uniform(0.5, 5.0))
         event = Event(
-            id=derived_id(f"{stream}:{version}", clock),
+            id=event_id_at(stream, version, clock),
             stream=stream,
             version=version,
             occurred_at=clock,

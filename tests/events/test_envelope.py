@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from events import Event
-from events.envelope import as_utc, is_stream, stream_kind
+from events.envelope import as_utc
 from events.ids import derived_id, new_id
 from events.payloads import (
     BY_TYPE,
@@ -20,6 +20,7 @@ from events.payloads import (
     ToolReturned,
 )
 from events.payloads.model import Phase
+from events.streams import is_stream
 from events.wire import encode_batch
 
 AT = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
@@ -151,11 +152,6 @@ def test_bad_stream_names_are_rejected(stream: str) -> None:
     assert error_locs(exc) == [("stream",)]
 
 
-def test_stream_kind() -> None:
-    assert stream_kind("run-1234") == "run"
-    assert stream_kind("campaign-a-b") == "campaign"
-
-
 @pytest.mark.parametrize(
     ("field", "value"),
     [
@@ -238,10 +234,3 @@ def test_as_utc_makes_naive_utc_and_keeps_aware() -> None:
     assert as_utc(naive) == datetime(2025, 1, 1, 10, 0, tzinfo=UTC)
     aware = datetime(2025, 1, 1, 10, 0, tzinfo=timezone(timedelta(hours=-5)))
     assert as_utc(aware) is aware
-
-
-def test_a_run_stream_is_named_with_the_one_prefix() -> None:
-    from events.envelope import RUN_PREFIX, run_stream
-
-    assert run_stream("c1-0") == "run-c1-0" and run_stream("c1-0").startswith(RUN_PREFIX)
-    assert stream_kind(run_stream("c1-0")) == "run" and is_stream(run_stream("c1-0"))

@@ -13,12 +13,13 @@ from sqlalchemy import select
 
 from events import Event, EventStore
 from events.payloads import PaperDecided, PaperSubmitted, ReviewConfig, ReviewSubmitted
+from events.streams import review_stream
 from labrxiv.settings import load_settings
 from labrxiv.wiring import Embedded, open_embedded
 from projections.reviews import DECISIONS, REVIEWS
 from workers.lab.campaign import CampaignPlan, start_campaign
 from workers.review.evidence import gather, measured_score
-from workers.review.task import REVIEW_TASK, review_stream
+from workers.review.task import REVIEW_TASK
 
 EXTRA = Path(__file__).resolve().parents[1] / "workers" / "policies_extra"
 GYM = Path(__file__).resolve().parents[2] / "gym"

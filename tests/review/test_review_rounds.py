@@ -13,6 +13,7 @@ from events.payloads import (
     ReviewConfig,
     ReviewReceived,
 )
+from events.streams import review_stream
 from labrxiv.campaigns import progress_table
 from labrxiv.settings import load_settings
 from labrxiv.wiring import open_embedded
@@ -20,7 +21,6 @@ from projections.archive import list_papers
 from projections.runs import runs_of
 from workers.lab.campaign import CampaignPlan, start_campaign
 from workers.lab.step import LAB_STEP_TASK
-from workers.review.task import review_stream
 
 
 def test_labs_revise_their_papers_answering_the_reviews(tmp_path: Path) -> None:

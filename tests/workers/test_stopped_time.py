@@ -5,7 +5,7 @@ wall-time limit ended at its first step after `labrxiv resume`."""
 from datetime import UTC, datetime, timedelta
 
 from events import Event, EventStore
-from events.ids import campaign_stream, new_id
+from events.ids import new_id
 from events.payloads import (
     Budget,
     CampaignInterrupted,
@@ -14,6 +14,7 @@ from events.payloads import (
     RunStarted,
     ToolInvoked,
 )
+from events.streams import campaign_stream
 from runstate import fold, fold_standing, loader
 from workers.lab.budget import over_budget, stopped_seconds
 

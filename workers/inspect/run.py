@@ -41,6 +41,7 @@ from events.payloads import (
 )
 from events.payloads.inspection import Verdict
 from events.spend import NOTHING, Spend, spend_of_payload
+from events.streams import inspect_stream
 from workers.llm import Gateway, ModelRequest, in_place
 from workers.llm.in_place import Record, StreamWriter
 from workers.llm.reply import Reply, parse_reply
@@ -83,7 +84,7 @@ class Budget:
 
 def new_stream() -> str:
     """A new inspection's stream name."""
-    return f"inspect-{new_id().hex[:12]}"
+    return inspect_stream(new_id().hex[:12])
 
 
 @dataclass

@@ -26,6 +26,7 @@ from typing import Any
 
 from events import EventStore
 from events.payloads import PaperDecided, ReviewStopped, ReviewSubmitted
+from events.streams import review_stream
 from runstate import Attempt, fold_standing, loader
 from runstate.claims import states
 from workers.tools.env import PaperHit, PaperReviews
@@ -104,7 +105,7 @@ class LogArchive:
 
     def reviews(self, paper_id: str) -> PaperReviews | None:
         """The paper's reviews and decision, from its review stream; None until decided."""
-        events = self.store.read_stream(f"review-{paper_id}")
+        events = self.store.read_stream(review_stream(paper_id))
         decided = next((e.payload for e in events if isinstance(e.payload, PaperDecided)), None)
         stopped = next((e.payload for e in events if isinstance(e.payload, ReviewStopped)), None)
         if stopped is not None:

@@ -12,7 +12,6 @@ from datetime import datetime
 from typing import get_args
 
 from events import EventStore
-from events.ids import campaign_stream
 from events.payloads import (
     Budget,
     BudgetExceeded,
@@ -25,6 +24,7 @@ from events.payloads import (
 from events.payloads.integrity import BudgetName
 from events.payloads.run import BudgetSource
 from events.spend import Spend
+from events.streams import campaign_stream
 from runstate import RunState
 from runstate.budget import exceeded
 from workers.gym.card import Budgets
@@ -136,11 +136,11 @@ def campaign_budget(
     a model, and for each call of another run that is in flight (written ahead, no
     outcome recorded yet) that run's last answer again, as an estimate of what it will
     cost (`CampaignSpend`). `stream`'s unrecorded calls are counted by its caller."""
-    started = streams.first(f"campaign-{campaign}")
+    started = streams.first(campaign_stream(campaign))
     if started is None:
         return None
     if not isinstance(started.payload, CampaignStarted):
-        raise ValueError(f"campaign-{campaign} does not begin with campaign.started")
+        raise ValueError(f"{campaign_stream(campaign)} does not begin with campaign.started")
     budget = started.payload.budget
     if budget.tokens is None and budget.dollars is None:
         return None

@@ -7,11 +7,11 @@ from datetime import datetime
 from typing import Literal
 
 from events import Event
-from events.envelope import run_stream
-from events.ids import campaign_stream, new_id, utcnow
+from events.ids import new_id, utcnow
 from events.payloads import Budget, CampaignStarted, LlmConfig, ReviewConfig, RunStarted
 from events.payloads.integrity import BudgetName
 from events.payloads.run import BudgetSource
+from events.streams import campaign_stream, lab_run_stream
 from workers.bus.base import Bus, publish
 from workers.gym.card import Budgets
 from workers.lab.budget import run_budget
@@ -102,7 +102,7 @@ def start_campaign(
         ),
         now,
     )
-    runs = [run_stream(f"{campaign}-{index}") for index in range(plan.labs)]
+    runs = [lab_run_stream(campaign, index) for index in range(plan.labs)]
     events = [started]
     budget, source = plan.budget()
     for index, stream in enumerate(runs):

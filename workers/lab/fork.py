@@ -13,11 +13,11 @@ import uuid
 from pathlib import Path, PurePosixPath
 
 from events import EventStore
-from events.envelope import run_stream
 from events.ids import utcnow
 from events.payloads import Budget, CampaignStarted, ForkPoint, LlmConfig, RunStarted
 from events.payloads.integrity import BudgetName
 from events.payloads.run import BudgetSource
+from events.streams import lab_run_stream
 from runstate import loader
 from runstate.trajectory import Step, steps
 from workers.bus.base import Bus, publish
@@ -102,7 +102,7 @@ def start_fork(
         ),
         now,
     )
-    stream = run_stream(f"{campaign}-0")
+    stream = lab_run_stream(campaign, 0)
     run = RunStarted(
         task=parent.task,
         lab=parent.lab,

@@ -9,8 +9,9 @@ stop after the runs moved on is another interruption, with another id.
 from collections.abc import Iterable
 
 from events import Event, EventStore
-from events.ids import campaign_stream, derived_id, utcnow
+from events.ids import derived_id, utcnow
 from events.payloads import CampaignInterrupted
+from events.streams import campaign_stream
 from workers.bus.base import Bus
 from workers.lab.reaper import unfinished_runs
 from workers.lab.step import LAB_STEP_TASK

@@ -9,10 +9,10 @@ derived from the campaign, so doing either twice is harmless.
 from collections.abc import Sequence
 
 from events import Event, EventStore
-from events.envelope import RUN_PREFIX
-from events.ids import derived_id, utcnow
+from events.ids import utcnow
 from events.payloads import CampaignFinished, CampaignStarted
 from events.recorded import Recorded
+from events.streams import RUN_PREFIX, campaign_stream, event_id_at
 from workers.bus.base import Bus, publish
 from workers.lab.step import LAB_STEP_TASK
 
@@ -39,7 +39,7 @@ def schedule_next_steps(store: EventStore, bus: Bus, recorded: Sequence[Recorded
 
 def close_campaign_if_done(store: EventStore, bus: Bus, campaign: str) -> None:
     """Append `campaign.finished` once every run of the campaign has finished."""
-    stream = f"campaign-{campaign}"
+    stream = campaign_stream(campaign)
     events = store.read_stream(stream)
     if not events or any(e.type == "campaign.finished" for e in events):
         return
@@ -60,7 +60,7 @@ def close_campaign_if_done(store: EventStore, bus: Bus, campaign: str) -> None:
     reasons = {r.payload["reason"] for r in mine if r.type == "run.finished"}
     version = events[-1].version + 1
     finished = Event(
-        id=derived_id(f"{stream}:{version}", events[0].occurred_at),
+        id=event_id_at(stream, version, events[0].occurred_at),
         stream=stream,
         version=version,
         occurred_at=utcnow(),

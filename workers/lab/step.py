@@ -28,7 +28,7 @@ import time
 from datetime import datetime, timedelta
 
 from events import Event
-from events.ids import derived_id, utcnow
+from events.ids import utcnow
 from events.payloads import (
     ModelFailed,
     ModelResponded,
@@ -37,6 +37,7 @@ from events.payloads import (
     ToolInvoked,
     ToolReturned,
 )
+from events.streams import event_id_at
 from runstate import RunState
 from workers.bus.base import BusStopped, publish
 from workers.context import WorkerContext
@@ -161,7 +162,7 @@ def _send(
     stream, after_version = state.stream, state.version
     out = [
         Event(
-            id=derived_id(f"{stream}:{after_version + 1 + i}", state.last_at),
+            id=event_id_at(stream, after_version + 1 + i, state.last_at),
             stream=stream,
             version=after_version + 1 + i,
             occurred_at=at,

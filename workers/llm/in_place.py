@@ -14,8 +14,9 @@ from datetime import datetime
 from pathlib import Path
 
 from events import Event, EventStore
-from events.ids import derived_id, utcnow
+from events.ids import utcnow
 from events.payloads import ModelCalled, ModelFailed, ModelResponded, Payload
+from events.streams import event_id_at
 from workers.llm import driver
 from workers.llm.gateway import Gateway
 from workers.llm.request import ModelRequest
@@ -45,7 +46,7 @@ class StreamWriter:
             self.version += 1
             events.append(
                 Event(
-                    id=derived_id(f"{self.stream}:{self.version}", self.started),
+                    id=event_id_at(self.stream, self.version, self.started),
                     stream=self.stream,
                     version=self.version,
                     occurred_at=utcnow(),

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from events import EventStore
 from events.recorded import Recorded
+from events.streams import stream_kind
 from workers.bus.base import Bus
 from workers.lab.reactions import close_campaign_if_done
 from workers.lab.step import LAB_STEP_TASK
@@ -21,7 +22,7 @@ def schedule_reviews(store: EventStore, bus: Bus, recorded: Sequence[Recorded]) 
     decided_in: set[str] = set()
     last: dict[str, Recorded] = {}
     for event in recorded:
-        if event.stream.startswith("review-"):
+        if stream_kind(event.stream) == "review":
             last[event.stream] = event
         campaign = event.correlation_id
         if campaign is None:

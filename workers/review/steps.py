@@ -22,7 +22,7 @@ import logging
 from dataclasses import dataclass
 
 from events import Event, EventStore
-from events.ids import derived_id, utcnow
+from events.ids import utcnow
 from events.payloads import (
     CampaignStarted,
     ModelCalled,
@@ -38,6 +38,7 @@ from events.payloads import (
     ReviewSubmitted,
 )
 from events.spend import NOTHING, spend_of
+from events.streams import campaign_stream, event_id_at, stream_kind
 from workers.bus.base import publish
 from workers.context import WorkerContext
 from workers.errors import WorkerError
@@ -93,7 +94,7 @@ def review_step(ctx: WorkerContext, stream: str, after_version: int, final: bool
     at = utcnow()
     out = [
         Event(
-            id=derived_id(f"{stream}:{after_version + 1 + i}", events[-1].occurred_at),
+            id=event_id_at(stream, after_version + 1 + i, events[-1].occurred_at),
             stream=stream,
             version=after_version + 1 + i,
             occurred_at=at,
@@ -204,9 +205,9 @@ def _over_budget(store: EventStore, review: Review) -> str | None:
             if spent is None:
                 continue
             everyone = everyone + spent
-            if record.stream.startswith("review-"):
+            if stream_kind(record.stream) == "review":
                 reviewers = reviewers + spent
-        head = store.read_stream(f"campaign-{campaign}", limit=1)
+        head = store.read_stream(campaign_stream(campaign), limit=1)
         started = head[0].payload if head and isinstance(head[0].payload, CampaignStarted) else None
     limits = [("reviewer", reviewers, config.tokens, config.dollars)]
     if started is not None:

@@ -11,7 +11,7 @@ import logging
 from datetime import datetime
 
 from events import Event, EventStore
-from events.ids import derived_id, utcnow
+from events.ids import utcnow
 from events.payloads import (
     CampaignStarted,
     IntegrityViolation,
@@ -22,6 +22,7 @@ from events.payloads import (
     ReviewRequested,
     ReviewSubmitted,
 )
+from events.streams import campaign_stream, event_id_at, review_stream
 from runstate.paper_checks import addresses_reviewer
 from workers.bus.base import publish
 from workers.context import WorkerContext
@@ -33,11 +34,6 @@ from workers.review.meta import decide
 log = logging.getLogger(__name__)
 
 REVIEW_TASK = "labrxiv.review_paper"
-
-
-def review_stream(paper_id: str) -> str:
-    """The stream of a paper's reviews and decision."""
-    return f"review-{paper_id}"
 
 
 def review_paper(ctx: WorkerContext, run: str, version: int) -> None:
@@ -111,7 +107,7 @@ def review_config(store: EventStore, campaign: str | None) -> ReviewConfig | Non
 
 
 def _campaign_review(store: EventStore, campaign: str) -> ReviewConfig | None:
-    first = store.read_stream(f"campaign-{campaign}", limit=1)
+    first = store.read_stream(campaign_stream(campaign), limit=1)
     if not first or not isinstance(first[0].payload, CampaignStarted):
         return None
     return first[0].payload.review
@@ -119,7 +115,7 @@ def _campaign_review(store: EventStore, campaign: str) -> ReviewConfig | None:
 
 def _event(stream: str, version: int, payload: Payload, paper: Event, at: datetime) -> Event:
     return Event(
-        id=derived_id(f"{stream}:{version}", paper.occurred_at),
+        id=event_id_at(stream, version, paper.occurred_at),
         stream=stream,
         version=version,
         occurred_at=at,
