@@ -2,7 +2,10 @@
 
 Lineage is two tables: `paper_citations` (which paper builds on which) and
 `paper_retrievals` (which run was shown which paper, for what query). `paper_terms`
-is the full-text index that `projections.archive_search` ranks with.
+is the full-text index that `projections.archive_search` ranks with. Each claim row
+carries its `verified` and `measured` marks (`runstate.verification`), folded from the
+author's events before the paper, read on the projector's connection: they precede the
+paper in the log, so a rebuilt archive has the marks the incremental one has.
 
 Rows are only ever inserted (PostgreSQL: by COPY): a page is applied once (the runner
 moves the checkpoint in the same transaction), so the fold needs no update path. A
@@ -22,11 +25,14 @@ from sqlalchemy import BigInteger, Column, Connection, DateTime, Text, func, sel
 from sqlmodel import Field, SQLModel
 
 from events.envelope import as_utc
-from events.recorded import Recorded
+from events.recorded import Fact, Recorded
 from events.tables import JsonType, table_of
 from projections.bulk import insert_rows
+from projections.forks import log_loader
 from projections.projector import Projector
-from projections.text import term_counts
+from runstate.bm25 import term_counts
+from runstate.fork import Load
+from runstate.verification import Graded, checked_claims, graded_attempts
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +89,11 @@ class PaperClaimRow(SQLModel, table=True):
     direction: str | None = Field(default=None, max_length=8)
     """Which way the subtask is better (`maximize`, `minimize`), as the paper's event
     records it from the task card; None when it does not."""
+    verified: bool = False
+    """Whether the author's graded attempt the claim names measured the value claimed."""
+    measured: float | None = None
+    """What that attempt measured (a fraction, however the claim wrote it); None unless
+    verified."""
 
 
 class PaperCitationRow(SQLModel, table=True):
@@ -179,6 +190,7 @@ def _insert_papers(conn: Connection, events: Sequence[Recorded]) -> None:
             ).all()
         )
     )
+    graded = _Graded(log_loader(conn), events)
     papers, claims, citations, terms = [], [], [], []
     for event in events:
         p = event.payload
@@ -224,8 +236,10 @@ def _insert_papers(conn: Connection, events: Sequence[Recorded]) -> None:
                 "value": claim["value"],
                 "attempt": claim.get("attempt"),
                 "direction": claim.get("direction"),
+                "verified": claim["verified"],
+                "measured": claim["measured"],
             }
-            for index, claim in enumerate(p.get("claims") or [])
+            for index, claim in enumerate(checked_claims(p.get("claims") or [], graded(event)))
         ]
         cited = list(dict.fromkeys(p.get("cited") or []))  # a repeated id counts once
         citations += [
@@ -243,6 +257,24 @@ def _insert_papers(conn: Connection, events: Sequence[Recorded]) -> None:
         (PAPER_TERMS, terms),
     ):
         insert_rows(conn, table, rows)
+
+
+class _Graded:
+    """The author's graded attempts before each paper of a page: each run's stream read
+    once, up to its last paper in the page."""
+
+    def __init__(self, load: Load, papers: Sequence[Recorded]) -> None:
+        self.load = load
+        self.ends: dict[str, int] = {}
+        for paper in papers:
+            self.ends[paper.stream] = max(self.ends.get(paper.stream, 0), paper.version)
+        self.read: dict[str, list[Fact]] = {}
+
+    def __call__(self, paper: Recorded) -> Graded:
+        if paper.stream not in self.read:
+            end = self.ends[paper.stream]
+            self.read[paper.stream] = list(self.load(paper.stream, end - 1)) if end else []
+        return graded_attempts(self.read[paper.stream][: paper.version], self.load)
 
 
 # -- reading -------------------------------------------------------------------
@@ -264,6 +296,18 @@ class PaperSummary:
     position: int
     claims: list[dict[str, Any]]
     """As submitted: `[{subtask, metric, value, attempt}]`, headline first."""
+
+
+@dataclass(frozen=True)
+class ClaimMark:
+    """A claim of a paper with what the log says of it."""
+
+    subtask: str
+    value: float
+    """As claimed."""
+    verified: bool
+    measured: float | None
+    """What the grader measured, when verified (a fraction, as the grader gives it)."""
 
 
 @dataclass(frozen=True)
@@ -402,3 +446,22 @@ def retrievals_of(conn: Connection, paper_id: str) -> list[Retrieval]:
         .order_by(PAPER_RETRIEVALS.c.event_position, PAPER_RETRIEVALS.c.rank)
     )
     return [Retrieval(**{**row._mapping, "at": as_utc(row.at)}) for row in conn.execute(query)]
+
+
+def claim_marks(conn: Connection, paper_ids: Sequence[str]) -> dict[str, list[ClaimMark]]:
+    """The claims of each of `paper_ids` in the paper's order, with their `verified` and
+    `measured` marks (none for a paper the archive does not hold)."""
+    if not paper_ids:
+        return {}
+    c = PAPER_CLAIMS.c
+    query = (
+        select(c.paper_id, c.subtask, c.value, c.verified, c.measured)
+        .where(c.paper_id.in_(list(paper_ids)))
+        .order_by(c.paper_id, c.claim_index)
+    )
+    marks: dict[str, list[ClaimMark]] = {i: [] for i in paper_ids}
+    for row in conn.execute(query):
+        marks[row.paper_id].append(
+            ClaimMark(row.subtask, float(row.value), bool(row.verified), row.measured)
+        )
+    return marks
