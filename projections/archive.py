@@ -15,8 +15,8 @@ key forever.
 """
 
 import logging
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -25,16 +25,22 @@ from sqlalchemy import BigInteger, Column, Connection, DateTime, Text, func, sel
 from sqlmodel import Field, SQLModel
 
 from events.envelope import as_utc
-from events.recorded import Fact, Recorded
+from events.recorded import Recorded
+from events.store import EVENTS, rows_to_records
 from events.tables import JsonType, table_of
 from projections.bulk import insert_rows
 from projections.forks import log_loader
 from projections.projector import Projector
 from runstate.bm25 import term_counts
-from runstate.fork import Load
-from runstate.verification import Graded, checked_claims, graded_attempts
+from runstate.fold import fold_from
+from runstate.state import RunState
+from runstate.verification import Graded, checked_claims, graded_of, standing
 
 log = logging.getLogger(__name__)
+
+KEPT_RUNS = 10_000
+"""Authors whose state at their last paper the projector keeps (least recently used
+out): their next paper is folded from it, not from the start of the run."""
 
 
 class PaperRow(SQLModel, table=True):
@@ -149,11 +155,17 @@ class ArchiveProjector(Projector):
     cost = 0.2
     tables = (PAPERS, PAPER_CLAIMS, PAPER_CITATIONS, PAPER_RETRIEVALS, PAPER_TERMS)
 
+    def __init__(self) -> None:
+        self._standing: OrderedDict[str, RunState] = OrderedDict()
+        """Each recent author's state before its last paper, least recently used first:
+        a prefix of its stream in the log, which never changes (at worst missing: then
+        the run is read from its start)."""
+
     def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:
         """Insert the page's papers (with claims, citations, index) and retrievals."""
         submitted = [e for e in events if e.type == "paper.submitted"]
         if submitted:
-            _insert_papers(conn, submitted)
+            _insert_papers(conn, submitted, self._graded(conn))
         retrievals = [
             {
                 "event_position": e.position,
@@ -171,8 +183,36 @@ class ArchiveProjector(Projector):
         ]
         insert_rows(conn, PAPER_RETRIEVALS, retrievals)
 
+    def _graded(self, conn: Connection) -> Callable[[Recorded], Graded]:
+        """The author's graded attempts before a paper, on `conn`: folded on from the
+        author's state kept at its previous paper, else from the start of its run."""
+        load = log_loader(conn)
 
-def _insert_papers(conn: Connection, events: Sequence[Recorded]) -> None:
+        def graded(paper: Recorded) -> Graded:
+            kept = self._standing.pop(paper.stream, None)
+            if kept is not None and kept.version < paper.version:
+                query = select(EVENTS).where(
+                    EVENTS.c.stream == paper.stream,
+                    EVENTS.c.version > kept.version,
+                    EVENTS.c.version < paper.version,
+                )
+                rows = conn.execute(query.order_by(EVENTS.c.version))
+                later = [r.typed_record() for r in rows_to_records(rows)]
+                state: RunState | None = fold_from(kept, later)
+            else:
+                state = standing(load(paper.stream, paper.version - 1), load)
+            if state is not None:
+                self._standing[paper.stream] = state
+                while len(self._standing) > KEPT_RUNS:
+                    self._standing.popitem(last=False)
+            return graded_of(state)
+
+        return graded
+
+
+def _insert_papers(
+    conn: Connection, events: Sequence[Recorded], graded: Callable[[Recorded], Graded]
+) -> None:
     ids = {e.payload["paper_id"] for e in events}
     revised = {e.payload["revises"] for e in events if e.payload.get("revises")}
     versions: dict[str, int] = dict(
@@ -190,7 +230,6 @@ def _insert_papers(conn: Connection, events: Sequence[Recorded]) -> None:
             ).all()
         )
     )
-    graded = _Graded(log_loader(conn), events)
     papers, claims, citations, terms = [], [], [], []
     for event in events:
         p = event.payload
@@ -257,24 +296,6 @@ def _insert_papers(conn: Connection, events: Sequence[Recorded]) -> None:
         (PAPER_TERMS, terms),
     ):
         insert_rows(conn, table, rows)
-
-
-class _Graded:
-    """The author's graded attempts before each paper of a page: each run's stream read
-    once, up to its last paper in the page."""
-
-    def __init__(self, load: Load, papers: Sequence[Recorded]) -> None:
-        self.load = load
-        self.ends: dict[str, int] = {}
-        for paper in papers:
-            self.ends[paper.stream] = max(self.ends.get(paper.stream, 0), paper.version)
-        self.read: dict[str, list[Fact]] = {}
-
-    def __call__(self, paper: Recorded) -> Graded:
-        if paper.stream not in self.read:
-            end = self.ends[paper.stream]
-            self.read[paper.stream] = list(self.load(paper.stream, end - 1)) if end else []
-        return graded_attempts(self.read[paper.stream][: paper.version], self.load)
 
 
 # -- reading -------------------------------------------------------------------

@@ -21,28 +21,34 @@ from typing import Any
 from events.recorded import Fact
 from runstate.claims import states
 from runstate.fork import Load, fold_standing
-from runstate.state import Attempt
+from runstate.state import Attempt, RunState
 
 Graded = Mapping[int, Attempt]
 """A run's graded attempts by number."""
 
 
-def graded_attempts(before: Sequence[Fact], load: Load) -> Graded:
-    """The graded attempts of the run whose events before a paper are `before` (version
-    0 on; a fork's go on from its parent's: it is judged on both); none when `before` is
-    not a run's stream."""
+def standing(before: Sequence[Fact], load: Load) -> RunState | None:
+    """The state of the run whose events before a paper are `before` (version 0 on; a
+    fork's on the trajectory it stands on); None when `before` is not a run's stream."""
     if not before:
-        return {}
+        return None
     try:
-        attempts = fold_standing(before, load).attempts
+        return fold_standing(before, load)
     except ValueError:  # not a run stream, or a fork whose parent the log lacks
+        return None
+
+
+def graded_of(state: RunState | None) -> Graded:
+    """The graded attempts of a run in `state` (a fork's go on from its parent's: it is
+    judged on both); none for no run."""
+    if state is None:
         return {}
-    return {a.number: a for a in attempts if a.scores is not None}
+    return {a.number: a for a in state.attempts if a.scores is not None}
 
 
 def graded_before(run: str, version: int, load: Load) -> Graded:
     """The graded attempts of `run` before its event `version` (a paper's)."""
-    return graded_attempts(load(run, version - 1) if version > 0 else [], load)
+    return graded_of(standing(load(run, version - 1) if version > 0 else [], load))
 
 
 def measured(claim: Mapping[str, Any], graded: Graded) -> float | None:

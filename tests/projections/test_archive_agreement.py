@@ -17,7 +17,7 @@ from events.payloads import (
     RunStarted,
     ToolInvoked,
 )
-from projections.archive import PAPER_CLAIMS, claim_marks
+from projections.archive import PAPER_CLAIMS, ArchiveProjector, claim_marks
 from projections.archive_search import search_papers
 from projections.runner import ProjectionRunner
 from runstate import bm25
@@ -85,7 +85,8 @@ MEASURED = 0.9407407
 def claims_log() -> list[Event]:
     """Run a grades attempt 1 (on config A) and writes a paper with a claim stated, one
     overclaimed, one as a percentage, one naming an attempt never graded; a fork of it
-    grades attempt 2 and claims both attempts; run b writes a paper with no claim."""
+    grades attempt 2 and claims both attempts; run b writes a paper with no claim; run a
+    grades attempt 2 and writes a second paper (folded on from its first)."""
     a = RunLog("a", "lab-a", campaign="c1")
     f = RunLog("f", "lab-a", campaign="c1")
     b = RunLog("b", "lab-b", campaign="c1")
@@ -110,6 +111,9 @@ def claims_log() -> list[Event]:
     f.add(ExperimentScored(attempt=2, subtask_scores={"accuracy": 0.8}, score=0.8), 7)
     f.add(paper("p-f", [(0.9407, 1), (80, 2), (0.81, 2)]), 8)
     b.add(paper("p-b", []), 9)
+    a.invoke("e3", "evaluate", 10)
+    a.add(ExperimentScored(attempt=2, subtask_scores={"accuracy": 0.7}, score=0.7), 11)
+    a.add(paper("p-a2", [(0.7, 2), (0.94, 1), (0.7, 3)]), 12)
     return interleave(a, f, b)
 
 
@@ -130,6 +134,7 @@ EXPECTED = {
     "p-a": [(True, MEASURED), (False, None), (True, MEASURED), (False, None)],
     "p-f": [(True, MEASURED), (True, 0.8), (False, None)],
     "p-b": [],
+    "p-a2": [(True, 0.7), (True, MEASURED), (False, None)],
 }
 
 
@@ -150,6 +155,9 @@ def test_the_read_models_marks_are_the_labs_incremental_and_rebuilt(store_url: s
             assert [(c["verified"], c["measured"]) for c in checked["claims"]] == expected
         incremental = rows(runner.store, PAPER_CLAIMS)
         runner.rebuild()
+        assert rows(runner.store, PAPER_CLAIMS) == incremental
+        fresh = ProjectionRunner(runner.store, [ArchiveProjector()])  # nothing kept
+        fresh.rebuild()
         assert rows(runner.store, PAPER_CLAIMS) == incremental
         assert marks_of(runner) == EXPECTED
     finally:
