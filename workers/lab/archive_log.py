@@ -6,14 +6,14 @@ papers of its own campaign (by the events' correlation id), so a campaign's budg
 all it learns from: an archive campaign run after an isolated one on the same data
 does not start from the isolated labs' papers.
 
-What the archive read model (`projections.archive`) cannot give a lab is a view without
-its lag, and the campaign and acceptance a lab's search is narrowed by; the rules are
-shared with it. Ranking is `runstate.bm25` over title, abstract and body, over the
-papers searched; newer papers first among equals, and a search returns up to `k` papers
-even when fewer hold a query word (a lab asking for ideas still gets the latest). Every
-claim and every reported experiment a paper shows carries `verified` and `measured`
-(`runstate.verification`, the marks the read model stores): a reader may trust a
-verified number without measuring it again.
+What this gives a lab that the archive read model (`projections.archive`) cannot is a
+view without the projector's lag: a paper recorded a moment ago is already here. The
+rules are the read model's. Ranking is `runstate.bm25` over title, abstract and body,
+over the papers searched; newer papers first among equals, and a search returns up to
+`k` papers even when fewer hold a query word (a lab asking for ideas still gets the
+latest). Every claim and every reported experiment a paper shows carries `verified` and
+`measured` (`runstate.verification`; the read model stores the claims' marks): a reader
+may trust a verified number without measuring it again.
 """
 
 import threading
