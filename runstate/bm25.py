@@ -56,7 +56,7 @@ class Corpus:
 
     @property
     def average(self) -> float:
-        """The documents' mean length (1 for none, or none with a word)."""
+        """The documents' mean length in words (1 when they hold none)."""
         return (self.length / self.count if self.count else 0.0) or 1.0
 
 
@@ -80,11 +80,11 @@ def rank(query: str, documents: Sequence[str]) -> list[float]:
     terms = query_terms(query)
     counts = [term_counts(text) for text in documents]
     lengths = [sum(c.values()) for c in counts]
-    corpus = corpus_of(terms, counts, lengths)
+    corpus = _corpus_of(terms, counts, lengths)
     return [score(terms, c, n, corpus) for c, n in zip(counts, lengths, strict=True)]
 
 
-def corpus_of(
+def _corpus_of(
     terms: Iterable[str], counts: Sequence[Mapping[str, int]], lengths: Sequence[int]
 ) -> Corpus:
     """The statistics of documents with these word counts and lengths."""
