@@ -34,7 +34,7 @@ from labrxiv.views_read import (
     search_table,
     top_table,
 )
-from projections.archive import get_paper, list_papers
+from projections.archive import ClaimMark, claim_marks, get_paper, list_papers
 from projections.archive_search import (
     ClaimedPaper,
     recorded_direction,
@@ -48,7 +48,6 @@ from projections.ledger_labs import ledger_by_lab
 from projections.reviews import PaperDecision, any_reviews, decisions_of, reviews_of
 from workers.errors import BundleError
 from workers.gym.registry import find_bundle
-from workers.lab.archive_log import LogArchive
 
 papers_app = command_group(
     "The paper archive (AgentRxiv): list, show, search, top.", no_args_is_help=True
@@ -88,24 +87,33 @@ def papers_list(
     lab: str | None = typer.Option(None, help="Only papers of this lab."),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Every paper in the archive, in submission order."""
+    """Every paper in the archive, in submission order, with whether the log verifies its
+    headline claim."""
     runner = read_runner()
     with runner.store.engine.connect() as conn:
         campaign = resolve_campaign(runner.store, conn, campaign)
         papers = list_papers(conn, task=task, campaign=campaign, lab=lab)
-        decisions = decisions_of(conn, [p.paper_id for p in papers])
+        ids = [p.paper_id for p in papers]
+        verified = {i: [c.verified for c in marks] for i, marks in claim_marks(conn, ids).items()}
+        decisions = decisions_of(conn, ids)
         reviewed = bool(decisions) or any_reviews(conn)
     if not papers and (task or campaign or lab):
         asked = [f"on task {task}" if task else "", f"by lab {lab}" if lab else ""]
         asked.append(f"of campaign {campaign}" if campaign else "")
         raise NotFound(f"no paper {' '.join(a for a in asked if a)} in the archive")
     if as_json:
-        emit_json([asdict(p) | {"decision": _decided(decisions.get(p.paper_id))} for p in papers])
+        decided = {i: _decided(decisions.get(i)) for i in ids}
+        emit_json(
+            [
+                asdict(p) | {"verified": verified[i], "decision": decided[i]}
+                for p, i in zip(papers, ids, strict=True)
+            ]
+        )
     elif not papers:
         console.print("no paper in the archive yet")
     else:
         shown = decisions if reviewed else None  # no review columns in a log without reviews
-        console.print(papers_table(papers, f"papers ({len(papers)})", shown))
+        console.print(papers_table(papers, verified, f"papers ({len(papers)})", shown))
 
 
 @papers_app.command("show")
@@ -121,9 +129,8 @@ def papers_show(
         detail = get_paper(conn, paper_id)
         reviews = reviews_of(conn, paper_id)
         decided = decisions_of(conn, [paper_id]).get(paper_id)
+        verified = [c.verified for c in claim_marks(conn, [paper_id])[paper_id]]
     assert detail is not None
-    checked = LogArchive(runner.store).get(paper_id)  # claims checked against the log
-    verified = [c["verified"] for c in checked["claims"]] if checked else None
     if as_json:
         emit_json(
             asdict(detail)
@@ -190,16 +197,16 @@ def papers_top(
             if not list_papers(conn, task=task):
                 raise NotFound(f"no paper on task {task} in the archive")
             raise NotFound(f"no claim on subtask {subtask} in the papers on task {task}")
-    ranked = [r for r in ranked if campaign is None or r.paper.campaign == campaign]
+        ranked = [r for r in ranked if campaign is None or r.paper.campaign == campaign]
+        marks = claim_marks(conn, [r.paper.paper_id for r in ranked])
     if not ranked:
         raise NotFound(f"no paper on task {task} in campaign {campaign}")
-    archive = LogArchive(runner.store)
     if verified_only:
-        ranked = _best_verified(archive, ranked, way)[:k]
+        ranked = _best_verified(marks, ranked, way)[:k]
         verified = [True] * len(ranked)
     else:
-        ranked = _as_measured(archive, ranked, way)[:k]
-        verified = [_claim_verified(archive, i) for i in ranked]
+        ranked = _as_measured(marks, ranked, way)[:k]
+        verified = [_claim_verified(marks, i) for i in ranked]
     if as_json:
         rows = [asdict(r) | {"verified": v} for r, v in zip(ranked, verified, strict=True)]
         emit_json({"task": task, "direction": way.value, "papers": rows})
@@ -229,39 +236,41 @@ def _direction(
     return Direction(found[0].direction), None
 
 
-def _verified_claims(archive: LogArchive, item: ClaimedPaper) -> list[tuple[float, float]]:
+Marks = dict[str, list[ClaimMark]]
+"""Each paper's claims with their marks, by paper id (`claim_marks`)."""
+
+
+def _verified_claims(marks: Marks, item: ClaimedPaper) -> list[tuple[float, float]]:
     """The paper's claims on the ranked subtask that the log verifies: (the value as
     claimed, the grader's value it states)."""
-    checked = archive.get(item.paper.paper_id)
-    claims = checked["claims"] if checked else []
     return [
-        (c["value"], c["measured"])
-        for c in claims
-        if c["verified"] and c["subtask"] == item.subtask
+        (c.value, c.measured)
+        for c in marks.get(item.paper.paper_id, [])
+        if c.verified and c.measured is not None and c.subtask == item.subtask
     ]
 
 
-def _claim_verified(archive: LogArchive, item: ClaimedPaper) -> bool:
+def _claim_verified(marks: Marks, item: ClaimedPaper) -> bool:
     """Whether the paper's ranked claim is one the log verifies."""
-    return any(item.value in pair for pair in _verified_claims(archive, item))
+    return any(item.value in pair for pair in _verified_claims(marks, item))
 
 
 def _as_measured(
-    archive: LogArchive, ranked: list[ClaimedPaper], direction: Direction
+    marks: Marks, ranked: list[ClaimedPaper], direction: Direction
 ) -> list[ClaimedPaper]:
     """The papers ranked by their claims, a verified claim at the grader's value it
     states (a percentage as its fraction), any other as claimed (an inflated claim ranks
     as high as it claims: it is shown unverified); the earlier paper first among equals."""
     placed = []
     for item in ranked:
-        stated = dict(_verified_claims(archive, item)).get(item.value)
+        stated = dict(_verified_claims(marks, item)).get(item.value)
         placed.append(item if stated is None else replace(item, value=stated))
     sign = -1 if direction == Direction.maximize else 1
     return sorted(placed, key=lambda item: (sign * item.value, item.paper.position))
 
 
 def _best_verified(
-    archive: LogArchive, ranked: list[ClaimedPaper], direction: Direction
+    marks: Marks, ranked: list[ClaimedPaper], direction: Direction
 ) -> list[ClaimedPaper]:
     """The papers re-ranked by the grader's value of their best verified claim on the
     subtask (a paper whose best claim is inflated still ranks by a lower one it measured;
@@ -270,7 +279,7 @@ def _best_verified(
     pick = max if direction == Direction.maximize else min
     kept = []
     for item in ranked:
-        values = [measured for _, measured in _verified_claims(archive, item)]
+        values = [measured for _, measured in _verified_claims(marks, item)]
         if values:
             kept.append(replace(item, value=pick(values)))
     sign = -1 if direction == Direction.maximize else 1

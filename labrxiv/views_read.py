@@ -31,25 +31,32 @@ def _when(paper: PaperSummary) -> str:
 
 def papers_table(
     papers: Sequence[PaperSummary],
+    verified: Mapping[str, Sequence[bool]],
     title: str = "papers",
     decisions: Mapping[str, PaperDecision] | None = None,
 ) -> Table:
-    """The archive listing: one line per paper, in submission order; with `decisions`,
+    """The archive listing: one line per paper, in submission order, with whether the log
+    verifies its headline claim (`verified[paper id][i]`: claim i); with `decisions`,
     each paper's decision and mean rating (`-`: not reviewed, or not yet)."""
     table = Table(title=title)
-    names = ["paper", "task", "campaign", "lab", "v", "submitted", "headline claim"]
+    names = ["paper", "task", "campaign", "lab", "v", "submitted", "headline claim", "verified"]
     names += ["decision", "rating"] if decisions is not None else []
     for name in names:
         table.add_column(name, overflow="fold")
     table.add_column("title", overflow="fold")
     for p in papers:
         cells = [p.paper_id, p.task, p.campaign or "-", p.lab or "-", str(p.version)]
-        cells += [_when(p), _headline(p.claims)]
+        marks = verified.get(p.paper_id) or []
+        cells += [_when(p), _headline(p.claims), _mark(marks[0]) if marks else "-"]
         if decisions is not None:
             decided = decisions.get(p.paper_id)
             cells += [_decision(decided), f"{decided.mean_rating:.1f}" if decided else "-"]
         table.add_row(*cells, escape(p.title))
     return table
+
+
+def _mark(verified: bool) -> str:
+    return "yes" if verified else "[red]NO[/]"
 
 
 def _decision(decided: PaperDecision | None) -> str:
@@ -131,7 +138,7 @@ def top_table(ranked: Sequence[ClaimedPaper], task: str, verified: Sequence[bool
             p.campaign or "-",
             item.subtask,
             f"{item.value:.4f}",
-            "yes" if checked else "[red]NO[/]",
+            _mark(checked),
             escape(p.title),
         )
     return table
@@ -163,7 +170,7 @@ def paper_view(
         claims.add_column(name)
     for index, claim in enumerate(p.claims):
         attempt = claim.get("attempt")
-        checked = "-" if verified is None else ("yes" if verified[index] else "[red]NO[/]")
+        checked = "-" if verified is None else _mark(verified[index])
         claims.add_row(
             claim["subtask"],
             claim["metric"],

@@ -2,7 +2,10 @@
 
 Lineage is two tables: `paper_citations` (which paper builds on which) and
 `paper_retrievals` (which run was shown which paper, for what query). `paper_terms`
-is the full-text index that `projections.archive_search` ranks with.
+is the full-text index that `projections.archive_search` ranks with. Each claim row
+carries its `verified` and `measured` marks (`runstate.verification`), folded from the
+author's events before the paper, read on the projector's connection: they precede the
+paper in the log, so a rebuilt archive has the marks the incremental one has.
 
 Rows are only ever inserted (PostgreSQL: by COPY): a page is applied once (the runner
 moves the checkpoint in the same transaction), so the fold needs no update path. A
@@ -12,8 +15,8 @@ key forever.
 """
 
 import logging
-from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -23,12 +26,21 @@ from sqlmodel import Field, SQLModel
 
 from events.envelope import as_utc
 from events.recorded import Recorded
+from events.store import EVENTS, rows_to_records
 from events.tables import JsonType, table_of
 from projections.bulk import insert_rows
+from projections.forks import log_loader
 from projections.projector import Projector
-from projections.text import term_counts
+from runstate.bm25 import term_counts
+from runstate.fold import fold_from
+from runstate.state import RunState
+from runstate.verification import Graded, checked_claims, graded_of, standing
 
 log = logging.getLogger(__name__)
+
+KEPT_RUNS = 10_000
+"""Authors whose state at their last paper the projector keeps (least recently used
+out): their next paper is folded from it, not from the start of the run."""
 
 
 class PaperRow(SQLModel, table=True):
@@ -83,6 +95,11 @@ class PaperClaimRow(SQLModel, table=True):
     direction: str | None = Field(default=None, max_length=8)
     """Which way the subtask is better (`maximize`, `minimize`), as the paper's event
     records it from the task card; None when it does not."""
+    verified: bool = False
+    """Whether the author's graded attempt the claim names measured the value claimed."""
+    measured: float | None = None
+    """What that attempt measured (a fraction, however the claim wrote it); None unless
+    verified."""
 
 
 class PaperCitationRow(SQLModel, table=True):
@@ -138,11 +155,17 @@ class ArchiveProjector(Projector):
     cost = 0.2
     tables = (PAPERS, PAPER_CLAIMS, PAPER_CITATIONS, PAPER_RETRIEVALS, PAPER_TERMS)
 
+    def __init__(self) -> None:
+        self._standing: OrderedDict[str, RunState] = OrderedDict()
+        """Each recent author's state before its last paper, least recently used first:
+        a prefix of its stream in the log, which never changes (at worst missing: then
+        the run is read from its start)."""
+
     def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:
         """Insert the page's papers (with claims, citations, index) and retrievals."""
         submitted = [e for e in events if e.type == "paper.submitted"]
         if submitted:
-            _insert_papers(conn, submitted)
+            _insert_papers(conn, submitted, self._graded(conn))
         retrievals = [
             {
                 "event_position": e.position,
@@ -160,8 +183,36 @@ class ArchiveProjector(Projector):
         ]
         insert_rows(conn, PAPER_RETRIEVALS, retrievals)
 
+    def _graded(self, conn: Connection) -> Callable[[Recorded], Graded]:
+        """The author's graded attempts before a paper, on `conn`: folded on from the
+        author's state kept at its previous paper, else from the start of its run."""
+        load = log_loader(conn)
 
-def _insert_papers(conn: Connection, events: Sequence[Recorded]) -> None:
+        def graded(paper: Recorded) -> Graded:
+            kept = self._standing.pop(paper.stream, None)
+            if kept is not None and kept.version < paper.version:
+                query = select(EVENTS).where(
+                    EVENTS.c.stream == paper.stream,
+                    EVENTS.c.version > kept.version,
+                    EVENTS.c.version < paper.version,
+                )
+                rows = conn.execute(query.order_by(EVENTS.c.version))
+                later = [r.typed_record() for r in rows_to_records(rows)]
+                state: RunState | None = fold_from(kept, later)
+            else:
+                state = standing(load(paper.stream, paper.version - 1), load)
+            if state is not None:
+                self._standing[paper.stream] = state
+                while len(self._standing) > KEPT_RUNS:
+                    self._standing.popitem(last=False)
+            return graded_of(state)
+
+        return graded
+
+
+def _insert_papers(
+    conn: Connection, events: Sequence[Recorded], graded: Callable[[Recorded], Graded]
+) -> None:
     ids = {e.payload["paper_id"] for e in events}
     revised = {e.payload["revises"] for e in events if e.payload.get("revises")}
     versions: dict[str, int] = dict(
@@ -224,8 +275,10 @@ def _insert_papers(conn: Connection, events: Sequence[Recorded]) -> None:
                 "value": claim["value"],
                 "attempt": claim.get("attempt"),
                 "direction": claim.get("direction"),
+                "verified": claim["verified"],
+                "measured": claim["measured"],
             }
-            for index, claim in enumerate(p.get("claims") or [])
+            for index, claim in enumerate(checked_claims(p.get("claims") or [], graded(event)))
         ]
         cited = list(dict.fromkeys(p.get("cited") or []))  # a repeated id counts once
         citations += [
@@ -264,6 +317,18 @@ class PaperSummary:
     position: int
     claims: list[dict[str, Any]]
     """As submitted: `[{subtask, metric, value, attempt}]`, headline first."""
+
+
+@dataclass(frozen=True)
+class ClaimMark:
+    """A claim of a paper with what the log says of it."""
+
+    subtask: str
+    value: float
+    """As claimed."""
+    verified: bool
+    measured: float | None
+    """What the grader measured, when verified (a fraction, as the grader gives it)."""
 
 
 @dataclass(frozen=True)
@@ -402,3 +467,22 @@ def retrievals_of(conn: Connection, paper_id: str) -> list[Retrieval]:
         .order_by(PAPER_RETRIEVALS.c.event_position, PAPER_RETRIEVALS.c.rank)
     )
     return [Retrieval(**{**row._mapping, "at": as_utc(row.at)}) for row in conn.execute(query)]
+
+
+def claim_marks(conn: Connection, paper_ids: Sequence[str]) -> dict[str, list[ClaimMark]]:
+    """The claims of each of `paper_ids` in the paper's order, with their `verified` and
+    `measured` marks (none for a paper the archive does not hold)."""
+    if not paper_ids:
+        return {}
+    c = PAPER_CLAIMS.c
+    query = (
+        select(c.paper_id, c.subtask, c.value, c.verified, c.measured)
+        .where(c.paper_id.in_(list(paper_ids)))
+        .order_by(c.paper_id, c.claim_index)
+    )
+    marks: dict[str, list[ClaimMark]] = {i: [] for i in paper_ids}
+    for row in conn.execute(query):
+        marks[row.paper_id].append(
+            ClaimMark(row.subtask, float(row.value), bool(row.verified), row.measured)
+        )
+    return marks

@@ -1,10 +1,8 @@
 """Finding papers in the archive read model: full-text search and top papers by claim.
 
-Full-text ranking is Okapi BM25 (k1 = 1.5, b = 0.75) over a paper's title, abstract
-and body taken as one document, with idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5)):
-the same words and the same formula the labs' `search_archive` tool ranks with, so
-a person sees what a lab would have been shown. Corpus statistics (N, average
-length, df) are those of the papers searched: the task's when a task is given.
+Full-text ranking is `runstate.bm25` (the labs' `search_archive` tool ranks with the
+same module, so a person sees what a lab would have been shown). Corpus statistics (N,
+average length, df) are those of the papers searched: the task's when a task is given.
 
 The index (`paper_terms`) is read with plain SQL and every score is computed in
 Python from integers, so SQLite and PostgreSQL give the same hits in the same order
@@ -13,7 +11,6 @@ differently). Only papers holding at least one query word are hits; among equal
 scores the newer paper comes first, as in the labs' tool.
 """
 
-import math
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Literal
@@ -27,12 +24,7 @@ from projections.archive import (
     PaperSummary,
     papers_by_id,
 )
-from projections.text import words
-
-K1 = 1.5
-"""BM25 term-frequency saturation."""
-B = 0.75
-"""BM25 length normalization."""
+from runstate import bm25
 
 
 @dataclass(frozen=True)
@@ -57,53 +49,35 @@ def search_papers(
     conn: Connection, query: str, task: str | None = None, k: int = 10
 ) -> list[SearchHit]:
     """The `k` papers (of `task`, if given) that best match `query`, best first."""
-    terms = sorted(set(words(query)))
+    terms = bm25.query_terms(query)
     if not terms or k < 1:
         return []
-    corpus = select(func.count(), func.sum(PAPERS.c.length))
+    totals = select(func.count(), func.sum(PAPERS.c.length))
     postings = (
         select(PAPER_TERMS.c.paper_id, PAPER_TERMS.c.term, PAPER_TERMS.c.tf, PAPERS.c.length)
         .join(PAPERS, PAPERS.c.paper_id == PAPER_TERMS.c.paper_id)
         .where(PAPER_TERMS.c.term.in_(terms))
     )
     if task is not None:
-        corpus = corpus.where(PAPERS.c.task == task)
+        totals = totals.where(PAPERS.c.task == task)
         postings = postings.where(PAPERS.c.task == task)
-    count, total = conn.execute(corpus).one()
+    count, length = conn.execute(totals).one()
     if not count:
         return []
-    average = int(total or 0) / int(count) or 1.0
     rows = conn.execute(postings).all()
     df: dict[str, int] = defaultdict(int)
     for row in rows:
         df[row.term] += 1
-    by_paper: dict[str, dict[str, tuple[int, int]]] = defaultdict(dict)
+    corpus = bm25.Corpus(count=int(count), length=int(length or 0), df=df)
+    found: dict[str, dict[str, int]] = defaultdict(dict)
+    lengths: dict[str, int] = {}
     for row in rows:
-        by_paper[row.paper_id][row.term] = (int(row.tf), int(row.length))
-    scores = {
-        paper_id: _bm25(found, terms, df, int(count), average)
-        for paper_id, found in by_paper.items()
-    }
+        found[row.paper_id][row.term] = int(row.tf)
+        lengths[row.paper_id] = int(row.length)
+    scores = {i: bm25.score(terms, tf, lengths[i], corpus) for i, tf in found.items()}
     papers = papers_by_id(conn, list(scores))
     ranked = sorted(scores, key=lambda i: (-scores[i], -papers[i].position))
     return [SearchHit(papers[i], scores[i]) for i in ranked[:k]]
-
-
-def _bm25(
-    found: dict[str, tuple[int, int]],
-    terms: list[str],
-    df: dict[str, int],
-    count: int,
-    average: float,
-) -> float:
-    score = 0.0
-    for term in terms:  # sorted: the float sum is the same on every run
-        if term not in found:
-            continue
-        tf, length = found[term]
-        idf = math.log(1 + (count - df[term] + 0.5) / (df[term] + 0.5))
-        score += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / average))
-    return score
 
 
 def recorded_direction(

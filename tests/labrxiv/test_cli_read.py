@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from sqlalchemy import update
 from typer.testing import CliRunner
 
 from events import Event, EventStore
@@ -22,6 +23,8 @@ from events.payloads import (
     ToolReturned,
 )
 from labrxiv.cli import app
+from projections.archive import PAPER_CLAIMS
+from workers.lab.archive_log import LogArchive
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -267,3 +270,33 @@ def test_top_ranks_by_the_direction_the_log_recorded(workdir: Path) -> None:
     verified = json.loads(out)["papers"]
     assert [p["paper"]["paper_id"] for p in verified] == ["p-d", "p-b", "p-c", "p-a"]
     assert verified[0]["value"] == 0.05123  # the grader's value the 5.1% states
+
+
+def test_papers_marks_come_from_the_read_model_and_equal_the_labs(read_log: EventStore) -> None:
+    """`papers list/show/top` show the archive read model's `verified` marks, which are
+    those the labs' lag-free archive gives for the same log; a mark changed in the read
+    model (as a later fold of the log would) is what they show next."""
+    labs = LogArchive(read_log).get("p-one")
+    assert labs is not None
+    from_log = [c["verified"] for c in labs["claims"]]
+    assert from_log == [True, False]
+    code, out = invoke("papers", "show", "p-one", "--json")
+    assert code == 0 and json.loads(out)["verified"] == from_log
+    code, out = invoke("papers", "list", "--json")
+    assert {p["paper_id"]: p["verified"] for p in json.loads(out)} == {
+        "p-one": from_log,
+        "p-two": [],
+    }
+    code, out = invoke("papers", "list")
+    cells = ("p-one", "digits", "camp1", "lab-x", 1, "2026-03-01 09:00:05", "acc=0.6000", "yes")
+    assert has_row(out, *cells)
+    with read_log.engine.begin() as conn:
+        conn.execute(
+            update(PAPER_CLAIMS)
+            .where(PAPER_CLAIMS.c.paper_id == "p-one", PAPER_CLAIMS.c.claim_index == 1)
+            .values(verified=True, measured=0.9)
+        )
+    code, out = invoke("papers", "show", "p-one", "--json")
+    assert json.loads(out)["verified"] == [True, True]
+    code, out = invoke("papers", "top", "digits", "--subtask", "acc", "--json")
+    assert [p["verified"] for p in json.loads(out)["papers"]] == [True]

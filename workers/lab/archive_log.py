@@ -4,34 +4,27 @@ Labs in `archive` mode must see each other's papers as soon as they are recorded
 reading `paper.submitted` events from the log gives exactly that. A lab reads the
 papers of its own campaign (by the events' correlation id), so a campaign's budget is
 all it learns from: an archive campaign run after an isolated one on the same data
-does not start from the isolated labs' papers. Ranking is BM25
-over title, abstract and body; newer papers first among equals.
+does not start from the isolated labs' papers.
 
-Every claim and every reported experiment a paper shows carries `verified`, and
-`measured`: what the grader measured (a claim's value, an experiment's scores), the same
-as a fraction whether the paper wrote a fraction or a percentage; None unless verified.
-Verified means that the author's run, before the paper, has that graded attempt
-(`experiment.scored`, written by the environment) and that it measured the number
-claimed (`runstate.claims`: the measurement as shown, rounded, or as a percentage), and
-for an experiment also that it ran the configuration reported (as the run's
-`config.json` writes say). A reader may trust a verified number without measuring it
-again.
+What this gives a lab that the archive read model (`projections.archive`) cannot is a
+view without the projector's lag: a paper recorded a moment ago is already here. The
+rules are the read model's. Ranking is `runstate.bm25` over title, abstract and body,
+over the papers searched; newer papers first among equals, and a search returns up to
+`k` papers even when fewer hold a query word (a lab asking for ideas still gets the
+latest). Every claim and every reported experiment a paper shows carries `verified` and
+`measured` (`runstate.verification`; the read model stores the claims' marks): a reader
+may trust a verified number without measuring it again.
 """
 
-import math
-import re
 import threading
-from collections import Counter
 from typing import Any
 
 from events import EventStore
 from events.payloads import PaperDecided, ReviewStopped, ReviewSubmitted
 from events.streams import review_stream
-from runstate import Attempt, fold_standing, loader
-from runstate.claims import states
+from runstate import bm25, loader
+from runstate.verification import checked_claims, checked_experiments, graded_before
 from workers.tools.env import PaperHit, PaperReviews
-
-_WORD = re.compile(r"[a-z0-9_]+")
 
 
 class LogArchive:
@@ -80,17 +73,9 @@ class LogArchive:
             known = self._checked.get(key)
         if known is not None:
             return known
-        graded = _graded_before(self.store, paper["run"], paper["version"])
-        claims = []
-        for claim in paper["claims"]:
-            measured = _measured(claim, graded)
-            claims.append({**claim, "verified": measured is not None, "measured": measured})
-        experiments = []
-        for experiment in paper.get("experiments") or []:
-            attempt = graded.get(experiment.get("attempt") or 0)
-            verified = _reproduces(experiment, attempt)
-            scores = dict(attempt.scores or {}) if verified and attempt is not None else None
-            experiments.append({**experiment, "verified": verified, "measured": scores})
+        graded = graded_before(paper["run"], paper["version"], loader(self.store))
+        claims = checked_claims(paper["claims"], graded)
+        experiments = checked_experiments(paper.get("experiments") or [], graded)
         checked = {**paper, "claims": claims, "experiments": experiments}
         with self._lock:
             self._checked[key] = checked
@@ -145,8 +130,7 @@ class LogArchive:
         if accepted_only:
             with self._lock:
                 papers = [p for p in papers if p["paper_id"] in self._accepted]
-        docs = [_tokens(f"{p['title']} {p['abstract']} {p['body']}") for p in papers]
-        scores = _bm25(_tokens(query), docs)
+        scores = bm25.rank(query, [f"{p['title']} {p['abstract']} {p['body']}" for p in papers])
         order = sorted(range(len(papers)), key=lambda i: (-scores[i], -i))
         hits = []
         for i in order[:k]:
@@ -163,53 +147,3 @@ class LogArchive:
                 )
             )
         return hits
-
-
-def _tokens(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
-
-
-def _bm25(query: list[str], docs: list[list[str]], k1: float = 1.5, b: float = 0.75) -> list[float]:
-    """Okapi BM25 score of every document for the query."""
-    if not docs:
-        return []
-    average = sum(map(len, docs)) / len(docs) or 1.0
-    having = Counter(term for doc in docs for term in set(doc))
-    scores = []
-    for doc in docs:
-        counts = Counter(doc)
-        score = 0.0
-        for term in set(query):
-            idf = math.log(1 + (len(docs) - having[term] + 0.5) / (having[term] + 0.5))
-            tf = counts[term]
-            score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(doc) / average))
-        scores.append(score)
-    return scores
-
-
-def _graded_before(store: EventStore, run: str, version: int) -> dict[int, Attempt]:
-    """The author's graded attempts recorded before its paper, by number (config and
-    scores as the run's events say: written by the lab's tools and by the grader)."""
-    events = store.read_stream(run, limit=version)  # versions 0..version-1
-    try:  # a fork's attempts go on from its parent's: it is judged on both
-        attempts = fold_standing(events, loader(store)).attempts if events else []
-    except ValueError:  # not a run stream
-        return {}
-    return {a.number: a for a in attempts if a.scores is not None}
-
-
-def _measured(claim: dict[str, Any], graded: dict[int, Attempt]) -> float | None:
-    """What the graded attempt the claim names measured, when the claim states it."""
-    attempt = graded.get(claim.get("attempt") or 0)
-    if attempt is None or attempt.scores is None:
-        return None
-    measured = attempt.scores.get(claim["subtask"])
-    return measured if states(claim.get("value"), measured) else None
-
-
-def _reproduces(experiment: dict[str, Any], attempt: Attempt | None) -> bool:
-    """Whether the attempt ran the reported configuration and got every reported score."""
-    if attempt is None or experiment.get("config") != attempt.config:
-        return False
-    scores = experiment.get("scores") or {}
-    return bool(scores) and all(states(v, attempt.scores.get(k)) for k, v in scores.items())  # type: ignore[union-attr]
