@@ -16,8 +16,9 @@ from labrxiv.words import counted
 from projections.curves import curve_points, paper_points
 from projections.ledger import ledger_totals
 from projections.runs import RUNS, RunView
+from runstate.best import NORMALIZED, best_of, improves
 from workers.gym.bundle import Bundle
-from workers.gym.scoring import better, over_baseline
+from workers.gym.scoring import over_baseline
 
 INTERRUPTED = "interrupted"
 """A run's ending when the command that ran it stopped it (the runs read model's status)."""
@@ -67,16 +68,21 @@ def summarize(store: EventStore, campaign: str, mode: str, bundle: Bundle) -> Ca
                 RUNS.c.campaign == campaign
             )
         ).one()
+    # The curves' best so far is normalized, or raw for attempts scored without (runstate.best).
+    way = NORMALIZED if all(p.normalized_score is not None for p in points) else primary.direction
     curve: list[float] = []
     for paper in papers:
-        value = paper.best_so_far or 0.0
-        curve.append(max(value, curve[-1]) if curve else value)
+        held = best_of(
+            way, [*curve[-1:], *([] if paper.best_so_far is None else [paper.best_so_far])]
+        )
+        curve.append(0.0 if held is None else held)
     best: float | None = None
     per_run: dict[str, float] = {}
     for point in points:
-        if best is None or better(primary, point.score, best):
+        if improves(primary.direction, point.score, best):
             best = point.score
-        per_run[point.run] = max(point.best_so_far, per_run.get(point.run, point.best_so_far))
+        if improves(way, point.best_so_far, per_run.get(point.run)):
+            per_run[point.run] = point.best_so_far
     return CampaignSummary(
         campaign=campaign,
         mode=mode,

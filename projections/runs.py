@@ -19,6 +19,7 @@ from events.tables import table_of
 from projections.bulk import born_streams, insert_rows
 from projections.forks import log_loader
 from projections.projector import Projector
+from runstate.best import improves, ranked
 from runstate.fork import inherited
 
 
@@ -250,9 +251,8 @@ def _fold(row: dict[str, Any], events: list[Recorded]) -> None:
             row["steps"] += 1
         elif kind == "experiment.scored":
             row["attempts"] += 1
-            score = event.payload.get("normalized_score")
-            score = event.payload["score"] if score is None else score
-            if row["best_score"] is None or score > row["best_score"]:
+            score, way = ranked(event.payload)
+            if improves(way, score, row["best_score"]):
                 row["best_score"] = score
         elif kind == "run.started":
             payload = event.payload
