@@ -46,7 +46,7 @@ from workers.gym.card import TaskCard
 from workers.gym.registry import find_bundle
 from workers.lab.campaign import CampaignPlan
 from workers.lab.lease import Leases
-from workers.lab.policies import policy_needs
+from workers.lab.policies import policy_needs, uses_model
 from workers.llm.prices import PriceTable, recorded_prices, with_prices
 from workers.reactions import REACTIONS
 from workers.reactor import Reactor
@@ -174,7 +174,7 @@ def campaign(
     # and the reviews by this command's table, whatever their own.
     prices = PriceTable.load(settings.prices)
     llm = None
-    if policy == "llm":
+    if uses_model(policy):
         llm = _llm_config(model, phase_model, base_url, temperature, tool_protocol, context_tokens)
         llm = with_prices(llm, prices)
     else:  # given to labs that read none of them: a mistake, and unchecked (`--tool-protocol nope`)

@@ -56,6 +56,7 @@ class SearchPolicy:
 
     name = "search"
     card_needs = ("search_space",)
+    uses_model = False
 
     def __init__(self) -> None:
         self._memories = Memories()
