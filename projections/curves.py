@@ -88,7 +88,8 @@ class CurvePointRow(SQLModel, table=True):
     score: float
     normalized_score: float | None = None
     best_so_far: float
-    """The run's best normalized score up to this attempt (raw score without SOTA)."""
+    """The run's best normalized score up to this attempt; for attempts scored without
+    one, the best raw score in its direction (`runstate.best`)."""
 
 
 class CurvePaperRow(SQLModel, table=True):

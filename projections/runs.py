@@ -51,7 +51,8 @@ class RunRow(SQLModel, table=True):
     """Of `papers`, those that revise an earlier one after its review (`revises` set):
     written beyond the papers a lab was asked for."""
     best_score: float | None = None
-    """Best normalized score so far (raw score when the task has no SOTA)."""
+    """Best normalized score so far; for attempts scored without one, the best raw score
+    in its direction (`runstate.best`)."""
     first_event_at: datetime | None = None
     """When the run started (its first event occurred)."""
     last_event_at: datetime | None = None
