@@ -10,6 +10,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from events.payloads.experiment import Direction
+from runstate.best import NORMALIZED, best_of, improves
+
 
 class ScoredPoint(Protocol):
     """A scored attempt on the efficiency curves."""
@@ -18,6 +21,8 @@ class ScoredPoint(Protocol):
     def run(self) -> str: ...
     @property
     def score(self) -> float: ...
+    @property
+    def normalized_score(self) -> float | None: ...
     @property
     def best_so_far(self) -> float: ...
 
@@ -29,11 +34,6 @@ class PaperPoint(Protocol):
     def paper_index(self) -> int: ...
     @property
     def best_so_far(self) -> float | None: ...
-
-
-Better = Callable[[float, float], bool]
-"""Whether the first raw score is better than the second in the primary metric's
-direction (`workers.gym.scoring.better` on the task's primary subtask)."""
 
 
 @dataclass(frozen=True)
@@ -68,39 +68,35 @@ class CampaignSummary:
         return self.compute_seconds / self.papers if self.papers else 0.0
 
 
-def best_raw_score(scores: Iterable[float], better: Better) -> float | None:
-    """The best of `scores` in the metric's direction; None when there is none. The
-    summary's one rule for its raw best."""
-    best: float | None = None
-    for score in scores:
-        if best is None or better(score, best):
-            best = score
-    return best
-
-
 def summarize_campaign(
     campaign: str,
     mode: str,
     papers: Iterable[PaperPoint],
     points: Iterable[ScoredPoint],
-    better: Better,
+    direction: Direction,
     over_baseline: Callable[[float], float],
     seconds: float,
     compute_seconds: float,
 ) -> CampaignSummary:
-    """The summary of a campaign from its curve rows (`papers`, `points`), how its primary
-    metric ranks raw scores (`better`) and places them against the baseline
-    (`over_baseline`), its wall time and its tools' compute time."""
+    """The summary of a campaign from its curve rows (`papers`, `points`), its primary
+    metric's `direction` and how that metric places a raw score against the baseline
+    (`over_baseline`), its wall time and its tools' compute time. Scores rank by
+    `runstate.best`: the curves' best so far is normalized, or raw in the metric's
+    direction when an attempt was scored without a normalized score."""
+    points = list(points)
+    way = NORMALIZED if all(p.normalized_score is not None for p in points) else direction
     curve: list[float] = []
     ordered = sorted(papers, key=lambda p: p.paper_index)
     for paper in ordered:
-        value = paper.best_so_far or 0.0
-        curve.append(max(value, curve[-1]) if curve else value)
-    points = list(points)
+        held = best_of(
+            way, [*curve[-1:], *([] if paper.best_so_far is None else [paper.best_so_far])]
+        )
+        curve.append(0.0 if held is None else held)
     per_run: dict[str, float] = {}
     for point in points:
-        per_run[point.run] = max(point.best_so_far, per_run.get(point.run, point.best_so_far))
-    best = best_raw_score((point.score for point in points), better)
+        if improves(way, point.best_so_far, per_run.get(point.run)):
+            per_run[point.run] = point.best_so_far
+    best = best_of(direction, (point.score for point in points))
     return CampaignSummary(
         campaign=campaign,
         mode=mode,

@@ -36,6 +36,7 @@ from analysis.figures import (
 from analysis.stats import density_bins, per_hour, quantile, third
 from events.recorded import EventLike
 from events.spend import NOTHING, Spend, spend_of
+from runstate.best import NORMALIZED, improves
 
 BINS = 10
 """Equal time slices of a run in the density figure."""
@@ -149,8 +150,8 @@ class BehaviourTally:
 
     def _scored(self, payload: dict[str, Any], elapsed: float) -> None:
         self.scored += 1
-        score = payload.get("normalized_score")
-        if score is not None and (self.best is None or score > self.best):
+        score = payload.get("normalized_score")  # a figure that compares runs: normalized only
+        if score is not None and improves(NORMALIZED, score, self.best):
             self.best, self.best_attempt = float(score), payload.get("attempt")
             self.best_at_s, self.best_step = elapsed, self.step
 

@@ -24,7 +24,7 @@ import psycopg
 import redis
 
 from events import Event, EventStore
-from workers.simulated import simulated_run
+from tests.simulated import simulated_run
 
 PG_ADMIN = os.environ.get("LABRXIV_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 """A PostgreSQL URL with the right to create and drop databases."""

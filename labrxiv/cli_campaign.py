@@ -40,6 +40,7 @@ from labrxiv.settings import Settings
 from labrxiv.words import counted
 from workers.lab.campaign import CampaignPlan
 from workers.lab.lease import Leases
+from workers.lab.policies import uses_model
 from workers.llm.prices import PriceTable, recorded_prices, with_prices
 from workers.reactions import REACTIONS
 from workers.reactor import Reactor
@@ -161,7 +162,7 @@ def campaign(
     # and the reviews by this command's table, whatever their own.
     prices = PriceTable.load(settings.prices)
     llm = None
-    if policy == "llm":
+    if uses_model(policy):
         llm = _llm_config(model, phase_model, base_url, temperature, tool_protocol, context_tokens)
         llm = with_prices(llm, prices)
     else:  # given to labs that read none of them: a mistake, and unchecked (`--tool-protocol nope`)

@@ -26,6 +26,7 @@ from labrxiv.service_start import require_shared_database
 from workers.bus.base import Bus
 from workers.lab.campaign import CampaignPlan
 from workers.lab.fork import ForkError, fork_budget, fork_point, start_fork
+from workers.lab.policies import uses_model
 from workers.llm.prices import PriceTable, with_prices
 
 
@@ -118,7 +119,7 @@ def _llm(
     temperature: float | None,
 ) -> LlmConfig | None:
     """The fork's model settings: the run's, with what was given instead."""
-    if policy != "llm":
+    if not uses_model(policy):
         given = {"--model": model, "--base-url": base_url, "--temperature": temperature}
         named = {option: value is not None for option, value in given.items()}
         refuse_llm_options(named, f"this fork is a --policy {policy} run")

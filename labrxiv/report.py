@@ -16,7 +16,7 @@ from projections.curves import curve_points, paper_points
 from projections.ledger import ledger_totals
 from projections.runs import RUNS, RunView
 from workers.gym.bundle import Bundle
-from workers.gym.scoring import better, over_baseline
+from workers.gym.scoring import over_baseline
 
 INTERRUPTED = "interrupted"
 """A run's ending when the command that ran it stopped it (the runs read model's status)."""
@@ -40,7 +40,7 @@ def summarize(store: EventStore, campaign: str, mode: str, bundle: Bundle) -> Ca
         mode,
         papers,
         points,
-        better=partial(better, primary),
+        direction=primary.direction,
         over_baseline=partial(over_baseline, primary),
         seconds=(last - first).total_seconds() if first and last else 0.0,
         compute_seconds=sum(t.compute_seconds for t in totals),

@@ -11,9 +11,9 @@ in `unknown_cost_calls` and add no dollars), and its best score so far.
 order (log order), with the submitting run's best score at that moment: AgentRxiv's
 "best score per paper" plot.
 
-Best so far is the highest normalized score (docs/tasks.md, "Normalized scores": 1 at
-the SOTA, higher always better, in either direction); for a task without SOTA, whose scores carry
-no normalized value, it is the highest raw score.
+Best so far is ranked by the one rule of `runstate.best`: the highest normalized score
+(higher is better in either direction), or for attempts scored without one, the best raw
+score in the direction its event recorded.
 
 `curve_runs` holds each run's running totals, which the fold needs across pages.
 """
@@ -33,6 +33,7 @@ from events.streams import RUN_PREFIX
 from events.tables import table_of
 from projections.bulk import born_streams, insert_rows
 from projections.projector import Projector
+from runstate.best import improves, ranked
 
 CURVE_TYPES = frozenset(
     {"run.started", "tool.returned", "experiment.scored", "paper.submitted", "model.responded"}
@@ -88,7 +89,8 @@ class CurvePointRow(SQLModel, table=True):
     score: float
     normalized_score: float | None = None
     best_so_far: float
-    """The run's best normalized score up to this attempt (raw score without SOTA)."""
+    """The run's best normalized score up to this attempt; for attempts scored without
+    one, the best raw score in its direction (`runstate.best`)."""
 
 
 class CurvePaperRow(SQLModel, table=True):
@@ -227,9 +229,8 @@ def _elapsed(run: dict[str, Any], event: Recorded) -> float:
 
 def _score(run: dict[str, Any], event: Recorded) -> dict[str, Any]:
     payload = event.payload
-    normalized = payload.get("normalized_score")
-    value = payload["score"] if normalized is None else normalized
-    if run["best_so_far"] is None or value > run["best_so_far"]:
+    value, way = ranked(payload)
+    if improves(way, value, run["best_so_far"]):
         run["best_so_far"] = value
     run["attempts"] += 1
     return {
@@ -246,7 +247,7 @@ def _score(run: dict[str, Any], event: Recorded) -> dict[str, Any]:
         "unknown_cost_calls": run["unknown_cost_calls"],
         "compute_seconds": run["compute_seconds"],
         "score": payload["score"],
-        "normalized_score": normalized,
+        "normalized_score": payload.get("normalized_score"),
         "best_so_far": run["best_so_far"],
     }
 

@@ -20,6 +20,7 @@ from events.tables import table_of
 from projections.bulk import born_streams, insert_rows
 from projections.forks import log_loader
 from projections.projector import Projector
+from runstate.best import improves, ranked
 from runstate.fork import inherited
 
 
@@ -51,7 +52,8 @@ class RunRow(SQLModel, table=True):
     """Of `papers`, those that revise an earlier one after its review (`revises` set):
     written beyond the papers a lab was asked for."""
     best_score: float | None = None
-    """Best normalized score so far (raw score when the task has no SOTA)."""
+    """Best normalized score so far; for attempts scored without one, the best raw score
+    in its direction (`runstate.best`)."""
     first_event_at: datetime | None = None
     """When the run started (its first event occurred)."""
     last_event_at: datetime | None = None
@@ -251,9 +253,8 @@ def _fold(row: dict[str, Any], events: list[Recorded]) -> None:
             row["steps"] += 1
         elif kind == "experiment.scored":
             row["attempts"] += 1
-            score = event.payload.get("normalized_score")
-            score = event.payload["score"] if score is None else score
-            if row["best_score"] is None or score > row["best_score"]:
+            score, way = ranked(event.payload)
+            if improves(way, score, row["best_score"]):
                 row["best_score"] = score
         elif kind == "run.started":
             payload = event.payload

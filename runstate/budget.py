@@ -1,8 +1,11 @@
 """Whether a budget is spent: the one rule of every limit labrxiv keeps (a run's attempts,
-steps, wall time, tokens and dollars, its campaign's, its reviewers'), so a lab step, a
-reviewer and the analysis never disagree on where a limit is."""
+steps, wall time, tokens and dollars, its campaign's, its reviewers', its inspector's), so
+a lab step, a reviewer, the inspector and the analysis never disagree on where a limit is."""
+
+from dataclasses import dataclass
 
 from events.payloads.integrity import BudgetExceeded, BudgetName
+from events.spend import Spend
 
 
 def exceeded(name: BudgetName, limit: float | None, used: float) -> BudgetExceeded | None:
@@ -12,3 +15,58 @@ def exceeded(name: BudgetName, limit: float | None, used: float) -> BudgetExceed
     if limit is None or used < limit:
         return None
     return BudgetExceeded(budget=name, limit=limit, used=used)
+
+
+@dataclass(frozen=True)
+class ModelBudget:
+    """One holder's limits on model use and what it spent, counted by `events.spend`."""
+
+    who: str
+    """Whose budget, in words: `run`, `campaign`, `reviewer`, `inspector`."""
+    tokens: int | None
+    """Its token limit (None: no limit)."""
+    dollars: float | None
+    """Its dollar limit (None: no limit)."""
+    spent: Spend
+
+
+@dataclass(frozen=True)
+class ModelBudgetSpent:
+    """Why no further model call may be made on `budget`."""
+
+    budget: ModelBudget
+    exceeded: BudgetExceeded | None
+    """The limit reached; None: its dollar limit cannot be kept, some of what it spent
+    being of unknown cost (`budget.spent.unknown_cost`)."""
+
+    def said(self) -> str:
+        """The reason in words, with the numbers."""
+        who, spent = self.budget.who, self.budget.spent
+        if self.exceeded is None:
+            return (
+                f"{who} dollar budget cannot be kept: {spent.unknown_cost} call(s) of unknown "
+                "cost (a model with no price, or answers without usage)"
+            )
+        if self.exceeded.budget == "tokens":
+            return f"{who} token budget reached: {spent.tokens} of {self.budget.tokens}"
+        return f"{who} dollar budget reached: ${spent.dollars:.4f} of ${self.exceeded.limit:.4f}"
+
+
+def model_budget_spent(*budgets: ModelBudget) -> ModelBudgetSpent | None:
+    """The first of `budgets` (in the order given) that allows no further model call, and
+    why; None while every one allows one.
+
+    A limit reached (tokens, then dollars) comes before a dollar limit that cannot be
+    kept: known costs are a lower bound of what was spent, so a limit they reach is
+    reached whatever the unknown costs were. A dollar limit is not kept as if an unknown
+    cost were $0: once one is counted, no further call is made on it."""
+    for budget in budgets:
+        spent = exceeded("tokens", budget.tokens, budget.spent.tokens) or exceeded(
+            "dollars", budget.dollars, budget.spent.dollars
+        )
+        if spent is not None:
+            return ModelBudgetSpent(budget, spent)
+    for budget in budgets:
+        if budget.dollars is not None and budget.spent.unknown_cost:
+            return ModelBudgetSpent(budget, None)
+    return None

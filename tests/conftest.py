@@ -158,7 +158,7 @@ def _no_consumer_left(client: redis.Redis, grace: float = 15.0) -> None:
 
 
 EXTRA_POLICIES = Path(__file__).resolve().parent / "workers" / "policies_extra"
-"""Test policies (`scripted`, `inflating`), each in a folder of its own."""
+"""Test policies (`scripted`, `inflating`, `modelled`), each in a folder of its own."""
 
 
 @pytest.fixture

@@ -111,9 +111,6 @@ def metrics() -> Metrics:
     )
 
 
-POLICIES = ("search", "llm", "simulated")
-"""The policies a step is labelled with; any other name is `other` (the label stays bounded
-even if a run names a policy this worker does not know)."""
 STEP_OUTCOMES = ("acted", "done", "budget", "error", "cancelled", "skipped", "later", "raised")
 """How a step ended: it published events and the run goes on (`acted`), it ended the run
 (its `run.finished` reason), it had nothing to do (`skipped`: already taken, a stale
@@ -178,10 +175,14 @@ def count_recorded(appended: Sequence[Event], skipped: int) -> None:
 
 
 def policy_label(policy: str | None) -> str:
-    """The `policy` label of a step: a known policy, `unknown` (no run) or `other`."""
+    """The `policy` label of a step: a policy the registry has, `unknown` (no run) or
+    `other` (the label stays bounded even if a run names a policy this worker lacks)."""
+    # Imported here: the recorder and the buses count through this module and need no policy.
+    from workers.lab.policies import policy_names
+
     if policy is None:
         return "unknown"
-    return policy if policy in POLICIES else "other"
+    return policy if policy in policy_names() else "other"
 
 
 @contextmanager

@@ -7,7 +7,7 @@ from functools import partial
 
 from analysis.campaign_summary import summarize_campaign
 from workers.gym.card import Subtask
-from workers.gym.scoring import better, over_baseline
+from workers.gym.scoring import over_baseline
 
 FORGETTING = Subtask(
     name="average_forgetting", metric="forgetting", direction="minimize", baseline=0.5, sota=0.1
@@ -18,6 +18,7 @@ FORGETTING = Subtask(
 class Point:
     run: str
     score: float
+    normalized_score: float | None
     best_so_far: float
 
 
@@ -28,14 +29,18 @@ class Paper:
 
 
 def test_a_minimized_metric_summarizes_with_its_lowest_score() -> None:
-    points = [Point("run-b", 0.3, 0.5), Point("run-a", 0.2, 0.75), Point("run-a", 0.4, 0.75)]
+    points = [
+        Point("run-b", 0.3, 0.5, 0.5),
+        Point("run-a", 0.2, 0.75, 0.75),
+        Point("run-a", 0.4, 0.25, 0.75),
+    ]
     papers = [Paper(2, 0.4), Paper(1, 0.5), Paper(3, None)]
     summary = summarize_campaign(
         "c",
         "archive",
         papers,
         points,
-        better=partial(better, FORGETTING),
+        direction=FORGETTING.direction,
         over_baseline=partial(over_baseline, FORGETTING),
         seconds=30.0,
         compute_seconds=6.0,
@@ -54,7 +59,7 @@ def test_a_campaign_with_no_score_has_no_best() -> None:
         "isolated",
         [],
         [],
-        better=partial(better, FORGETTING),
+        direction=FORGETTING.direction,
         over_baseline=partial(over_baseline, FORGETTING),
         seconds=0.0,
         compute_seconds=0.0,

@@ -11,7 +11,7 @@ import pytest
 from events import EventStore
 from events.ids import new_id, utcnow
 from labrxiv.demo_folder import LOG, MARK, make_room, mark_finished
-from workers.simulated import simulated_run
+from tests.simulated import simulated_run
 
 
 def _log(folder: Path, runs: int) -> EventStore:

@@ -22,10 +22,10 @@ from events import EventStore
 from projections.catalogue import all_projectors
 from projections.runner import ProjectionRunner
 from tests.ports import free_port
+from tests.simulated import simulated_run
 from workers import metrics
 from workers.handlers import HANDLERS
 from workers.queue_metrics import QUEUES, QueueCollector
-from workers.simulated import simulated_run
 
 LABRXIV = Path(sys.executable).with_name("labrxiv")
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "metrics.md"

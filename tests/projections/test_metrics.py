@@ -16,7 +16,7 @@ from projections.catalogue import all_projectors
 from projections.ledger import LEDGER
 from projections.metrics import OTHER, Bounds, ResearchCollector
 from projections.runner import ProjectionRunner
-from workers.simulated import simulated_run
+from tests.simulated import simulated_run
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 

@@ -13,7 +13,7 @@ from projections.catalogue import all_projectors
 from projections.checkpoints import read_checkpoint
 from projections.pages import _PageReader, batches, prefetched_pages
 from projections.runner import ProjectionRunner
-from workers.simulated import simulated_run
+from tests.simulated import simulated_run
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -17,7 +17,7 @@ from projections.catalogue import all_projectors
 from projections.checkpoints import read_checkpoints
 from projections.runner import ProjectionRunner
 from projections.versions import VERSIONS
-from workers.simulated import simulated_run
+from tests.simulated import simulated_run
 
 START = datetime(2026, 3, 1, tzinfo=UTC)
 NAMES = [p.name for p in all_projectors()]

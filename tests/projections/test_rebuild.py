@@ -44,7 +44,7 @@ from projections.catalogue import all_projectors
 from projections.checkpoints import read_checkpoint
 from projections.runner import ProjectionRunner
 from projections.runs import RUNS
-from workers.simulated import simulated_run
+from tests.simulated import simulated_run
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -21,13 +21,17 @@ import json
 import sys
 import uuid
 from datetime import UTC, datetime
+from pathlib import Path
 
 from events import Event
 from events.wire import encode_batch
 from labrxiv.settings import load_settings
 from labrxiv.wiring import open_bus
 from workers.bus.base import RECORD_TASK, Bus, publish
-from workers.simulated import simulated_run
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the repository, run as a script
+
+from tests.simulated import simulated_run  # noqa: E402
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 BAD_VERSION_ID = uuid.UUID("00000000-0000-7000-8000-00000000bad1")

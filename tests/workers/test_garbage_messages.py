@@ -33,6 +33,7 @@ from kombu import Connection, Exchange, Queue
 
 from events import Event, EventStore
 from events.wire import encode_batch
+from tests.simulated import simulated_run
 from workers.app import make_celery, register_tasks
 from workers.bus.base import RECORD_TASK, publish
 from workers.bus.celery import CeleryBus
@@ -43,7 +44,6 @@ from workers.context import WorkerContext
 from workers.handlers import run_handler
 from workers.lab.step import LAB_STEP_TASK
 from workers.recorder import RAW_LIMIT, record_message
-from workers.simulated import simulated_run
 
 HERE = Path(__file__).resolve().parent
 _spec = importlib.util.spec_from_file_location("worker_process", HERE / "worker_process.py")

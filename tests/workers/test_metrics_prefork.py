@@ -21,10 +21,10 @@ from sqlalchemy import func, select
 from events import EventStore
 from events.store import EVENTS
 from tests.ports import free_port
+from tests.simulated import simulated_run
 from workers.app import make_celery
 from workers.bus.base import publish
 from workers.bus.celery import CeleryBus
-from workers.simulated import simulated_run
 
 LABRXIV = Path(sys.executable).with_name("labrxiv")
 START = datetime(2026, 1, 1, tzinfo=UTC)

@@ -2,15 +2,19 @@
 without touching any other file, and `tasks validate` checks a card's policies."""
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 from typer.testing import CliRunner
 
+from events.payloads import LlmConfig
 from labrxiv.cli import app
 from labrxiv.settings import load_settings
 from labrxiv.wiring import open_embedded
+from tests.sent_bus import Sent
 from workers.lab.campaign import CampaignPlan, start_campaign
-from workers.lab.policies import new_policies, policy_names
+from workers.lab.policies import new_policies, policy_names, uses_model
+from workers.metrics import policy_label
 
 GYM = Path(__file__).resolve().parents[2] / "gym"
 EXTRA = Path(__file__).resolve().parent / "policies_extra"
@@ -67,3 +71,32 @@ def test_tasks_validate_names_a_policy_no_worker_has(tmp_path: Path) -> None:
     assert "no policy 'oracle' (known: llm, search)" in result.output
     good = _bundle(tmp_path / "good", 'policies = ["search", "llm"]')
     assert CliRunner().invoke(app, ["tasks", "validate", str(good)]).output.strip() == "ok"
+
+
+def test_a_policy_says_whether_its_labs_use_a_model(extra_policies: None) -> None:
+    """The registry says which policies use a model (`Policy.uses_model`), not their names:
+    a campaign gives model settings to the labs of any such policy, and to no other."""
+    assert uses_model("llm") and uses_model("modelled")
+    assert not any(uses_model(name) for name in ("search", "scripted", "no-such-policy"))
+    llm = LlmConfig(model="some-model")
+    given = {}
+    for policy in ("modelled", "search"):
+        bus = Sent()
+        plan = CampaignPlan(
+            task="continual-digits", labs=1, papers=1, mode="isolated", seed=0, policy=policy
+        )
+        start_campaign(bus, replace(plan, llm=llm))
+        (started,) = [e for e in bus.published() if e["payload"]["type"] == "run.started"]
+        given[policy] = started["payload"]["llm"]
+    assert given["modelled"]["model"] == "some-model"
+    assert given["search"] is None
+
+
+def test_step_metrics_label_the_policies_the_registry_has(extra_policies: None) -> None:
+    assert [policy_label(p) for p in ("search", "llm", "scripted", None)] == [
+        "search",
+        "llm",
+        "scripted",
+        "unknown",
+    ]
+    assert policy_label("simulated") == "other", "the tests' simulated runs are no policy"

@@ -13,7 +13,7 @@ from chaos_support import Service, postgres_outage, wait_until
 from events import EventStore
 from projections.checkpoints import read_checkpoints
 from projections.runs import RUNS
-from workers.simulated import simulated_run
+from tests.simulated import simulated_run
 
 pytestmark = [pytest.mark.postgres]
 

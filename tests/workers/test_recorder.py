@@ -16,12 +16,12 @@ from events.ids import derived_id, new_id
 from events.payloads import RunStarted, ToolInvoked, ToolReturned
 from events.recorded import Recorded
 from events.wire import encode_batch
+from tests.simulated import simulated_run
 from workers.bus.memory import MemoryBus
 from workers.context import WorkerContext
 from workers.errors import StreamBehind
 from workers.reactor import Reactor
 from workers.recorder import RAW_LIMIT, RecordOutcome, record_message
-from workers.simulated import simulated_run
 
 AT = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 

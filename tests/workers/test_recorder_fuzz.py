@@ -47,6 +47,7 @@ from kombu.utils.json import loads as kombu_loads
 from events import Event, EventStore
 from events.ids import new_id
 from events.upgrade import upgrade
+from tests.simulated import simulated_run
 from workers.app import make_celery, register_tasks
 from workers.bus.base import RECORD_TASK, publish
 from workers.bus.celery import CeleryBus
@@ -57,7 +58,6 @@ from workers.bus.memory import MemoryBus
 from workers.context import WorkerContext
 from workers.lab.step import LAB_STEP_TASK
 from workers.recorder import record_message
-from workers.simulated import simulated_run
 
 pytestmark = pytest.mark.slow
 

@@ -11,11 +11,11 @@ from prometheus_client import REGISTRY
 
 from events import EventStore
 from events.wire import encode_batch
+from tests.simulated import simulated_run
 from workers.bus.memory import MemoryBus
 from workers.context import WorkerContext
 from workers.metrics import REASON_LABELS, dead_letter_reason
 from workers.recorder import record_dead_letter, record_message
-from workers.simulated import simulated_run
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -1,5 +1,6 @@
 """Normalized scores, as ResearchGym reports them: against the reference (SOTA) and the baseline."""
 
+from runstate import best
 from workers.gym.card import Subtask
 
 
@@ -24,8 +25,8 @@ def over_baseline(subtask: Subtask, score: float) -> float:
 
 
 def better(subtask: Subtask, a: float, b: float) -> bool:
-    """Whether score `a` is better than score `b` on `subtask`."""
-    return a > b if subtask.direction == "maximize" else a < b
+    """Whether raw score `a` is better than raw score `b` on `subtask` (`runstate.best`)."""
+    return best.better(subtask.direction, a, b)
 
 
 PROGRESS = 0.02

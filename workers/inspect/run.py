@@ -42,6 +42,7 @@ from events.payloads import (
 from events.payloads.inspection import Verdict
 from events.spend import NOTHING, Spend, spend_of_payload
 from events.streams import inspect_stream
+from runstate.budget import ModelBudget, model_budget_spent
 from workers.llm import Gateway, ModelRequest, in_place
 from workers.llm.in_place import Record, StreamWriter
 from workers.llm.reply import Reply, parse_reply
@@ -70,16 +71,8 @@ class Budget:
     def over(self) -> str | None:
         """Why no more call may be made, or None."""
         tokens, dollars = self.config.tokens, self.config.dollars
-        if tokens is not None and self.spent.tokens >= tokens:
-            return f"inspector token budget reached: {self.spent.tokens} of {tokens}"
-        if dollars is not None and self.spent.unknown_cost:
-            return (
-                f"inspector dollar budget cannot be kept: {self.spent.unknown_cost} call(s) "
-                "of unknown cost (a model with no price, or answers without usage)"
-            )
-        if dollars is not None and self.spent.dollars >= dollars:
-            return f"inspector dollar budget reached: ${self.spent.dollars:.4f} of ${dollars:.4f}"
-        return None
+        spent = model_budget_spent(ModelBudget("inspector", tokens, dollars, self.spent))
+        return None if spent is None else spent.said()
 
 
 def new_stream() -> str:

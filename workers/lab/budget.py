@@ -7,7 +7,7 @@ budget that cannot be kept (a model with no price, a grading or a call of unknow
 ends the run with `error` rather than being kept as if the unknown cost were $0.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import get_args
 
@@ -26,7 +26,7 @@ from events.payloads.run import BudgetSource
 from events.spend import Spend
 from events.streams import campaign_stream
 from runstate import RunState
-from runstate.budget import exceeded
+from runstate.budget import ModelBudget, ModelBudgetSpent, exceeded, model_budget_spent
 from workers.gym.card import Budgets
 from workers.lab.campaign_spend import CampaignSpend
 from workers.stream_cache import StreamCache
@@ -159,45 +159,51 @@ def over_model_budget(
     it (the difference is counted on top of the campaign's recorded use);
     `unpriced_model`: the model of the next call when it has no price."""
     budget = seen.started.budget
-    checks: list[tuple[BudgetName, float | None, float]] = [
-        ("tokens", budget.tokens, seen.spend.tokens)
-    ]
-    checks.append(("dollars", budget.dollars, seen.spend.dollars))
+    budgets = [ModelBudget("run", budget.tokens, budget.dollars, seen.spend)]
     if campaign is not None:
-        tokens = campaign.used.tokens + seen.spend.tokens - recorded.spend.tokens
-        dollars = campaign.used.dollars + seen.spend.dollars - recorded.spend.dollars
-        checks += [("tokens", campaign.budget.tokens, tokens)]
-        checks += [("dollars", campaign.budget.dollars, dollars)]
-    for name, limit, used in checks:
-        spent = exceeded(name, limit, used)
-        if spent is not None:
-            return [spent, RunFinished(reason="budget", detail=f"{name} limit")]
-    return _unkeepable(seen, campaign, unpriced_model)
-
-
-def _unkeepable(
-    seen: RunState, campaign: CampaignBudget | None, unpriced_model: str | None
-) -> list[Payload] | None:
-    """A dollars budget that cannot be kept, because some cost is or would be unknown."""
-    run_limited = seen.started.budget.dollars is not None
-    campaign_limited = campaign is not None and campaign.budget.dollars is not None
-    if not (run_limited or campaign_limited):
-        return None
-    detail = None
-    if unpriced_model is not None:
-        detail = f"a dollars budget cannot be kept for {unpriced_model}: it has no price"
-    elif seen.spend.unknown_cost_gradings:
-        detail = (
-            "a dollars budget cannot be kept: the task's grader called a model whose cost is "
-            "unknown (no price, or answers without usage)"
-        )
-    elif seen.spend.unknown_cost:
-        detail = "a dollars budget cannot be kept: an answer of the run has an unknown cost"
-    elif campaign_limited and campaign is not None and campaign.used.unknown_cost:
-        detail = (
-            f"the campaign's dollars budget cannot be kept: {campaign.used.unknown_cost} of "
-            "its calls or gradings have an unknown cost"
-        )
+        used = _with_own(campaign.used, seen.spend, recorded.spend)
+        limits = campaign.budget
+        budgets.append(ModelBudget("campaign", limits.tokens, limits.dollars, used))
+    spent = model_budget_spent(*budgets)
+    if spent is not None and spent.exceeded is not None:
+        name = spent.exceeded.budget
+        return [spent.exceeded, RunFinished(reason="budget", detail=f"{name} limit")]
+    detail = _unkeepable(seen, budgets, spent, unpriced_model)
     if detail is None:
         return None
     return [RunFinished(reason="error", detail=f"{detail} (see docs/models.md)")]
+
+
+def _with_own(used: Spend, seen: Spend, recorded: Spend) -> Spend:
+    """The campaign's `used` with the step's own spend (`seen` less `recorded`) on top."""
+    return replace(
+        used,
+        input_tokens=used.input_tokens + seen.input_tokens - recorded.input_tokens,
+        output_tokens=used.output_tokens + seen.output_tokens - recorded.output_tokens,
+        dollars=used.dollars + seen.dollars - recorded.dollars,
+        unknown_cost=used.unknown_cost + seen.unknown_cost - recorded.unknown_cost,
+    )
+
+
+def _unkeepable(
+    seen: RunState,
+    budgets: list[ModelBudget],
+    spent: ModelBudgetSpent | None,
+    unpriced_model: str | None,
+) -> str | None:
+    """Why a dollars budget cannot be kept, some cost being or about to be unknown."""
+    if unpriced_model is not None and any(b.dollars is not None for b in budgets):
+        return f"a dollars budget cannot be kept for {unpriced_model}: it has no price"
+    if spent is None:
+        return None
+    if seen.spend.unknown_cost_gradings:
+        return (
+            "a dollars budget cannot be kept: the task's grader called a model whose cost is "
+            "unknown (no price, or answers without usage)"
+        )
+    if seen.spend.unknown_cost:
+        return "a dollars budget cannot be kept: an answer of the run has an unknown cost"
+    return (
+        f"the campaign's dollars budget cannot be kept: {spent.budget.spent.unknown_cost} of "
+        "its calls or gradings have an unknown cost"
+    )

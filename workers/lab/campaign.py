@@ -15,6 +15,7 @@ from events.streams import campaign_stream, lab_run_stream
 from workers.bus.base import Bus, publish
 from workers.gym.card import Budgets
 from workers.lab.budget import run_budget
+from workers.lab.policies import uses_model
 
 LAB_SEEDS = 1000
 """Lab i of a campaign of seed s runs with seed `s * LAB_SEEDS + i`."""
@@ -117,7 +118,7 @@ def start_campaign(
             archive_reads=plan.archive_reads,
             review_rounds=plan.review.rounds if plan.review else 0,
             papers=plan.papers,
-            llm=plan.llm if plan.policy == "llm" else None,
+            llm=plan.llm if uses_model(plan.policy) else None,
             sandbox=plan.sandbox,
         )
         events.append(run_started(stream, run, started, now))

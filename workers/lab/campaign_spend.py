@@ -10,11 +10,14 @@ one rule in `events.spend`: a call of unknown cost is counted as such, never as 
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from events import EventStore
 from events.recorded import Recorded
 from events.spend import NOTHING, Spend, spend_of
+from events.streams import stream_kind
 
 BUDGETED_TYPES = ("model.called", "model.responded", "model.failed", "experiment.scored")
 """What a campaign's token and dollar budget counts: model calls and model-using gradings."""
@@ -30,6 +33,8 @@ class CampaignFold:
     """Per run: what its last answer spent."""
     in_flight: set[str] = field(default_factory=set)
     """Runs with a call written ahead and no outcome recorded yet."""
+    by_kind: dict[str, Spend] = field(default_factory=dict)
+    """What the streams of each kind spent (`review`: the campaign's reviewers)."""
 
     def add(self, record: Recorded) -> None:
         """Fold one event of `BUDGETED_TYPES` in."""
@@ -43,6 +48,8 @@ class CampaignFold:
         if spent is None:
             return
         self.spent += spent
+        kind = stream_kind(record.stream)
+        self.by_kind[kind] = self.by_kind.get(kind, NOTHING) + spent
         if record.type == "model.responded":
             self.last[record.stream] = spent
 
@@ -76,6 +83,17 @@ class CampaignSpend:
 
     def used(self, campaign: str, stream: str) -> Spend:
         """What the campaign used up to now, as `CampaignFold.used` counts it."""
+        with self._folded(campaign) as folded:
+            return folded.used(stream)
+
+    def used_by(self, campaign: str, kind: str) -> Spend:
+        """What the campaign's streams of `kind` (`review`…) spent up to now."""
+        with self._folded(campaign) as folded:
+            return folded.by_kind.get(kind, NOTHING)
+
+    @contextmanager
+    def _folded(self, campaign: str) -> Iterator[CampaignFold]:
+        """The campaign's fold, caught up with the log, under its lock."""
         with self._lock:
             if campaign not in self._folds:
                 self._folds[campaign] = (threading.Lock(), CampaignFold())
@@ -89,4 +107,4 @@ class CampaignSpend:
             )
             for record in records:
                 folded.add(record)
-            return folded.used(stream)
+            yield folded

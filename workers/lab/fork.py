@@ -24,6 +24,7 @@ from workers.bus.base import Bus, publish
 from workers.errors import WorkerError
 from workers.lab.budget import BUDGET_NAMES
 from workers.lab.campaign import campaign_started, run_started
+from workers.lab.policies import uses_model
 
 
 class ForkError(WorkerError):
@@ -113,7 +114,7 @@ def start_fork(
         reads_archive=parent.reads_archive,
         archive_reads=parent.archive_reads,
         papers=parent.papers,
-        llm=(llm or parent.llm) if chosen == "llm" else None,
+        llm=(llm or parent.llm) if uses_model(chosen) else None,
         forked_from=point,
         sandbox=sandbox,
     )

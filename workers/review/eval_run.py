@@ -17,10 +17,10 @@ from pathlib import Path
 from events import EventStore
 from events.payloads import ReviewConfig, ReviewFailed, ReviewStopped, ReviewSubmitted
 from events.spend import NOTHING, Spend, spend_of_payload
+from runstate.budget import ModelBudget, model_budget_spent
 from workers.llm import Gateway, in_place
 from workers.llm.in_place import Record, StreamWriter
 from workers.review import llm_reviewer
-from workers.review.budget import spent_budget
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.:-]")
 
@@ -89,7 +89,9 @@ class EvalRun:
         return Reviewed(paper_id, form.rating)
 
     def _over_budget(self) -> str | None:
-        return spent_budget("reviewer", self.spent, self.config.tokens, self.config.dollars)
+        tokens, dollars = self.config.tokens, self.config.dollars
+        spent = model_budget_spent(ModelBudget("reviewer", tokens, dollars, self.spent))
+        return None if spent is None else spent.said()
 
 
 def _failed(paper_id: str, reason: str) -> ReviewFailed:

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from events import Event, EventStore
 from events.ids import utcnow
 from events.payloads import (
-    CampaignStarted,
     ModelCalled,
     ModelFailed,
     ModelResponded,
@@ -37,14 +36,14 @@ from events.payloads import (
     ReviewStopped,
     ReviewSubmitted,
 )
-from events.spend import NOTHING, spend_of
-from events.streams import campaign_stream, event_id_at, stream_kind
+from events.streams import event_id_at
+from runstate.budget import ModelBudget, model_budget_spent
 from workers.bus.base import publish
 from workers.context import WorkerContext
 from workers.errors import WorkerError
+from workers.lab.budget import campaign_budget
 from workers.llm import driver
 from workers.review import llm_reviewer
-from workers.review.budget import spent_budget
 from workers.review.meta import decide
 
 log = logging.getLogger(__name__)
@@ -53,7 +52,6 @@ REVIEW_STEP_TASK = "labrxiv.review_step"
 Out = tuple[list[Payload], dict[str, bytes]]
 OVER = ("paper.decided", "review.stopped")
 """The events that end a review stream."""
-SPENDING = ["model.responded", "experiment.scored"]
 
 
 @dataclass(frozen=True)
@@ -175,7 +173,7 @@ def _next(ctx: WorkerContext, review: Review) -> Out:
             run=review.requested.run,
         )
         return [decided], {}
-    over = _over_budget(ctx.store, review)
+    over = _over_budget(ctx, review)
     if over is not None:
         return [ReviewStopped(paper_id=paper_id, reason=over)], {}
     paper = _paper(ctx.store, review.requested)
@@ -192,31 +190,22 @@ def _paper(store: EventStore, requested: ReviewRequested) -> PaperSubmitted:
     return events[0].payload
 
 
-def _over_budget(store: EventStore, review: Review) -> str | None:
+def _over_budget(ctx: WorkerContext, review: Review) -> str | None:
     """Why the next reviewer call may not be made: the reviewers' budget or the
-    campaign's reached (what was spent, with the limit), else None."""
+    campaign's spent (what was spent, with the limit), else None. Both are counted by the
+    worker's fold of the campaign's spend (`CampaignSpend`), as a lab's are."""
     config = review.requested.config
     campaign = review.events[0].correlation_id
-    reviewers, everyone = NOTHING, NOTHING
-    started = None
-    if campaign is not None:
-        for record in store.iter_records(types=SPENDING, correlation=campaign):
-            spent = spend_of(record.type, record.payload)
-            if spent is None:
-                continue
-            everyone = everyone + spent
-            if stream_kind(record.stream) == "review":
-                reviewers = reviewers + spent
-        head = store.read_stream(campaign_stream(campaign), limit=1)
-        started = head[0].payload if head and isinstance(head[0].payload, CampaignStarted) else None
-    limits = [("reviewer", reviewers, config.tokens, config.dollars)]
-    if started is not None:
-        limits.append(("campaign", everyone, started.budget.tokens, started.budget.dollars))
-    for name, spend, tokens, dollars in limits:
-        said = spent_budget(name, spend, tokens, dollars)
-        if said is not None:
-            return said
-    return None
+    if campaign is None:
+        return None
+    reviewers = ctx.spend.used_by(campaign, "review")
+    budgets = [ModelBudget("reviewer", config.tokens, config.dollars, reviewers)]
+    found = campaign_budget(ctx.streams, ctx.spend, campaign, review.stream)
+    if found is not None:
+        limits = found.budget
+        budgets.append(ModelBudget("campaign", limits.tokens, limits.dollars, found.used))
+    spent = model_budget_spent(*budgets)
+    return None if spent is None else spent.said()
 
 
 def _reviewer(index: int) -> str:

@@ -11,7 +11,15 @@ from functools import cache
 from workers.discovery import discover
 from workers.lab.policies.base import Policy, StepInput, StepOutcome
 
-__all__ = ["Policy", "StepInput", "StepOutcome", "new_policies", "policy_names", "policy_needs"]
+__all__ = [
+    "Policy",
+    "StepInput",
+    "StepOutcome",
+    "new_policies",
+    "policy_names",
+    "policy_needs",
+    "uses_model",
+]
 
 
 @cache
@@ -27,6 +35,12 @@ def policy_names() -> list[str]:
 def policy_needs() -> dict[str, tuple[str, ...]]:
     """Every policy found, by name, with the task card sections it needs (`card_needs`)."""
     return {name: tuple(getattr(cls, "card_needs", ())) for name, cls in _classes().items()}
+
+
+def uses_model(name: str) -> bool:
+    """Whether the labs of policy `name` call a model (`Policy.uses_model`); False for a
+    name no policy has."""
+    return bool(getattr(_classes().get(name), "uses_model", False))
 
 
 def new_policies() -> dict[str, Policy]:

@@ -59,6 +59,9 @@ class Policy(Protocol):
     card_needs: ClassVar[tuple[str, ...]]
     """The task card's sections it reads, which a card that names it must fill
     (`search_space` for `search`); `labrxiv tasks validate` checks them."""
+    uses_model: ClassVar[bool]
+    """Whether its labs call a model: their runs carry model settings (`RunStarted.llm`),
+    which a command gives only to such labs."""
 
     def step(self, step: StepInput) -> StepOutcome:
         """The events of the run's next step and the blobs they reference."""

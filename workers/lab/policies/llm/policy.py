@@ -1,7 +1,5 @@
 """The `llm` policy as the lab step sees it: one model call (and its tools) a step."""
 
-from dataclasses import fields
-
 from workers.lab.policies.base import StepInput, StepOutcome
 from workers.lab.policies.llm.step import LlmStep, llm_step
 from workers.lab.policies.llm.truncation import ExchangeSizes
@@ -12,6 +10,7 @@ class LlmPolicy:
 
     name = "llm"
     card_needs = ()
+    uses_model = True
 
     def __init__(self) -> None:
         self.sizes = ExchangeSizes()
@@ -19,6 +18,5 @@ class LlmPolicy:
 
     def step(self, step: StepInput) -> StepOutcome:
         """Send the call written ahead, act on the answer, write the next call ahead."""
-        given = {field.name: getattr(step, field.name) for field in fields(step)}
         model = step.gateway(step.state.started.llm)  # `llm_step` refuses a run without one
-        return llm_step(LlmStep(**given, model=model, sizes=self.sizes))
+        return llm_step(LlmStep(step, model, self.sizes))

@@ -51,11 +51,13 @@ log = logging.getLogger(__name__)
 Out = tuple[list[Payload], dict[str, bytes]]
 
 
-@dataclass(frozen=True, kw_only=True)
-class LlmStep(StepInput):
+@dataclass(frozen=True)
+class LlmStep:
     """What an `llm` step works with: the policy's input, with the run's model gateway
     and the worker's measured conversation groups."""
 
+    given: StepInput
+    """The lab step's input, as the policy got it."""
     model: Gateway
     """The gateway of the run's endpoint (`StepInput.gateway` for its settings)."""
     sizes: ExchangeSizes
@@ -64,10 +66,10 @@ class LlmStep(StepInput):
 
 def llm_step(step: LlmStep) -> Out:
     """The events of the run's next step."""
-    config = step.state.started.llm
+    config = step.given.state.started.llm
     if config is None:
         return [RunFinished(reason="error", detail="an llm run needs llm settings")], {}
-    last = step.state.last
+    last = step.given.state.last
     if isinstance(last, ModelCalled):
         sent, blobs = _send(step, last)
         if not isinstance(sent[-1], ModelResponded):
@@ -75,31 +77,31 @@ def llm_step(step: LlmStep) -> Out:
         # Act on the answer and write the next call ahead in this same step: one step
         # and one recorded batch per model call. The next call is sent by the step that
         # its recording triggers, so it is in the log before it is sent.
-        following, more = _answered(step, _ahead(step.state, sent), blobs)
+        following, more = _answered(step, _ahead(step.given.state, sent), blobs)
         return sent + following, blobs | more
     if isinstance(last, ModelFailed):
         return _after_failure(step, last)
     if isinstance(last, ModelResponded):
-        return _answered(step, step.state, {})
+        return _answered(step, step.given.state, {})
     if isinstance(last, ReviewAwaited | ReviewReceived):
         return _reviews(step)
-    return _new_call(step, step.state, {})
+    return _new_call(step, step.given.state, {})
 
 
 def _reviews(step: LlmStep) -> Out:
     """After its papers, a lab in a campaign with review rounds waits for the reviews of
     its last paper (`workers.lab.reviews`), reads them, and revises in the `revise` phase
     with the reviews in its context; it finishes when there is nothing to answer."""
-    after = review_round(step.state, step.archive)
+    after = review_round(step.given.state, step.given.archive)
     if after == WAIT:
         return [], {}  # idle until the paper's decision wakes the run
     if isinstance(after, ReviewAwaited | ReviewReceived):
         return [after], {}
     if isinstance(after, Revise):
         entered = PhaseEntered(phase="revise", note=_reviews_note(after))
-        following, blobs = _new_call(step, _ahead(step.state, [entered]), {})
+        following, blobs = _new_call(step, _ahead(step.given.state, [entered]), {})
         return [entered, *following], blobs
-    detail = f"{len(step.state.papers)} papers submitted; no review left to answer"
+    detail = f"{len(step.given.state.papers)} papers submitted; no review left to answer"
     return [RunFinished(reason="done", detail=detail)], {}
 
 
@@ -187,7 +189,7 @@ def _answered(step: LlmStep, seen: RunState, pending: dict[str, bytes]) -> Out:
     last = seen.last
     assert isinstance(last, ModelResponded)
     phase = seen.phase_at_call.get(last.call_id)
-    reply = reply_of(last, phase, config.tool_protocol, _blob(step.store, pending))
+    reply = reply_of(last, phase, config.tool_protocol, _blob(step.given.store, pending))
     if not reply.tool_calls:
         return _new_call(step, seen, pending)
     ran, blobs = _run_tools(step, seen, reply, phase)
@@ -198,15 +200,19 @@ def _answered(step: LlmStep, seen: RunState, pending: dict[str, bytes]) -> Out:
 
 
 def _send(step: LlmStep, called: ModelCalled) -> Out:
-    return driver.send(step.model, step.store, step.inflight, called, step.state.stream)
+    return driver.send(
+        step.model, step.given.store, step.given.inflight, called, step.given.state.stream
+    )
 
 
 def _after_failure(step: LlmStep, failed: ModelFailed) -> Out:
-    called = step.state.calls[failed.call_id]
+    called = step.given.state.calls[failed.call_id]
     if not failed.will_retry:
         detail = f"the model failed {called.attempt} times; last: {failed.error} {failed.detail}"
         return [RunFinished(reason="error", detail=detail[:500])], {}
-    return driver.after_failure(step.model, called, failed, step.state.last_at, step.final)
+    return driver.after_failure(
+        step.model, called, failed, step.given.state.last_at, step.given.final
+    )
 
 
 def _run_tools(step: LlmStep, state: RunState, reply: Reply, phase: str | None) -> Out:
@@ -233,8 +239,8 @@ def _run_tools(step: LlmStep, state: RunState, reply: Reply, phase: str | None) 
             ended = budget.out_of_attempts(state, attempts)
             if ended is not None:
                 return payloads + ended, blobs
-        step.env.run.attempts, step.env.run.papers = attempts, papers
-        outcome = invoke(step.env, call.name, arguments, call_id=call.id)
+        step.given.env.run.attempts, step.given.env.run.papers = attempts, papers
+        outcome = invoke(step.given.env, call.name, arguments, call_id=call.id)
         payloads += outcome.payloads
         blobs.update(outcome.blobs)
         attempts += sum(1 for p in outcome.payloads if p.type == "experiment.scored")
@@ -326,14 +332,14 @@ def _new_call(step: LlmStep, seen: RunState, pending: dict[str, bytes]) -> Out:
         prefix.append(PhaseEntered(phase=following))
     seen = _ahead(seen, prefix)
     phase = seen.phase or "plan"
-    final = max(0, len(step.state.exchanges) - 1)
+    final = max(0, len(step.given.state.exchanges) - 1)
     conversation = build(
-        seen, step.bundle.card, config, _blob(step.store, pending), step.sizes, final
+        seen, step.given.bundle.card, config, _blob(step.given.store, pending), step.sizes, final
     )
     if conversation.truncated is not None:
         prefix.append(conversation.truncated)
     request = ModelRequest(
-        request_id=f"{seen.stream}:{step.version}",
+        request_id=f"{seen.stream}:{step.given.version}",
         model=config.phase_models.get(phase, config.model),
         messages=conversation.messages,
         tools=conversation.tools,
@@ -351,13 +357,13 @@ def _over_model_budget(step: LlmStep, seen: RunState) -> list[Payload] | None:
     config = seen.started.llm
     assert config is not None
     campaign = (
-        budget.campaign_budget(step.streams, step.spend, seen.campaign, seen.stream)
+        budget.campaign_budget(step.given.streams, step.given.spend, seen.campaign, seen.stream)
         if seen.campaign
         else None
     )
     model = config.phase_models.get(seen.phase or "plan", config.model)
     unpriced = model if step.model.prices.price_of(model) is None else None
-    return budget.over_model_budget(seen, step.state, campaign, unpriced)
+    return budget.over_model_budget(seen, step.given.state, campaign, unpriced)
 
 
 def _blob(store: EventStore, pending: dict[str, bytes]) -> Callable[[str], bytes | None]:

@@ -28,6 +28,7 @@ from typing import Any
 
 from events.payloads import ReviewAwaited, ReviewReceived, RunFinished
 from runstate import RunState
+from runstate.best import best_of
 from workers.gym.bundle import Bundle
 from workers.gym.card import Subtask
 from workers.gym.scoring import PROGRESS, better, over_baseline
@@ -55,6 +56,7 @@ class SearchPolicy:
 
     name = "search"
     card_needs = ("search_space",)
+    uses_model = False
 
     def __init__(self) -> None:
         self._memories = Memories()
@@ -320,10 +322,7 @@ def _per_paper(state: RunState) -> int:
 
 
 def _best_attempt(state: RunState, primary: Subtask) -> float | None:
-    scores = [a.scores[primary.name] for a in state.attempts if a.scores]
-    if not scores:
-        return None
-    return max(scores) if primary.direction == "maximize" else min(scores)
+    return best_of(primary.direction, (a.scores[primary.name] for a in state.attempts if a.scores))
 
 
 def _published(state: RunState, archive: Archive) -> list[dict[str, Any]]:

@@ -1,8 +1,8 @@
 """A simulated run: a fixed-shape stream of events, for exercising the write path.
 
-This is not a research agent and is labelled `policy="simulated"` in every event it
-writes. It exists so the log, bus, recorder and projections can be shown working
-(`labrxiv demo` until real labs land, tests, benchmarks) with events of every type.
+This is not a research agent and no policy of the registry: its runs are labelled
+`policy="simulated"` in every event it writes. It exists so the tests and benchmarks can
+drive the log, bus, recorder and projections with events of every type.
 Its ids are derived from the run and version, so publishing it twice changes nothing.
 """
 
