@@ -2,7 +2,9 @@
 
 from dataclasses import fields
 
+from events.bounded_cache import BoundedCache
 from workers.lab.policies.base import StepInput, StepOutcome
+from workers.lab.policies.llm.history import PARSED_KEPT, ParsedResponses
 from workers.lab.policies.llm.step import LlmStep, llm_step
 from workers.lab.policies.llm.truncation import ExchangeSizes
 
@@ -16,9 +18,11 @@ class LlmPolicy:
     def __init__(self) -> None:
         self.sizes = ExchangeSizes()
         """This worker's measured conversation groups of runs, for the truncation rule."""
+        self.parsed: ParsedResponses = BoundedCache(PARSED_KEPT)
+        """This worker's parsed model responses, by hash."""
 
     def step(self, step: StepInput) -> StepOutcome:
         """Send the call written ahead, act on the answer, write the next call ahead."""
         given = {field.name: getattr(step, field.name) for field in fields(step)}
         model = step.gateway(step.state.started.llm)  # `llm_step` refuses a run without one
-        return llm_step(LlmStep(**given, model=model, sizes=self.sizes))
+        return llm_step(LlmStep(**given, model=model, sizes=self.sizes, parsed=self.parsed))
