@@ -20,7 +20,6 @@ class StreamCache:
 
     def __init__(self, store: EventStore, max_streams: int = 512) -> None:
         self.store = store
-        self.max_streams = max_streams
         self._states: BoundedCache[str, RunState] = BoundedCache(max_streams)
         self._firsts: BoundedCache[str, Event] = BoundedCache(max_streams)
         self._lock = threading.Lock()

@@ -70,7 +70,6 @@ class CampaignSpend:
 
     def __init__(self, store: EventStore, max_campaigns: int = 64) -> None:
         self.store = store
-        self.max_campaigns = max_campaigns
         self._folds: BoundedCache[str, tuple[threading.Lock, CampaignFold]] = BoundedCache(
             max_campaigns
         )

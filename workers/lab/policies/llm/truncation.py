@@ -85,7 +85,6 @@ class ExchangeSizes:
     exchanges but its last (whose tool results may still be recorded)."""
 
     def __init__(self, max_runs: int = 512) -> None:
-        self.max_runs = max_runs
         self._runs: BoundedCache[str, _Measured] = BoundedCache(max_runs)
 
     def cumulative(

@@ -118,7 +118,6 @@ class Memories:
     """Each run's memory, on this worker; the least recently used dropped past `max_runs`."""
 
     def __init__(self, max_runs: int = 512) -> None:
-        self.max_runs = max_runs
         self._runs: BoundedCache[str, tuple[threading.Lock, RunMemory]] = BoundedCache(max_runs)
 
     @contextmanager
