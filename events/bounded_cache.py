@@ -30,6 +30,16 @@ class BoundedCache(Generic[K, V]):
         self._total = 0
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, object]:
+        """What pickling keeps (a projector is sent to the process that rebuilds it):
+        everything but the lock, which is made anew."""
+        with self._lock:
+            return {key: value for key, value in vars(self).items() if key != "_lock"}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        vars(self).update(state)
+        self._lock = threading.Lock()
+
     def __len__(self) -> int:
         return len(self._entries)
 

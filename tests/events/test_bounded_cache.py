@@ -1,6 +1,7 @@
 """The one bounded cache: the least recently used entries go past its capacity, counted in
 entries or in weights, and an entry is made once however many threads ask for it."""
 
+import pickle
 import threading
 
 import pytest
@@ -76,3 +77,14 @@ def test_obtain_makes_an_entry_once_across_threads() -> None:
 def test_a_capacity_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="capacity must be at least 1, not 0"):
         BoundedCache(0)
+
+
+def test_a_cache_survives_pickling_with_its_entries_and_order() -> None:
+    """Projectors holding one are sent to the processes of a parallel rebuild."""
+    cache: BoundedCache[str, list[int]] = BoundedCache(4, len)
+    cache.put("a", [1, 2])
+    cache.put("b", [1, 2])
+    copy = pickle.loads(pickle.dumps(cache))
+    copy.put("c", [1])  # the oldest, a, goes
+    assert ("a" in copy, copy.get("b"), copy.get("c")) == (False, [1, 2], [1])
+    assert copy.obtain("d", list) == []  # its lock works
