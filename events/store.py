@@ -19,8 +19,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Engine, func, insert, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from events.blobs import digest
 from events.engines import WRITER_OPTIONS, lock_for_append, make_engine, writing
@@ -33,6 +31,7 @@ from events.recorded import Recorded
 from events.schema import create_tables
 from events.tables import LOG_TABLES, BlobRow, DeadLetterRow, EventRow, table_of, text_limit
 from events.upgrade import upgrade
+from events.upsert import insert_ignore
 
 log = logging.getLogger(__name__)
 
@@ -142,8 +141,7 @@ class EventStore:
 
     def _insert_blobs(self, conn: Any, blobs: Mapping[str, bytes]) -> None:
         rows = [{"sha256": k, "size": len(v), "data": v} for k, v in blobs.items()]
-        dialect_insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
-        conn.execute(dialect_insert(BLOBS).on_conflict_do_nothing(index_elements=["sha256"]), rows)
+        conn.execute(insert_ignore(conn, BLOBS, ["sha256"]), rows)
 
     def dead_letter(
         self, reason: str, raw: str, event_id: str | None = None, stream: str | None = None

@@ -15,21 +15,19 @@ on exactly as one that was never saved (`analysis.tally_state`), so the row is t
 whatever the pages.
 """
 
-from collections.abc import Sequence
+from collections.abc import KeysView, Sequence
 from typing import Any
 
 import orjson
-from sqlalchemy import BigInteger, Column, Connection, delete, select
+from sqlalchemy import BigInteger, Column, Connection, select
 from sqlmodel import Field, SQLModel
 
 from analysis.figures import Behaviour
 from analysis.tally import BehaviourTally
 from analysis.tally_state import state_of, tally_from
 from events.recorded import Recorded
-from events.streams import RUN_PREFIX
 from events.tables import table_of
-from projections.bulk import born_streams, insert_rows
-from projections.projector import Projector
+from projections.run_rows import Row, RunRowsProjector, Written, by_run
 
 
 class BehaviourRow(SQLModel, table=True):
@@ -72,34 +70,32 @@ class BehaviourRow(SQLModel, table=True):
 BEHAVIOUR = table_of(BehaviourRow)
 
 
-class BehaviourProjector(Projector):
-    """Folds every `run-*` stream into its tally, one row per run."""
+class BehaviourProjector(RunRowsProjector[dict[str, list[Recorded]], str]):
+    """Folds every `run-*` stream into its tally, one row per run (`projections.run_rows`)."""
 
     name = "behaviour"
     version = 2
     """2: a fork's steps are numbered on from the steps it inherits, as `replay` numbers them."""
     cost = 2.3
+    table = BEHAVIOUR
     tables = (BEHAVIOUR,)
+    kept = ("run", "tally", "started_position", "finished_position")
 
-    def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:
-        """Load the touched runs' tallies, add the page's events, write the rows back.
+    def group(
+        self, conn: Connection, events: Sequence[Recorded]
+    ) -> tuple[dict[str, list[Recorded]], KeysView[str]] | None:
+        """The page's events by run."""
+        runs = by_run(events)
+        return (runs, runs.keys()) if runs else None
 
-        Runs born in this page have no stored row (`projections.bulk`): no lookup, no
-        delete. A stream that does not begin with `run.started` has no tally and no row
-        (the tally refuses it; `analysis.streaming` skips it too)."""
-        by_run: dict[str, list[Recorded]] = {}
-        for event in events:
-            group = by_run.get(event.stream)
-            if group is None:
-                if not event.stream.startswith(RUN_PREFIX):
-                    continue
-                group = by_run[event.stream] = []
-            group.append(event)
-        if not by_run:
-            return
-        stored = _take_stored(conn, sorted(by_run.keys() - born_streams(events)))
+    def fold(
+        self, conn: Connection, page: dict[str, list[Recorded]], stored: dict[str, Row]
+    ) -> Written:
+        """Add each run's events to its tally. A stream that does not begin with
+        `run.started` has no tally and no row (the tally refuses it; `analysis.streaming`
+        skips it too)."""
         rows = []
-        for run, group in by_run.items():
+        for run, group in page.items():
             row = stored.get(run)
             if row is not None:
                 tally = tally_from(run, orjson.loads(row["tally"]))
@@ -113,20 +109,7 @@ class BehaviourProjector(Projector):
                 if finished is None and event.type == "run.finished":
                     finished = event.position
             rows.append(_row(tally, started, finished, group[-1].position))
-        insert_rows(conn, BEHAVIOUR, rows)
-
-
-def _take_stored(conn: Connection, runs: list[str]) -> dict[str, dict[str, Any]]:
-    """Delete the stored rows of `runs` and return what the fold goes on from, by run."""
-    if not runs:
-        return {}
-    c = BEHAVIOUR.c
-    query = (
-        delete(BEHAVIOUR)
-        .where(c.run.in_(runs))
-        .returning(c.run, c.tally, c.started_position, c.finished_position)
-    )
-    return {row["run"]: dict(row) for row in conn.execute(query).mappings()}
+        return [(BEHAVIOUR, rows)]
 
 
 def _row(tally: BehaviourTally, started: int, finished: int | None, last: int) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Writing a page's rows in bulk, and knowing which of them cannot be stored yet.
 
-A projector that folds a page into rows keyed by run stream loads the rows it
-touches, folds, deletes the stored ones and inserts them all again. Two facts make
+A projector that folds a page into rows keyed by run stream takes out the rows it
+touches, folds, and inserts them all again (`projections.run_rows`). Two facts make
 that cheap in a rebuild and in most pages of a live log:
 
 - A stream whose version 0 is in the page was born in it: version 0 has the lowest

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, Connection, DateTime, delete, func, or_, select
+from sqlalchemy import BigInteger, Column, Connection, DateTime, func, or_, select
 from sqlmodel import Field, SQLModel
 
 from events.envelope import as_utc
@@ -31,8 +31,7 @@ from events.recorded import Recorded
 from events.spend import spend_of
 from events.streams import RUN_PREFIX
 from events.tables import table_of
-from projections.bulk import born_streams, insert_rows
-from projections.projector import Projector
+from projections.run_rows import Row, RunRowsProjector, Written
 from runstate.best import improves, ranked
 
 CURVE_TYPES = frozenset(
@@ -122,23 +121,28 @@ CURVE_PAPERS = table_of(CurvePaperRow)
 _RUN_COLUMNS = [c.name for c in CURVE_RUNS.c]
 
 
-class CurvesProjector(Projector):
-    """Folds run streams into curve points, paper points and running totals."""
+class CurvesProjector(RunRowsProjector[list[Recorded], str]):
+    """Folds run streams into curve points, paper points and running totals (the rows
+    carried from page to page: `projections.run_rows`)."""
 
     name = "curves"
     cost = 2.5
+    table = CURVE_RUNS
     tables = (CURVE_RUNS, CURVE_POINTS, CURVE_PAPERS)
+    aware = ("started_at",)
 
-    def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:
-        """Load the touched runs' totals, fold the page, write totals and new points.
-
-        Runs born in this page have no stored totals yet (`projections.bulk`): they are
-        neither looked up nor deleted, only inserted."""
+    def group(
+        self, conn: Connection, events: Sequence[Recorded]
+    ) -> tuple[list[Recorded], set[str]] | None:
+        """The events of runs the curves fold, and their runs."""
         relevant = [e for e in events if e.type in CURVE_TYPES and e.stream.startswith(RUN_PREFIX)]
         if not relevant:
-            return
-        born = born_streams(events)
-        runs = _take_stored_runs(conn, sorted({e.stream for e in relevant} - born))
+            return None
+        return relevant, {e.stream for e in relevant}
+
+    def fold(self, conn: Connection, page: list[Recorded], stored: dict[str, Row]) -> Written:
+        """The runs' totals, and the new points and papers, folded in log order."""
+        relevant, runs = page, stored
         campaigns = {e.correlation_id for e in relevant if e.type == "paper.submitted"}
         indexes = _paper_counts(conn, campaigns)
         points: list[dict[str, Any]] = []
@@ -160,23 +164,7 @@ class CurvesProjector(Projector):
             else:  # paper.submitted
                 indexes[event.correlation_id] = indexes.get(event.correlation_id, 0) + 1
                 papers.append(_paper(run, event, indexes[event.correlation_id]))
-        insert_rows(conn, CURVE_RUNS, list(runs.values()))
-        insert_rows(conn, CURVE_POINTS, points)
-        insert_rows(conn, CURVE_PAPERS, papers)
-
-
-def _take_stored_runs(conn: Connection, streams: list[str]) -> dict[str, dict[str, Any]]:
-    """Delete the stored totals of `streams` and return them, by run: the page is folded
-    into them and they are inserted again (one statement, not a select and a delete)."""
-    if not streams:
-        return {}
-    query = delete(CURVE_RUNS).where(CURVE_RUNS.c.run.in_(streams)).returning(*CURVE_RUNS.c)
-    runs = {}
-    for row in conn.execute(query).mappings():
-        run = runs[row["run"]] = dict(row)
-        # Aware once a run, not once a point (SQLite reads it back naive).
-        run["started_at"] = run["started_at"] and as_utc(run["started_at"])
-    return runs
+        return [(CURVE_RUNS, list(runs.values())), (CURVE_POINTS, points), (CURVE_PAPERS, papers)]
 
 
 def _paper_counts(conn: Connection, campaigns: set[str | None]) -> dict[str | None, int]:

@@ -26,7 +26,6 @@ running run is judged on every catch-up that brings it events: O(its length) eac
 docs/benchmarks.md ("Rebuild") has the figures.
 """
 
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from uuid import UUID
 
@@ -38,14 +37,15 @@ from analysis.detectors import detect
 from analysis.finding import Finding
 from analysis.findings_hook import RunFindings
 from analysis.verdict import verdict
+from events.bounded_cache import BoundedCache
 from events.payloads import RunFinished
 from events.recorded import Fact, Recorded, TypedRecord
 from events.store import EVENTS, rows_to_records
-from events.streams import RUN_PREFIX
 from events.tables import table_of
 from projections.bulk import born_streams, insert_rows
 from projections.forks import log_loader
 from projections.projector import Projector
+from projections.run_rows import by_run
 from runstate.fork import Load
 
 KEPT_EVENTS = 100_000
@@ -98,28 +98,20 @@ class FindingsProjector(Projector):
     tables = (FINDINGS, FINDINGS_RUNS)
 
     def __init__(self) -> None:
-        self._kept: OrderedDict[str, list[TypedRecord]] = OrderedDict()
-        """Running runs' typed events, least recently used first; always a prefix of the
+        self._kept: BoundedCache[str, list[TypedRecord]] = BoundedCache(KEPT_EVENTS, len)
+        """Running runs' typed events, `KEPT_EVENTS` at most; always a prefix of the
         run's stream in the log (never wrong, at worst short: then it is read again)."""
-        self._kept_events = 0
 
     def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:
         """Judge each run the page touches on its stream up to the page's end."""
-        by_run: dict[str, list[Recorded]] = {}
-        for event in events:
-            group = by_run.get(event.stream)
-            if group is None:
-                if not event.stream.startswith(RUN_PREFIX):
-                    continue
-                group = by_run[event.stream] = []
-            group.append(event)
-        if not by_run:
+        touched = by_run(events)
+        if not touched:
             return
         born = born_streams(events)
-        earlier = self._earlier(conn, by_run, events[0].position)
+        earlier = self._earlier(conn, touched, events[0].position)
         runs, findings = [], []
         parents = self._parents(conn)
-        for run, group in by_run.items():
+        for run, group in touched.items():
             stream = earlier.get(run, []) + [record.typed_record() for record in group]
             self._keep(run, stream)
             if stream[0].type != "run.started":
@@ -139,7 +131,7 @@ class FindingsProjector(Projector):
                 }
             )
             findings.extend(_rows(run, campaign, found))
-        stored = sorted(by_run.keys() - born)
+        stored = sorted(touched.keys() - born)
         if stored:
             conn.execute(delete(FINDINGS).where(FINDINGS.c.run.in_(stored)))
             conn.execute(delete(FINDINGS_RUNS).where(FINDINGS_RUNS.c.run.in_(stored)))
@@ -147,13 +139,13 @@ class FindingsProjector(Projector):
         insert_rows(conn, FINDINGS, findings)
 
     def _earlier(
-        self, conn: Connection, by_run: dict[str, list[Recorded]], first: int
+        self, conn: Connection, touched: dict[str, list[Recorded]], first: int
     ) -> dict[str, list[TypedRecord]]:
         """Each touched run's typed events before this page: kept ones, and the others
         read from the log in one query (positions before the page's first)."""
         earlier: dict[str, list[TypedRecord]] = {}
         missing = []
-        for run, group in by_run.items():
+        for run, group in touched.items():
             before = group[0].version
             if before == 0:
                 continue
@@ -183,16 +175,10 @@ class FindingsProjector(Projector):
 
     def _keep(self, run: str, stream: list[TypedRecord]) -> None:
         """Keep a running run's typed events for its next page; forget a finished run's."""
-        dropped = self._kept.pop(run, None)
-        if dropped is not None:
-            self._kept_events -= len(dropped)
         if stream[-1].type == "run.finished":
-            return
-        self._kept[run] = stream
-        self._kept_events += len(stream)
-        while self._kept_events > KEPT_EVENTS and len(self._kept) > 1:
-            _, old = self._kept.popitem(last=False)
-            self._kept_events -= len(old)
+            self._kept.pop(run)
+        else:
+            self._kept.put(run, stream)
 
 
 def _rows(run: str, campaign: str | None, found: Iterable[Finding]) -> list[dict[str, object]]:

@@ -26,19 +26,13 @@ from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import (
-    ARRAY,
     BigInteger,
     Column,
-    ColumnElement,
     Connection,
     DateTime,
-    String,
-    bindparam,
     case,
-    delete,
     func,
     select,
-    tuple_,
 )
 from sqlmodel import Field, SQLModel
 
@@ -47,9 +41,8 @@ from events.recorded import Recorded
 from events.spend import spend_of
 from events.streams import stream_kind
 from events.tables import table_of
-from projections.bulk import born_streams, insert_rows
 from projections.ledger_phases import PHASE_KEY, PHASE_TYPES, RunPhases
-from projections.projector import Projector
+from projections.run_rows import Row, RunRowsProjector, Written
 
 TOOL_TYPES = frozenset({"tool.invoked", "tool.returned"})
 MODEL_TYPES = frozenset({"model.called", "model.responded", "model.failed"})
@@ -120,21 +113,26 @@ LEDGER = table_of(LedgerRow)
 _COLUMNS = [c.name for c in LEDGER.c]
 
 
-class LedgerProjector(Projector):
-    """Folds tool and model call events into `ledger` rows."""
+_Call = tuple[tuple[str, str], Recorded]
+"""A call's event, with the call's key (run, call id)."""
+
+
+class LedgerProjector(RunRowsProjector[list[_Call], tuple[str, str]]):
+    """Folds tool and model call events into `ledger` rows, keyed by run and call id
+    (`projections.run_rows`)."""
 
     name = "ledger"
     cost = 4.2
+    table = LEDGER
     tables = (LEDGER,)
 
     def __init__(self) -> None:
         self.phases = RunPhases()
 
-    def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:
-        """Load the stored calls the page touches, fold the page into them, write them back.
-
-        Calls of runs born in this page cannot be stored yet (`projections.bulk`): they
-        are neither looked up nor deleted, only inserted."""
+    def group(
+        self, conn: Connection, events: Sequence[Recorded]
+    ) -> tuple[list[_Call], set[tuple[str, str]]] | None:
+        """The page's call events with their keys, tool calls tagged with their run's phase."""
         calls = []
         self.phases.prepare(conn, events)
         for event in events:
@@ -147,39 +145,20 @@ class LedgerProjector(Projector):
             elif event.type == GRADED and (call_id := _call_id(event)) is not None:
                 calls.append(((event.stream, call_id), event))
         if not calls:
-            return
-        born = born_streams(events)
-        rows = _take_stored(conn, sorted({key for key, _ in calls if key[0] not in born}))
-        for key, event in calls:
+            return None
+        return calls, {key for key, _ in calls}
+
+    def fold(
+        self, conn: Connection, page: list[_Call], stored: dict[tuple[str, str], Row]
+    ) -> Written:
+        """Each call event into its call's row, in log order."""
+        rows = stored
+        for key, event in page:
             row = rows.get(key)
             if row is None:  # not setdefault: that built a new row for every event
                 row = rows[key] = _new_row(key, event)
             _fold(row, event)
-        insert_rows(conn, LEDGER, list(rows.values()))
-
-
-def _take_stored(
-    conn: Connection, keys: list[tuple[str, str]]
-) -> dict[tuple[str, str], dict[str, Any]]:
-    """Delete the stored rows of `keys` and return them, by key: the page is folded into
-    them and they are inserted again (one statement, not a select and a delete)."""
-    if not keys:
-        return {}
-    query = delete(LEDGER).where(_keys_in(conn, keys)).returning(*LEDGER.c)
-    return {(r["run"], r["call_id"]): dict(r) for r in conn.execute(query).mappings()}
-
-
-def _keys_in(conn: Connection, keys: list[tuple[str, str]]) -> ColumnElement[bool]:
-    """`(run, call_id) in keys`, in a form each database plans well."""
-    pair = tuple_(LEDGER.c.run, LEDGER.c.call_id)
-    if conn.dialect.name != "postgresql":
-        return pair.in_(keys)
-    # PostgreSQL planned a row-value IN list of a page's ~3,000 pairs as a filter over
-    # the table: 340 ms a page to select, 260 ms to delete (bench/rebuild.py). Two
-    # array parameters unnested side by side are joined on the primary key instead.
-    runs = bindparam("ledger_runs", [k[0] for k in keys], type_=ARRAY(String))
-    calls = bindparam("ledger_calls", [k[1] for k in keys], type_=ARRAY(String))
-    return pair.in_(select(func.unnest(runs), func.unnest(calls)))
+        return [(LEDGER, list(rows.values()))]
 
 
 def _call_id(event: Recorded) -> str | None:

@@ -9,12 +9,12 @@ the bounded memory) is looked up in the log once, before the page that needs it:
 incremental.
 """
 
-from collections import OrderedDict
 from collections.abc import Sequence
 
 import orjson
 from sqlalchemy import Connection, func, select
 
+from events.bounded_cache import BoundedCache
 from events.recorded import Recorded
 from events.store import EVENTS
 
@@ -30,8 +30,7 @@ class RunPhases:
     """Each run's phase, as far as the pages folded so far go."""
 
     def __init__(self, kept: int = KEPT_RUNS) -> None:
-        self._phase: OrderedDict[str, str | None] = OrderedDict()
-        self._kept = kept
+        self._phase: BoundedCache[str, str | None] = BoundedCache(kept)
 
     def prepare(self, conn: Connection, events: Sequence[Recorded]) -> None:
         """Look up, in one query, the runs whose tools the page invokes before anything
@@ -66,16 +65,11 @@ class RunPhases:
 
     def tag(self, event: Recorded) -> Recorded:
         """`event` (a `tool.invoked`) with its run's phase under `PHASE_KEY`."""
-        phase = self._phase.get(event.stream)
-        if event.stream in self._phase:  # known (a phase, or none yet): recently used
-            self._phase.move_to_end(event.stream)
+        phase = self._phase.get(event.stream)  # known (a phase, or none yet): recently used
         return event._replace(payload={**event.payload, PHASE_KEY: phase})
 
     def _set(self, run: str, phase: str | None) -> None:
-        self._phase[run] = phase
-        self._phase.move_to_end(run)
-        while len(self._phase) > self._kept:
-            self._phase.popitem(last=False)
+        self._phase.put(run, phase)
 
 
 def _last_phases(

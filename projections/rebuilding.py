@@ -12,9 +12,9 @@ killed) left a half-built read model that the next read showed with no warning.
 from collections.abc import Iterable, Mapping
 
 from sqlalchemy import BigInteger, Column, Connection, String, Table, delete, inspect, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import SQLModel
+
+from events.upsert import upsert
 
 REBUILDS = Table(
     "projection_rebuilds",
@@ -28,13 +28,7 @@ REBUILDS = Table(
 
 def mark_rebuilding(conn: Connection, name: str, until: int) -> None:
     """Mark read model `name` as rebuilt from 0 and whole only at position `until`."""
-    dialect_insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
-    statement = dialect_insert(REBUILDS).values(name=name, until=until)
-    conn.execute(
-        statement.on_conflict_do_update(
-            index_elements=[REBUILDS.c.name], set_={"until": statement.excluded.until}
-        )
-    )
+    conn.execute(upsert(conn, REBUILDS, {"name": name, "until": until}))
 
 
 def rebuilding(conn: Connection, names: Iterable[str]) -> dict[str, int]:

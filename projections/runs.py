@@ -9,17 +9,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, select
+from sqlalchemy import Connection, select
 from sqlmodel import Field, SQLModel
 
 from events.envelope import as_utc
 from events.payloads import ExperimentScored, PaperSubmitted
 from events.recorded import Recorded
-from events.streams import RUN_PREFIX
 from events.tables import table_of
-from projections.bulk import born_streams, insert_rows
 from projections.forks import log_loader
-from projections.projector import Projector
+from projections.run_rows import Row, RunRowsProjector, Written, by_run
 from runstate.best import improves, ranked
 from runstate.fork import inherited
 
@@ -137,37 +135,35 @@ def _view(row: Any) -> RunView:
     return RunView(**values)
 
 
-class RunsProjector(Projector):
-    """Folds every `run-*` stream into one `runs` row."""
+_Page = tuple[dict[str, list[Recorded]], list[Recorded]]
+"""A page's events by run, and its `campaign.interrupted` events."""
+
+
+class RunsProjector(RunRowsProjector[_Page, str]):
+    """Folds every `run-*` stream into one `runs` row (`projections.run_rows`)."""
 
     name = "runs"
     version = 2
     """2: a fork's inherited attempts and papers, and revisions, are counted."""
     cost = 1.2
+    table = RUNS
     tables = (RUNS,)
+    aware = ("first_event_at", "last_event_at")
 
-    def apply(self, conn: Connection, events: Sequence[Recorded]) -> None:
-        """Load the touched rows, fold the page into them, write them back.
-
-        Every column is a count, a latest value or a running best, so folding a run's
-        events in pages of any size gives the same row (`rebuild` must equal it). Runs
-        born in this page have no stored row yet (`projections.bulk`): they are neither
-        looked up nor deleted, only inserted."""
-        by_stream: dict[str, list[Recorded]] = {}
-        interrupts: list[Recorded] = []
-        for event in events:
-            group = by_stream.get(event.stream)
-            if group is None:
-                if not event.stream.startswith(RUN_PREFIX):
-                    if event.type == "campaign.interrupted":
-                        interrupts.append(event)
-                    continue
-                group = by_stream[event.stream] = []
-            group.append(event)
+    def group(self, conn: Connection, events: Sequence[Recorded]) -> tuple[_Page, set[str]] | None:
+        """The page's runs, and the interrupts that name runs, with or without events here."""
+        others: list[Recorded] = []
+        by_stream = by_run(events, others)
+        interrupts = [event for event in others if event.type == "campaign.interrupted"]
         if not by_stream and not interrupts:
-            return
+            return None
         named = {stream for event in interrupts for stream in event.payload["runs"]}
-        rows = _take_stored(conn, sorted((by_stream.keys() | named) - born_streams(events)))
+        return (by_stream, interrupts), by_stream.keys() | named
+
+    def fold(self, conn: Connection, page: _Page, stored: dict[str, Row]) -> Written:
+        """Each run's events, then the interrupts, into the rows."""
+        by_stream, interrupts = page
+        rows = stored
         for stream, group in by_stream.items():
             row = rows.get(stream)
             if row is None:
@@ -180,7 +176,7 @@ class RunsProjector(Projector):
                 row = rows.get(stream)
                 if row and row["status"] == "running" and row["last_position"] < event.position:
                     row["status"] = "interrupted"
-        insert_rows(conn, RUNS, list(rows.values()))
+        return [(RUNS, list(rows.values()))]
 
 
 def _inherited(conn: Connection, started: Recorded) -> tuple[int, int]:
@@ -193,23 +189,6 @@ def _inherited(conn: Connection, started: Recorded) -> tuple[int, int]:
     attempts = sum(isinstance(e.payload, ExperimentScored) for e in events)
     papers = sum(isinstance(e.payload, PaperSubmitted) and not e.payload.revises for e in events)
     return attempts, papers
-
-
-def _take_stored(conn: Connection, streams: list[str]) -> dict[str, dict[str, Any]]:
-    """Delete the stored rows of `streams` and return them, by stream, with aware times
-    (once a row, not once an event: SQLite reads them back naive); the page is folded
-    into them and they are inserted again. One statement: a select and a delete were two
-    round trips a page."""
-    if not streams:
-        return {}
-    rows = {}
-    query = delete(RUNS).where(RUNS.c.stream.in_(streams)).returning(*RUNS.c)
-    for row in conn.execute(query).mappings():
-        values = rows[row["stream"]] = dict(row)
-        for key in ("first_event_at", "last_event_at"):
-            if values[key] is not None:
-                values[key] = as_utc(values[key])
-    return rows
 
 
 _BLANK = dict.fromkeys(_COLUMNS) | {

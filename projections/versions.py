@@ -9,9 +9,9 @@ A database built before versions were kept holds none: its read models count as 
 from collections.abc import Mapping
 
 from sqlalchemy import Column, Connection, Integer, String, Table, inspect, select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import SQLModel
+
+from events.upsert import insert_ignore, upsert
 
 VERSIONS = Table(
     "projection_versions",
@@ -36,13 +36,8 @@ def record_versions(conn: Connection, versions: Mapping[str, int], replace: bool
     where none is stored."""
     if not versions:
         return
-    dialect_insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
     rows = [{"name": name, "version": version} for name, version in sorted(versions.items())]
-    statement = dialect_insert(VERSIONS).values(rows)
     if replace:
-        statement = statement.on_conflict_do_update(
-            index_elements=[VERSIONS.c.name], set_={"version": statement.excluded.version}
-        )
+        conn.execute(upsert(conn, VERSIONS, rows))
     else:
-        statement = statement.on_conflict_do_nothing()
-    conn.execute(statement)
+        conn.execute(insert_ignore(conn, VERSIONS).values(rows))

@@ -1,14 +1,21 @@
 """What a task handler gets: the store, the bus and the reactor, passed explicitly."""
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from events import EventStore
+from events.bounded_cache import BoundedCache
 from workers.bus.base import Bus
 from workers.lab.campaign_spend import CampaignSpend
 from workers.lab.lease import Leases
 from workers.reactor import Reactor
 from workers.stream_cache import StreamCache
+
+if TYPE_CHECKING:  # the model client is imported by the workers that call models only
+    from workers.llm.request import PreparedCall
+
+PREPARED_KEPT = 1024
+"""Calls written ahead that a worker keeps until it sends them."""
 
 
 @dataclass
@@ -30,7 +37,11 @@ class WorkerContext:
     """Streams this worker read, so it reads only what is new in them."""
     spend: CampaignSpend = field(init=False)
     """Campaigns' model spend as this worker folded it, for their budgets."""
+    prepared: "BoundedCache[str, PreparedCall]" = field(init=False)
+    """Model calls this worker wrote ahead, by request hash, for the step that sends them
+    (`workers.llm.driver`)."""
 
     def __post_init__(self) -> None:
         self.streams = StreamCache(self.store)
         self.spend = CampaignSpend(self.store)
+        self.prepared = BoundedCache(PREPARED_KEPT)

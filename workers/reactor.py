@@ -25,20 +25,10 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 
-from sqlalchemy import (
-    BigInteger,
-    Column,
-    Connection,
-    MetaData,
-    String,
-    Table,
-    select,
-    update,
-)
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import Connection, MetaData, Table
 
 from events import EventStore
+from events.checkpoints import Checkpoints
 from events.engines import writing
 from events.recorded import Recorded
 from events.schema import create_tables
@@ -50,13 +40,9 @@ log = logging.getLogger(__name__)
 Reaction = Callable[[EventStore, Bus, Sequence[Recorded]], None]
 """Sends what should happen after a page of recorded events; idempotent."""
 
-REACTOR_CHECKPOINTS = Table(
-    "reactor_checkpoints",
-    MetaData(),
-    Column("name", String(100), primary_key=True),
-    Column("position", BigInteger, nullable=False),
-)
-"""How far each reactor has sent the log's reactions."""
+REACTOR_CHECKPOINTS = Checkpoints("reactor_checkpoints", MetaData())
+"""How far each reactor has sent the log's reactions: a table of its own, which neither
+`labrxiv rebuild` nor the projectors' lag metrics touch."""
 
 
 class Reactor:
@@ -104,9 +90,7 @@ class Reactor:
         """The checkpoint: the last position whose reactions were sent."""
         self._ensure_table()
         with self.store.engine.connect() as conn:
-            query = select(REACTOR_CHECKPOINTS.c.position)
-            value = conn.execute(query.where(REACTOR_CHECKPOINTS.c.name == self.name)).scalar()
-        return int(value or 0)
+            return REACTOR_CHECKPOINTS.read(conn, self.name)
 
     def _one_page(self) -> int:
         with writing(self.store.engine) as conn:
@@ -116,28 +100,20 @@ class Reactor:
                 return 0
             for reaction in self.reactions:
                 reaction(self.store, self.bus, records)
-            conn.execute(
-                update(REACTOR_CHECKPOINTS)
-                .where(REACTOR_CHECKPOINTS.c.name == self.name)
-                .values(position=records[-1].position)
-            )
+            if not REACTOR_CHECKPOINTS.advance(conn, [self.name], seen, records[-1].position):
+                raise RuntimeError(f"reactor {self.name}'s checkpoint moved under its lock")
         return len(records)
 
     def _claim(self, conn: Connection) -> int:
         """Lock this reactor's checkpoint until the transaction ends and return it (SQLite:
         the transaction is begun IMMEDIATE; PostgreSQL: the row is locked FOR UPDATE), so
         reactors take turns and each sees where the one before it stopped."""
-        insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
-        row = {"name": self.name, "position": 0}
-        conn.execute(insert(REACTOR_CHECKPOINTS).values(row).on_conflict_do_nothing())
-        query = select(REACTOR_CHECKPOINTS.c.position).where(
-            REACTOR_CHECKPOINTS.c.name == self.name
-        )
-        return int(conn.execute(query.with_for_update()).scalar_one())
+        REACTOR_CHECKPOINTS.ensure(conn, [self.name])
+        return REACTOR_CHECKPOINTS.claim(conn, [self.name])[self.name]
 
     def _ensure_table(self) -> None:
         if not self._ready:
-            self._ready = create_table(self.store, REACTOR_CHECKPOINTS)
+            self._ready = create_table(self.store, REACTOR_CHECKPOINTS.table)
 
 
 def create_table(store: EventStore, table: Table) -> bool:

@@ -8,13 +8,10 @@ stream at every step would cost O(n²) a run).
 """
 
 import threading
-from collections import OrderedDict
-from typing import TypeVar
 
 from events import Event, EventStore
+from events.bounded_cache import BoundedCache
 from runstate import RunState, begin, fold_from
-
-_T = TypeVar("_T")
 
 
 class StreamCache:
@@ -23,15 +20,14 @@ class StreamCache:
 
     def __init__(self, store: EventStore, max_streams: int = 512) -> None:
         self.store = store
-        self.max_streams = max_streams
-        self._states: OrderedDict[str, RunState] = OrderedDict()
-        self._firsts: OrderedDict[str, Event] = OrderedDict()
+        self._states: BoundedCache[str, RunState] = BoundedCache(max_streams)
+        self._firsts: BoundedCache[str, Event] = BoundedCache(max_streams)
         self._lock = threading.Lock()
+        """Held to compare and keep a state: the later of two folds is kept."""
 
     def run_state(self, stream: str) -> RunState | None:
         """The run's state folded up to its last recorded event (None: no such stream)."""
-        with self._lock:
-            cached = self._states.get(stream)
+        cached = self._states.get(stream)
         if cached is None:
             events = self.store.read_stream(stream)
             if not events:
@@ -42,8 +38,7 @@ class StreamCache:
         with self._lock:
             held = self._states.get(stream)
             if held is None or held.version <= state.version:
-                self._states[stream] = state
-            self._remember(self._states, stream)
+                self._states.put(stream, state)
         return state
 
     def _upto(self, stream: str, version: int) -> list[Event]:
@@ -53,19 +48,11 @@ class StreamCache:
 
     def first(self, stream: str) -> Event | None:
         """The stream's first event (a campaign's or run's start), read once."""
-        with self._lock:
-            cached = self._firsts.get(stream)
+        cached = self._firsts.get(stream)
         if cached is not None:
             return cached
         events = self.store.read_stream(stream, after_version=-1, limit=1)
         if not events:
             return None
-        with self._lock:
-            self._firsts[stream] = events[0]
-            self._remember(self._firsts, stream)
+        self._firsts.put(stream, events[0])
         return events[0]
-
-    def _remember(self, entries: "OrderedDict[str, _T]", stream: str) -> None:
-        entries.move_to_end(stream)
-        while len(entries) > self.max_streams:
-            entries.popitem(last=False)

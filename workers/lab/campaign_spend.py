@@ -9,12 +9,12 @@ one rule in `events.spend`: a call of unknown cost is counted as such, never as 
 """
 
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from events import EventStore
+from events.bounded_cache import BoundedCache
 from events.recorded import Recorded
 from events.spend import NOTHING, Spend, spend_of
 from events.streams import stream_kind
@@ -77,9 +77,9 @@ class CampaignSpend:
 
     def __init__(self, store: EventStore, max_campaigns: int = 64) -> None:
         self.store = store
-        self.max_campaigns = max_campaigns
-        self._folds: OrderedDict[str, tuple[threading.Lock, CampaignFold]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._folds: BoundedCache[str, tuple[threading.Lock, CampaignFold]] = BoundedCache(
+            max_campaigns
+        )
 
     def used(self, campaign: str, stream: str) -> Spend:
         """What the campaign used up to now, as `CampaignFold.used` counts it."""
@@ -94,13 +94,7 @@ class CampaignSpend:
     @contextmanager
     def _folded(self, campaign: str) -> Iterator[CampaignFold]:
         """The campaign's fold, caught up with the log, under its lock."""
-        with self._lock:
-            if campaign not in self._folds:
-                self._folds[campaign] = (threading.Lock(), CampaignFold())
-            self._folds.move_to_end(campaign)
-            lock, folded = self._folds[campaign]
-            while len(self._folds) > self.max_campaigns:
-                self._folds.popitem(last=False)
+        lock, folded = self._folds.obtain(campaign, lambda: (threading.Lock(), CampaignFold()))
         with lock:
             records = self.store.iter_records(
                 folded.position, types=BUDGETED_TYPES, correlation=campaign

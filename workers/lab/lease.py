@@ -57,14 +57,13 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from events import EventStore
 from events.engines import writing
 from events.envelope import as_utc
 from events.ids import utcnow
 from events.schema import schema_transaction
+from events.upsert import upsert
 from workers.errors import WorkerError
 from workers.reactor import create_table
 
@@ -267,21 +266,14 @@ class Leases:
         # failed at once with "database is locked" when the recorder committed in between
         # (tests/llm/test_llm_lab.py caught it).
         with writing(self.store.engine) as conn:
-            insert = pg_insert if conn.dialect.name == "postgresql" else sqlite_insert
-            statement = insert(STEP_LEASES).values(row)
             stored = STEP_LEASES.c
-            conn.execute(
-                statement.on_conflict_do_update(
-                    index_elements=[stored.stream],
-                    set_={k: v for k, v in row.items() if k != "stream"},
-                    where=or_(
-                        stored.expires_at <= now,
-                        stored.version < version,  # the run's previous step's
-                        and_(stored.holder == IDLE, stored.version == version),
-                        stored.holder.is_(None),
-                    ),
-                )
+            free = or_(
+                stored.expires_at <= now,
+                stored.version < version,  # the run's previous step's
+                and_(stored.holder == IDLE, stored.version == version),
+                stored.holder.is_(None),
             )
+            conn.execute(upsert(conn, STEP_LEASES, row, where=free))
             holder, until = conn.execute(
                 select(stored.holder, stored.expires_at).where(stored.stream == stream)
             ).one()

@@ -217,6 +217,7 @@ def _act(
             store=ctx.store,
             streams=ctx.streams,
             spend=ctx.spend,
+            prepared=ctx.prepared,
             inflight=labs.inflight,
             gateway=labs.gateway,
             final=final,

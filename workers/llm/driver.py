@@ -14,13 +14,12 @@ moment; the step asks the bus to run it again then (`RetryLater`) unless the bus
 
 import hashlib
 import logging
-import threading
 import time
-from collections import OrderedDict
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from events import EventStore
+from events.bounded_cache import BoundedCache
 from events.ids import utcnow
 from events.payloads import ModelCalled, ModelFailed, Payload
 from workers.errors import RetryLater
@@ -31,30 +30,39 @@ log = logging.getLogger(__name__)
 
 Out = tuple[list[Payload], dict[str, bytes]]
 
-_PREPARED: OrderedDict[str, PreparedCall] = OrderedDict()
-"""Calls this process wrote ahead, by request hash: the step that sends one usually runs
-on the worker that prepared it, and then need not fetch and parse the request again."""
-_PREPARED_LOCK = threading.Lock()
-_PREPARED_MAX = 1024
+PreparedCalls = BoundedCache[str, PreparedCall]
+"""Calls a worker wrote ahead, by request hash (`WorkerContext.prepared`): the step that
+sends one usually runs on the worker that prepared it, and then need not fetch and parse
+the request again."""
 
 
-def write_ahead(model: Gateway, request: ModelRequest) -> PreparedCall:
-    """The first attempt of `request`, ready to record (its `called` and `blobs`)."""
+def write_ahead(model: Gateway, request: ModelRequest, calls: PreparedCalls) -> PreparedCall:
+    """The first attempt of `request`, ready to record (its `called` and `blobs`), kept in
+    `calls` for the step that sends it."""
     prepared = model.prepare(request)
-    _remember(prepared)
+    assert prepared.called.request is not None
+    calls.put(prepared.called.request.sha256, prepared)
     return prepared
 
 
-def send(model: Gateway, store: EventStore, inflight: Path, called: ModelCalled, who: str) -> Out:
+def send(
+    model: Gateway,
+    store: EventStore,
+    inflight: Path,
+    called: ModelCalled,
+    who: str,
+    calls: PreparedCalls,
+) -> Out:
     """Send the recorded call `called` (`who`: the stream, for the log) and return its
-    outcome's events; the next attempt instead when an earlier delivery died sending it."""
+    outcome's events; the next attempt instead when an earlier delivery died sending it.
+    The request is taken from `calls` when this worker wrote it ahead."""
     marker = inflight / hashlib.sha256(called.call_id.encode()).hexdigest()
     if marker.exists():
         log.warning("%s: call %s was interrupted; outcome unknown", who, called.call_id)
         return next_attempt(called)
     marker.parent.mkdir(parents=True, exist_ok=True)
     marker.write_text(called.call_id)  # kept: a redelivery must not send this id again
-    outcome = model.send(_prepared(store, called))
+    outcome = model.send(_prepared(store, called, calls))
     return [outcome.event], outcome.blobs
 
 
@@ -83,19 +91,9 @@ def next_attempt(called: ModelCalled) -> Out:
     return [again], {}
 
 
-def _remember(prepared: PreparedCall) -> None:
-    assert prepared.called.request is not None
-    with _PREPARED_LOCK:
-        _PREPARED[prepared.called.request.sha256] = prepared
-        while len(_PREPARED) > _PREPARED_MAX:
-            _PREPARED.popitem(last=False)
-
-
-def _prepared(store: EventStore, called: ModelCalled) -> PreparedCall:
+def _prepared(store: EventStore, called: ModelCalled, calls: PreparedCalls) -> PreparedCall:
     """The recorded call ready to send: its request from memory, or from the blob table."""
-    key = called.request.sha256 if called.request else ""
-    with _PREPARED_LOCK:
-        known = _PREPARED.pop(key, None)
+    known = calls.pop(called.request.sha256 if called.request else "")
     if known is not None and known.called == called:
         return known
     return PreparedCall.restore(called, _request_blob(store, called))

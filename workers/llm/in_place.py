@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 
 from events import Event, EventStore
+from events.bounded_cache import BoundedCache
 from events.ids import utcnow
 from events.payloads import ModelCalled, ModelFailed, ModelResponded, Payload
 from events.streams import event_id_at
@@ -63,11 +64,12 @@ def call(
 ) -> tuple[ModelResponded, dict[str, bytes]] | str:
     """Write `request` ahead into `out`, send it and follow its attempts: the answer and
     the blobs recorded with it, or why there is none (the gateway gave up)."""
-    prepared = driver.write_ahead(model, request)
+    calls: driver.PreparedCalls = BoundedCache(1)  # the one call, from its writing to its send
+    prepared = driver.write_ahead(model, request, calls)
     called = prepared.called
     out.write([called], prepared.blobs)
     while True:
-        sent, blobs = driver.send(model, store, inflight, called, out.stream)
+        sent, blobs = driver.send(model, store, inflight, called, out.stream, calls)
         outcome = sent[-1]
         out.write(sent, blobs)
         if isinstance(outcome, ModelCalled):  # an interrupted call: its next attempt

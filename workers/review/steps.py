@@ -111,7 +111,9 @@ def _act(ctx: WorkerContext, review: Review, final: bool) -> Out:
     gateway = ctx.labs.priced_gateway(config.base_url, config.prices)
     last = review.events[-1].payload
     if isinstance(last, ModelCalled):
-        sent, blobs = driver.send(gateway, ctx.store, ctx.labs.inflight, last, review.stream)
+        sent, blobs = driver.send(
+            gateway, ctx.store, ctx.labs.inflight, last, review.stream, ctx.prepared
+        )
         outcome = sent[-1]
         if not isinstance(outcome, ModelResponded):
             return sent, blobs  # a failure (its retry is the next step), or the next attempt
@@ -179,7 +181,7 @@ def _next(ctx: WorkerContext, review: Review) -> Out:
     paper = _paper(ctx.store, review.requested)
     version = review.events[-1].version
     request = llm_reviewer.request(paper, config, review.stream, version, review.done)
-    prepared = driver.write_ahead(ctx.labs.gateways(config.base_url), request)
+    prepared = driver.write_ahead(ctx.labs.gateways(config.base_url), request, ctx.prepared)
     return [prepared.called], prepared.blobs
 
 

@@ -17,6 +17,7 @@ from runstate import RunState
 from workers.gym.bundle import Bundle
 from workers.lab.campaign_spend import CampaignSpend
 from workers.llm import Gateway
+from workers.llm.driver import PreparedCalls
 from workers.stream_cache import StreamCache
 from workers.tools.env import Archive, ToolEnv
 
@@ -41,6 +42,8 @@ class StepInput:
     """The worker's folded runs and first events of streams."""
     spend: CampaignSpend
     """The worker's fold of campaigns' model spend, for campaign budgets."""
+    prepared: PreparedCalls
+    """The model calls the worker wrote ahead, for the step that sends them."""
     inflight: Path
     """Markers of model calls being sent (outside every workspace)."""
     gateway: Callable[[LlmConfig | None], Gateway]

@@ -17,7 +17,7 @@ from events.payloads import ContextTruncated, LlmConfig
 from runstate import Exchange, RunState
 from workers.gym.card import TaskCard
 from workers.lab.policies.llm import phases, text_protocol
-from workers.lab.policies.llm.history import BlobReader, reply_of
+from workers.lab.policies.llm.history import BlobReader, ParsedResponses, reply_of
 from workers.lab.policies.llm.truncation import (
     CHARS_PER_TOKEN,
     ExchangeSizes,
@@ -44,17 +44,18 @@ def build(
     read_blob: BlobReader,
     sizes: ExchangeSizes,
     final: int,
+    parsed: ParsedResponses | None = None,
 ) -> Conversation:
     """The conversation for the run's next model call.
 
     `final`: how many of the state's exchanges can no longer change (they are measured
-    once and remembered in `sizes`)."""
+    once and remembered in `sizes`); `parsed`: the worker's parsed responses."""
     phase = state.phase or phases.first_phase(state.started.reads_archive)
     schemas = phases.tool_schemas(phase)
     text_mode = config.tool_protocol == "text"
     system = _system(state, card, phase, schemas if text_mode else None)
     head = [{"role": "system", "content": system}, {"role": "user", "content": _brief(card)}]
-    render = partial(group_messages, config=config, read_blob=read_blob)
+    render = partial(group_messages, config=config, read_blob=read_blob, parsed=parsed)
     chars, counts = sizes.cumulative(state.stream, state.exchanges, final, render)
     head_chars = len(orjson.dumps(head))
     limit = config.context_tokens * 3 // 4
@@ -113,7 +114,12 @@ def _cut(messages: Messages, over: int) -> Messages:
     return fitted
 
 
-def group_messages(exchange: Exchange, config: LlmConfig, read_blob: BlobReader) -> Messages:
+def group_messages(
+    exchange: Exchange,
+    config: LlmConfig,
+    read_blob: BlobReader,
+    parsed: ParsedResponses | None = None,
+) -> Messages:
     """The messages of one group: a phase's instructions, or an answer followed by the
     results of the tools it called (a nudge to use a tool when it called none)."""
     if exchange.answer is None:
@@ -121,7 +127,7 @@ def group_messages(exchange: Exchange, config: LlmConfig, read_blob: BlobReader)
         return [
             {"role": "user", "content": f"{told}\n\n{exchange.note}" if exchange.note else told}
         ]
-    reply = reply_of(exchange.answer, exchange.phase, config.tool_protocol, read_blob)
+    reply = reply_of(exchange.answer, exchange.phase, config.tool_protocol, read_blob, parsed)
     group = [reply.message]
     if not reply.tool_calls:
         group.append({"role": "user", "content": NUDGE})

@@ -1,14 +1,13 @@
 """The replies of an `llm` run's model, parsed from their recorded response bodies."""
 
 import hashlib
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
 
 import orjson
 from openai.types.chat import ChatCompletion
 
+from events.bounded_cache import BoundedCache
 from events.payloads import (
     ModelResponded,
 )
@@ -17,15 +16,27 @@ from workers.lab.policies.llm import phases, text_protocol
 from workers.llm.reply import Reply, ToolCall, parse_reply
 
 BlobReader = Callable[[str], bytes | None]
+ParsedResponses = BoundedCache[str, ChatCompletion]
+"""Recorded responses, parsed, by hash (blobs never change), kept by a worker
+(`LlmPolicy.parsed`): every step of a run rebuilds its conversation from all of the run's
+answers."""
+PARSED_KEPT = 4096
+"""Parsed responses a worker keeps."""
 
 
 def reply_of(
-    responded: ModelResponded, phase: Phase | None, protocol: str, read_blob: BlobReader
+    responded: ModelResponded,
+    phase: Phase | None,
+    protocol: str,
+    read_blob: BlobReader,
+    parsed: ParsedResponses | None = None,
 ) -> Reply:
-    """The parsed answer of a recorded call, from its response blob."""
+    """The parsed answer of a recorded call, from its response blob (parsed once if
+    `parsed` keeps it)."""
     phase = phase or "plan"
     names = frozenset(phases.TOOLS_BY_PHASE[phase])
-    completion = _completion(responded.response.sha256, read_blob) if responded.response else None
+    response = responded.response
+    completion = _completion(response.sha256, read_blob, parsed) if response else None
     if completion is None:
         return Reply(responded.preview, (), responded.finish_reason, _text(responded.preview))
     reply = parse_reply(completion, names)
@@ -83,24 +94,17 @@ def _text(text: str) -> dict[str, object]:
     return {"role": "assistant", "content": text}
 
 
-_PARSED: OrderedDict[str, ChatCompletion] = OrderedDict()
-_PARSED_LOCK = threading.Lock()
-_PARSED_MAX = 4096
-
-
-def _completion(sha256: str, read_blob: BlobReader) -> ChatCompletion | None:
-    """A recorded response, parsed; cached by hash (blobs never change), since every step
-    of a run rebuilds its conversation from all of the run's answers."""
-    with _PARSED_LOCK:
-        if sha256 in _PARSED:
-            _PARSED.move_to_end(sha256)
-            return _PARSED[sha256]
+def _completion(
+    sha256: str, read_blob: BlobReader, parsed: ParsedResponses | None
+) -> ChatCompletion | None:
+    """A recorded response, parsed (kept in `parsed`, when given)."""
+    known = parsed.get(sha256) if parsed is not None else None
+    if known is not None:
+        return known
     data = read_blob(sha256)
     if data is None:
         return None
     completion = ChatCompletion.model_construct(**orjson.loads(data))
-    with _PARSED_LOCK:
-        _PARSED[sha256] = completion
-        while len(_PARSED) > _PARSED_MAX:
-            _PARSED.popitem(last=False)
+    if parsed is not None:
+        parsed.put(sha256, completion)
     return completion

@@ -39,7 +39,7 @@ from workers.lab import budget
 from workers.lab.policies.base import StepInput
 from workers.lab.policies.llm import phases
 from workers.lab.policies.llm.context import build
-from workers.lab.policies.llm.history import reply_of
+from workers.lab.policies.llm.history import ParsedResponses, reply_of
 from workers.lab.policies.llm.truncation import ExchangeSizes
 from workers.lab.reviews import WAIT, Revise, review_round
 from workers.llm import Gateway, ModelRequest, Reply, driver
@@ -62,6 +62,8 @@ class LlmStep:
     """The gateway of the run's endpoint (`StepInput.gateway` for its settings)."""
     sizes: ExchangeSizes
     """The worker's measured conversation groups of runs, for the truncation rule."""
+    parsed: ParsedResponses
+    """The worker's parsed model responses, by hash."""
 
 
 def llm_step(step: LlmStep) -> Out:
@@ -189,7 +191,9 @@ def _answered(step: LlmStep, seen: RunState, pending: dict[str, bytes]) -> Out:
     last = seen.last
     assert isinstance(last, ModelResponded)
     phase = seen.phase_at_call.get(last.call_id)
-    reply = reply_of(last, phase, config.tool_protocol, _blob(step.given.store, pending))
+    reply = reply_of(
+        last, phase, config.tool_protocol, _blob(step.given.store, pending), step.parsed
+    )
     if not reply.tool_calls:
         return _new_call(step, seen, pending)
     ran, blobs = _run_tools(step, seen, reply, phase)
@@ -201,7 +205,12 @@ def _answered(step: LlmStep, seen: RunState, pending: dict[str, bytes]) -> Out:
 
 def _send(step: LlmStep, called: ModelCalled) -> Out:
     return driver.send(
-        step.model, step.given.store, step.given.inflight, called, step.given.state.stream
+        step.model,
+        step.given.store,
+        step.given.inflight,
+        called,
+        step.given.state.stream,
+        step.given.prepared,
     )
 
 
@@ -333,8 +342,9 @@ def _new_call(step: LlmStep, seen: RunState, pending: dict[str, bytes]) -> Out:
     seen = _ahead(seen, prefix)
     phase = seen.phase or "plan"
     final = max(0, len(step.given.state.exchanges) - 1)
+    read_blob = _blob(step.given.store, pending)
     conversation = build(
-        seen, step.given.bundle.card, config, _blob(step.given.store, pending), step.sizes, final
+        seen, step.given.bundle.card, config, read_blob, step.sizes, final, step.parsed
     )
     if conversation.truncated is not None:
         prefix.append(conversation.truncated)
@@ -348,7 +358,7 @@ def _new_call(step: LlmStep, seen: RunState, pending: dict[str, bytes]) -> Out:
         seed=seen.started.seed,
         phase=phase,
     )
-    prepared = driver.write_ahead(step.model, request)
+    prepared = driver.write_ahead(step.model, request, step.given.prepared)
     return [*prefix, prepared.called], prepared.blobs
 
 

@@ -13,7 +13,6 @@ every one it drops.
 
 import bisect
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
@@ -21,6 +20,7 @@ from typing import Any, overload
 import orjson
 from pyrsistent.typing import PVector
 
+from events.bounded_cache import BoundedCache
 from runstate import Exchange
 
 CHARS_PER_TOKEN = 4
@@ -85,9 +85,7 @@ class ExchangeSizes:
     exchanges but its last (whose tool results may still be recorded)."""
 
     def __init__(self, max_runs: int = 512) -> None:
-        self.max_runs = max_runs
-        self._runs: OrderedDict[str, _Measured] = OrderedDict()
-        self._lock = threading.Lock()
+        self._runs: BoundedCache[str, _Measured] = BoundedCache(max_runs)
 
     def cumulative(
         self,
@@ -98,13 +96,7 @@ class ExchangeSizes:
     ) -> tuple[Cumulative, Cumulative]:
         """Prefix sums of the characters and messages of `exchanges`, of which the first
         `final` can no longer change; each of those is rendered and measured once."""
-        with self._lock:
-            if stream not in self._runs:
-                self._runs[stream] = _Measured()
-            self._runs.move_to_end(stream)
-            measured = self._runs[stream]
-            while len(self._runs) > self.max_runs:
-                self._runs.popitem(last=False)
+        measured = self._runs.obtain(stream, _Measured)
         with measured.lock:
             for index in range(len(measured.chars) - 1, final):
                 _extend(measured.chars, measured.messages, render(exchanges[index]))

@@ -12,12 +12,13 @@ before, so decisions are unchanged to the last bit.
 
 import bisect
 import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from events.bounded_cache import BoundedCache
 from runstate import Attempt, RunState
 from workers.gym.card import Subtask
 from workers.gym.scoring import PROGRESS, better, over_baseline
@@ -117,28 +118,20 @@ class Memories:
     """Each run's memory, on this worker; the least recently used dropped past `max_runs`."""
 
     def __init__(self, max_runs: int = 512) -> None:
-        self.max_runs = max_runs
-        self._runs: OrderedDict[str, tuple[threading.Lock, RunMemory]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._runs: BoundedCache[str, tuple[threading.Lock, RunMemory]] = BoundedCache(max_runs)
 
     @contextmanager
     def of(self, state: RunState, primary: Subtask, keys: list[str]) -> Iterator[RunMemory]:
         """The run's memory with every attempt of `state` folded in, held for the caller
         alone until the block ends."""
-        with self._lock:
-            if state.stream not in self._runs:
-                self._runs[state.stream] = (threading.Lock(), RunMemory(keys))
-            self._runs.move_to_end(state.stream)
-            lock, memory = self._runs[state.stream]
-            while len(self._runs) > self.max_runs:
-                self._runs.popitem(last=False)
+        lock, memory = self._runs.obtain(state.stream, lambda: (threading.Lock(), RunMemory(keys)))
         with lock:
             seen = memory.attempts
             if seen > len(state.attempts) or (
                 seen and state.attempts[seen - 1] != memory.last
             ):  # not the run remembered (an older state of it, or another with its name)
                 memory = RunMemory(keys)
-                self._runs[state.stream] = (lock, memory)
+                self._runs.put(state.stream, (lock, memory))
                 seen = 0
             for attempt in state.attempts[seen:]:
                 memory.add(attempt, primary)
