@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from analysis.correlation import CONFIDENCE, RESAMPLES, Correlation, correlate
 from analysis.figures import Behaviour
+from runstate.best import NORMALIZED, first_key
 
 PERFORMANCE = "best"
 """The performance figure: the run's best normalized score."""
@@ -128,4 +129,4 @@ def across(
 
 
 def _rank(r: RunRow) -> tuple[bool, float, str]:
-    return (r.best is None, -(r.best or 0.0), r.run)
+    return (r.best is None, first_key(NORMALIZED, r.best or 0.0), r.run)

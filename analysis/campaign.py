@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from analysis.figures import THIRDS, Behaviour, Cost
 from analysis.stats import HOUR_S, quantile
+from runstate.best import NORMALIZED, best_of
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,8 @@ class CampaignTally:
         _add_costs(self.money_by_model, b.money.by_model)
         if b.useful.best is not None:
             self.scored_runs += 1
-            self.best = b.useful.best if self.best is None else max(self.best, b.useful.best)
+            held = [] if self.best is None else [self.best]
+            self.best = best_of(NORMALIZED, [*held, b.useful.best])
             if b.useful.after_share is not None:
                 self.after_shares.append(b.useful.after_share)
 

@@ -36,7 +36,7 @@ from analysis.figures import (
 from analysis.stats import density_bins, per_hour, quantile, third
 from events.recorded import EventLike
 from events.spend import NOTHING, Spend, spend_of
-from runstate.best import NORMALIZED, improves
+from runstate.best import outranks
 
 BINS = 10
 """Equal time slices of a run in the density figure."""
@@ -83,6 +83,9 @@ class BehaviourTally:
         self.by_model: dict[str, Spend] = {}
         self.scored = 0
         self.best: float | None = None
+        self.best_raw: float | None = None
+        """The best attempt's raw primary score: what tells it from a later one whose
+        normalized score ties (`runstate.best.outranks`)."""
         self.best_attempt: int | None = None
         self.best_at_s: float | None = None
         self.best_step: int | None = None
@@ -151,8 +154,10 @@ class BehaviourTally:
     def _scored(self, payload: dict[str, Any], elapsed: float) -> None:
         self.scored += 1
         score = payload.get("normalized_score")  # a figure that compares runs: normalized only
-        if score is not None and improves(NORMALIZED, score, self.best):
-            self.best, self.best_attempt = float(score), payload.get("attempt")
+        held = None if self.best is None or self.best_raw is None else (self.best, self.best_raw)
+        if score is not None and outranks(payload, held):
+            self.best, self.best_raw = float(score), float(payload["score"])
+            self.best_attempt = payload.get("attempt")
             self.best_at_s, self.best_step = elapsed, self.step
 
     def _paper(self, _payload: dict[str, Any], _elapsed: float) -> None:

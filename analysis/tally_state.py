@@ -47,6 +47,7 @@ def state_of(tally: BehaviourTally) -> dict[str, Any]:
         "by_model": {k: vars(v) for k, v in tally.by_model.items()},
         "scored": tally.scored,
         "best": tally.best,
+        "best_raw": tally.best_raw,
         "best_attempt": tally.best_attempt,
         "best_at_s": tally.best_at_s,
         "best_step": tally.best_step,
@@ -81,6 +82,7 @@ def tally_from(run: str, state: dict[str, Any]) -> BehaviourTally:
     tally.by_model = {k: Spend(**v) for k, v in state["by_model"].items()}
     tally.scored = state["scored"]
     tally.best = state["best"]
+    tally.best_raw = state["best_raw"]
     tally.best_attempt = state["best_attempt"]
     tally.best_at_s = state["best_at_s"]
     tally.best_step = state["best_step"]

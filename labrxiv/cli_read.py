@@ -12,6 +12,7 @@ import typer
 from rich.markup import escape
 from sqlalchemy import Connection
 
+from events.payloads.experiment import Direction as Way
 from labrxiv.cli_bounds import INT64_MAX
 from labrxiv.cli_common import (
     JSON_HELP,
@@ -46,6 +47,7 @@ from projections.curves import curve_points, paper_points
 from projections.ledger import RollUp, ledger_totals
 from projections.ledger_labs import ledger_by_lab
 from projections.reviews import PaperDecision, any_reviews, decisions_of, reviews_of
+from runstate.best import best_of, first_key
 from workers.errors import BundleError
 from workers.gym.registry import find_bundle
 
@@ -276,14 +278,13 @@ def _best_verified(
     subtask (a paper whose best claim is inflated still ranks by a lower one it measured;
     a claim written as a percentage ranks as the fraction it states; the earlier paper
     first among equal values); a paper with none is left out."""
-    pick = max if direction == Direction.maximize else min
+    way: Way = "maximize" if direction == Direction.maximize else "minimize"
     kept = []
     for item in ranked:
-        values = [measured for _, measured in _verified_claims(marks, item)]
-        if values:
-            kept.append(replace(item, value=pick(values)))
-    sign = -1 if direction == Direction.maximize else 1
-    return sorted(kept, key=lambda item: (sign * item.value, item.paper.position))
+        best = best_of(way, (measured for _, measured in _verified_claims(marks, item)))
+        if best is not None:
+            kept.append(replace(item, value=best))
+    return sorted(kept, key=lambda item: (first_key(way, item.value), item.paper.position))
 
 
 def ledger(

@@ -17,6 +17,7 @@ from labrxiv.console import make_console
 from labrxiv.errors import NotFound
 from labrxiv.lookup import resolve_run
 from runstate import RunState
+from runstate.best import NORMALIZED, best_of
 from runstate.trajectory import Step, state_at
 
 console = make_console()
@@ -74,7 +75,7 @@ def summary(state: RunState) -> dict[str, Any]:
         "phase": state.phase,
         "tool_calls": state.steps,
         "attempts": [asdict(a) for a in state.attempts],
-        "best": max(scored) if scored else None,
+        "best": best_of(NORMALIZED, scored),
         "papers": [p.paper_id for p in state.papers],
         "model_calls": len(state.calls),
         "model_outcomes": len(state.outcomes),

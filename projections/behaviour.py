@@ -74,8 +74,10 @@ class BehaviourProjector(RunRowsProjector[dict[str, list[Recorded]], str]):
     """Folds every `run-*` stream into its tally, one row per run (`projections.run_rows`)."""
 
     name = "behaviour"
-    version = 2
-    """2: a fork's steps are numbered on from the steps it inherits, as `replay` numbers them."""
+    version = 3
+    """2: a fork's steps are numbered on from the steps it inherits, as `replay` numbers them.
+    3: of attempts whose normalized scores tie, the best is the best raw one
+    (`runstate.best.outranks`); the tally keeps its raw score."""
     cost = 2.3
     table = BEHAVIOUR
     tables = (BEHAVIOUR,)

@@ -20,6 +20,7 @@ from events.tables import table_of
 from projections.bulk import insert_rows
 from projections.projector import Projector
 from projections.runs import RunView, runs_of
+from runstate.best import NORMALIZED, best_ranked
 
 
 class CampaignRow(SQLModel, table=True):
@@ -98,7 +99,8 @@ class CampaignInfo:
     `running`."""
     finish_reason: str | None
     best: float | None
-    """Best normalized score of any of its runs so far."""
+    """Best score of any of its runs so far: normalized, else raw in the metric's
+    direction (`runstate.best`)."""
     started_at: datetime | None
 
 
@@ -125,7 +127,9 @@ def campaign_modes(conn: Connection) -> dict[str, str | None]:
 
 
 def _info(campaign: str, row: dict[str, Any] | None, runs: list[RunView]) -> CampaignInfo:
-    scores = [r.best_score for r in runs if r.best_score is not None]
+    best = best_ranked(
+        (r.best_score, r.best_direction or NORMALIZED) for r in runs if r.best_score is not None
+    )
     firsts = [r.first_event_at for r in runs if r.first_event_at is not None]
     reason = row["finish_reason"] if row else None
     done = reason is not None or (bool(runs) and all(r.finished for r in runs))
@@ -141,6 +145,6 @@ def _info(campaign: str, row: dict[str, Any] | None, runs: list[RunView]) -> Cam
         runs=[r.stream for r in runs],
         status="finished" if done else "running",
         finish_reason=reason,
-        best=max(scores) if scores else None,
+        best=None if best is None else best[0],
         started_at=as_utc(started) if started else (min(firsts) if firsts else None),
     )

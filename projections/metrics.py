@@ -40,12 +40,14 @@ from sqlalchemy import (
 )
 
 from events.envelope import as_utc
+from events.payloads.experiment import Direction
 from events.store import EVENTS
 from events.streams import campaign_stream
 from projections.archive import PAPERS
 from projections.curves import CURVE_RUNS
 from projections.ledger import LEDGER, MODEL_KINDS
 from projections.runs import RUNS
+from runstate.best import NORMALIZED, best_ranked
 
 OTHER = "other"
 """The label value under which what is past a bound is aggregated."""
@@ -246,12 +248,21 @@ def _best_scores(conn: Connection, shown: Sequence[_Run]) -> Metric:
     for run in sorted(shown, key=lambda r: r.stream):
         if run.best is not None:
             metric.add_metric([run.stream, run.task], run.best)
-    query = select(RUNS.c.task, func.max(RUNS.c.best_score)).where(RUNS.c.best_score.is_not(None))
+    way = RUNS.c.best_direction
+    query = select(RUNS.c.task, way, func.max(RUNS.c.best_score), func.min(RUNS.c.best_score))
+    query = query.where(RUNS.c.best_score.is_not(None))
     if shown:
         query = query.where(RUNS.c.stream.not_in([r.stream for r in shown]))
-    rows = sorted((task or NONE, best) for task, best in conn.execute(query.group_by(RUNS.c.task)))
-    for task, best in rows:
-        metric.add_metric([OTHER, task], best)
+    tops: dict[str, list[tuple[float, Direction]]] = {}
+    for task, direction, high, low in conn.execute(query.group_by(RUNS.c.task, way)):
+        direction = direction or NORMALIZED
+        tops.setdefault(task or NONE, []).append(
+            (high if direction == "maximize" else low, direction)
+        )
+    for task, scores in sorted(tops.items()):
+        best = best_ranked(scores)
+        if best is not None:
+            metric.add_metric([OTHER, task], best[0])
     return metric
 
 

@@ -14,6 +14,7 @@ from sqlmodel import Field, SQLModel
 
 from events.envelope import as_utc
 from events.payloads import ExperimentScored, PaperSubmitted
+from events.payloads.experiment import Direction
 from events.recorded import Recorded
 from events.tables import table_of
 from projections.forks import log_loader
@@ -52,6 +53,9 @@ class RunRow(SQLModel, table=True):
     best_score: float | None = None
     """Best normalized score so far; for attempts scored without one, the best raw score
     in its direction (`runstate.best`)."""
+    best_direction: str | None = None
+    """The direction `best_score` ranks in: `maximize` for a normalized score, else its
+    metric's. Bests of several runs are compared in it (`runstate.best.best_ranked`)."""
     first_event_at: datetime | None = None
     """When the run started (its first event occurred)."""
     last_event_at: datetime | None = None
@@ -97,6 +101,7 @@ class RunView:
     inherited_attempts: int = 0
     inherited_papers: int = 0
     revisions: int = 0
+    best_direction: Direction | None = None
 
     @property
     def finished(self) -> bool:
@@ -234,7 +239,7 @@ def _fold(row: dict[str, Any], events: list[Recorded]) -> None:
             row["attempts"] += 1
             score, way = ranked(event.payload)
             if improves(way, score, row["best_score"]):
-                row["best_score"] = score
+                row["best_score"], row["best_direction"] = score, way
         elif kind == "run.started":
             payload = event.payload
             row["task"], row["lab"], row["policy"] = (

@@ -5,7 +5,9 @@ A raw score is better in its subtask's direction (higher when maximized, lower w
 minimized). A normalized score is direction-aware already (docs/tasks.md, "Normalized
 scores": 1 at the reference, 0 at or below the baseline, in either direction), so higher
 is always better. A scored attempt is ranked by its normalized score when it has one,
-else by its raw primary score in the direction its event recorded.
+else by its raw primary score in the direction its event recorded; two attempts whose
+normalized scores tie (both clipped at 1 past the reference, or at 0) are told apart by
+their raw scores in the metric's direction.
 """
 
 from collections.abc import Iterable, Mapping
@@ -36,6 +38,23 @@ def best_of(direction: Direction, scores: Iterable[float]) -> float | None:
     return best
 
 
+def best_ranked(scores: Iterable[tuple[float, Direction]]) -> tuple[float, Direction] | None:
+    """The best of `scores`, each ranked in the direction beside it (a run's best and
+    its direction, say), with its direction; None when there are none. Scores of one
+    task share a direction; were they to differ, each is compared in its own, as a
+    run's read model folds its attempts."""
+    best: tuple[float, Direction] | None = None
+    for score, way in scores:
+        if improves(way, score, None if best is None else best[0]):
+            best = (score, way)
+    return best
+
+
+def first_key(direction: Direction, score: float) -> float:
+    """A sort key that puts better scores in `direction` first."""
+    return -score if direction == "maximize" else score
+
+
 def ranked(scored: Mapping[str, Any]) -> tuple[float, Direction]:
     """What an `experiment.scored` (its payload as a dict) is ranked by, and which way:
     its normalized score, else its raw primary score in that subtask's direction."""
@@ -56,3 +75,27 @@ def primary_direction(scored: Mapping[str, Any]) -> Direction:
         if scores.get(name) == scored["score"]
     }
     return ways.pop() if len(ways) == 1 else NORMALIZED
+
+
+def outranks(scored: Mapping[str, Any], best: tuple[float, float] | None) -> bool:
+    """Whether the attempt `scored` (an `experiment.scored` payload as a dict) is a new
+    best over `best`, the (`ranked` score, raw score) of the best so far (None: none yet):
+    by `ranked`, and between equal normalized scores by the raw primary score in its
+    direction (of attempts all past the reference, the best raw one)."""
+    score, way = ranked(scored)
+    if best is None:
+        return True
+    if score != best[0] or scored.get("normalized_score") is None:
+        return better(way, score, best[0])
+    return better(primary_direction(scored), float(scored["score"]), best[1])
+
+
+def best_scored(scored: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """The best of `experiment.scored` payloads (as dicts) by `outranks`, the first of
+    equals; None when there are none."""
+    best: Mapping[str, Any] | None = None
+    held: tuple[float, float] | None = None
+    for payload in scored:
+        if outranks(payload, held):
+            best, held = payload, (ranked(payload)[0], float(payload["score"]))
+    return best

@@ -16,6 +16,7 @@ from events.payloads import ExperimentScored, ModelCalled, RunStarted, ToolInvok
 from events.payloads.model import Phase
 from events.recorded import Fact
 from events.spend import NOTHING, Spend, spend_of_payload
+from runstate.best import NORMALIZED, best_of
 from runstate.fold import fold_from, start
 from runstate.fork import Load, rebase
 from runstate.state import RunState
@@ -179,7 +180,7 @@ def _step(number: int, group: list[Fact], state: RunState) -> Step:
         spend=spend,
         total=state.spend,
         scored=tuple(scored),
-        best=max(normalized) if normalized else None,
+        best=best_of(NORMALIZED, normalized),
     )
 
 

@@ -17,6 +17,7 @@ from analysis.detectors.base import Seen, detector
 from analysis.detectors.view import DetectorView, best, used
 from events.payloads import ExperimentScored, PaperSubmitted
 from runstate import RunState
+from runstate.best import best_scored
 from runstate.claims import shown, states
 
 NEARLY_SPENT = 0.9
@@ -137,12 +138,10 @@ def budget_left(state: RunState) -> str | None:
 
 
 def _best_attempt(run: DetectorView, state: RunState) -> UUID | None:
-    scored = [a for a in state.attempts if a.normalized is not None]
-    if not scored:
-        return None
-    top = max(scored, key=lambda a: a.normalized or 0.0)
-    event = run.scored_attempt(top.number)
-    return event.id if event else None
+    numbers = [a.number for a in state.attempts if a.normalized is not None]
+    events = {n: e for n in numbers if (e := run.scored_attempt(n)) is not None}
+    top = best_scored(e.payload.model_dump(mode="json") for e in events.values())
+    return None if top is None else events[top["attempt"]].id
 
 
 def _what(tool: str) -> str:

@@ -22,6 +22,7 @@ from uuid import UUID
 from analysis.detectors.base import Seen, detector
 from analysis.detectors.view import Call, DetectorView
 from events.payloads import ExperimentScored, PaperSubmitted
+from runstate.best import best_scored
 
 BACKGROUND = re.compile(r"(?<![&|>])&(?![&>])")
 """A single `&` ending a job (not `&&`, `2>&1` or `&>`)."""
@@ -226,12 +227,13 @@ def _config_writes(run: DetectorView, attempt: int) -> list[UUID]:
 def _best_cited(run: DetectorView, paper: PaperSubmitted) -> int | None:
     """The best-scoring attempt the paper's claims cite (what its `method` describes)."""
     cited = {c.attempt for c in paper.claims if c.attempt is not None}
-    scores: list[tuple[float, int]] = []
-    for attempt in cited:
+    scored = []
+    for attempt in sorted(cited):
         event = run.scored_attempt(attempt)
         if event is not None and isinstance(event.payload, ExperimentScored):
-            scores.append((event.payload.normalized_score or 0.0, attempt))
-    return max(scores)[1] if scores else None
+            scored.append(event.payload.model_dump(mode="json"))
+    best = best_scored(scored)
+    return None if best is None else int(best["attempt"])
 
 
 def _differences(reported: dict[str, Any], actual: dict[str, Any]) -> list[str]:

@@ -23,6 +23,7 @@ from events.payloads import (
 from events.payloads.base import Payload
 from events.recorded import EventLike, Fact
 from runstate import RunState
+from runstate.best import NORMALIZED, best_of
 from runstate.fork import Load
 from runstate.trajectory import groups
 
@@ -127,7 +128,7 @@ class DetectorView:
 def best(state: RunState) -> float | None:
     """The best normalized score of the attempts `state` holds; None before any."""
     scores = [a.normalized for a in state.attempts if a.normalized is not None]
-    return max(scores) if scores else None
+    return best_of(NORMALIZED, scores)
 
 
 def used(state: RunState) -> dict[str, float]:

@@ -21,11 +21,14 @@ panel shows the same split live, from `labrxiv_actions_total{phase}`."""
 RUNS_BY_LAB = """
 SELECT coalesce(lab, 'none') AS lab, status, count(*) AS runs,
        sum(steps) AS steps, sum(attempts) AS attempts, sum(papers) AS papers,
-       max(best_score) AS best_score
+       coalesce(max(best_score) FILTER (WHERE best_direction IS DISTINCT FROM 'minimize'),
+                min(best_score) FILTER (WHERE best_direction = 'minimize')) AS best_score
 FROM runs
 GROUP BY 1, 2
 ORDER BY 1, 2
 """
+"""Runs by lab and status; the best score of each group in its direction
+(`runstate.best`): the highest normalized or maximized score, else the lowest raw one."""
 
 
 def dashboard() -> Dashboard:

@@ -170,6 +170,7 @@ def test_runs_match_the_log(campaign: tuple[Embedded, str]) -> None:
                 attempts=len(scores),
                 papers=types.count("paper.submitted"),
                 best_score=max(scores),
+                best_direction="maximize",
                 first_event_at=started.occurred_at,
                 last_event_at=last.occurred_at,
                 last_position=last.position,

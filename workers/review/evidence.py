@@ -8,6 +8,7 @@ from uuid import UUID
 from events import Event, EventStore
 from events.payloads import ExperimentScored, IntegrityViolation, PaperSubmitted, RunStarted
 from runstate import inherited, loader
+from runstate.best import NORMALIZED, best_of, improves
 
 
 @dataclass(frozen=True)
@@ -71,11 +72,11 @@ def measured_score(paper: PaperSubmitted, graded: dict[int, Graded]) -> float | 
     the paper's claims name, whatever value the paper wrote for it (None: no claim names
     a graded attempt)."""
     scores = [
-        graded[c.attempt].normalized
+        score
         for c in paper.claims
-        if c.attempt in graded and graded[c.attempt].normalized is not None
+        if c.attempt in graded and (score := graded[c.attempt].normalized) is not None
     ]
-    return max(scores) if scores else None  # type: ignore[type-var]
+    return best_of(NORMALIZED, scores)
 
 
 def _prior_best(
@@ -106,7 +107,7 @@ def _prior_best(
             graded.setdefault(record.stream, {})[payload.attempt] = _graded(payload, typed.id)
         elif isinstance(payload, PaperSubmitted) and payload.task == paper.task:
             score = measured_score(payload, graded.get(record.stream, {}))
-            if score is not None and (best[0] is None or score > best[0]):
+            if score is not None and improves(NORMALIZED, score, best[0]):
                 best = (score, payload.paper_id)
     return best
 
