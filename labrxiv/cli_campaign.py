@@ -50,7 +50,7 @@ from workers.lab.policies import policy_needs
 from workers.llm.prices import PriceTable, recorded_prices, with_prices
 from workers.reactions import REACTIONS
 from workers.reactor import Reactor
-from workers.sandbox.backends import choose
+from workers.sandbox.backends import choose, describe
 from workers.sandbox.base import SandboxUnavailable
 
 console = make_console()
@@ -372,8 +372,7 @@ def require_sandbox(settings: Settings, say: bool = True) -> str:
 
 def say_sandbox(settings: Settings) -> None:
     """One line: which sandbox backend lab code runs in here (checked by `require_sandbox`)."""
-    backend = choose(settings.sandbox)
-    console.print(f"sandbox: {backend.backend} ({backend.summary})", markup=False, soft_wrap=True)
+    console.print(describe(choose(settings.sandbox)), markup=False, soft_wrap=True)
 
 
 def _run(
