@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.needs import missing
+from tests.needs import missing, needs_root
 from tests.unprivileged import NORMAL_USER, normal_user, run_as
 from workers.sandbox import cgroup
 from workers.sandbox.backends import choose, describe
@@ -28,8 +28,7 @@ TREE = "sleep 600 & sleep 600 & (sleep 600 &) ; wait"
 @pytest.fixture
 def v2_group() -> Iterator[Path]:
     """An empty cgroup v2 folder under this process's own v2 cgroup (as root)."""
-    if os.geteuid() != 0:
-        missing("making a cgroup v2 folder for the test needs root")
+    needs_root("to make a cgroup v2 folder for the test")
     mounts, own = cgroup._cgroup_mounts(), cgroup._own_cgroups()
     if "" not in mounts or "" not in own:
         missing("no cgroup v2 hierarchy is mounted here")
