@@ -19,7 +19,7 @@ from workers.errors import BundleError
 from workers.gym.card import TaskCard
 from workers.gym.registry import find_bundle
 from workers.lab.policies import policy_needs
-from workers.sandbox.backends import choose
+from workers.sandbox.backends import choose, describe
 from workers.sandbox.base import SandboxUnavailable
 
 console = make_console()
@@ -76,8 +76,7 @@ def require_sandbox(settings: Settings, say: bool = True) -> str:
 
 def say_sandbox(settings: Settings) -> None:
     """One line: which sandbox backend lab code runs in here (checked by `require_sandbox`)."""
-    backend = choose(settings.sandbox)
-    console.print(f"sandbox: {backend.backend} ({backend.summary})", markup=False, soft_wrap=True)
+    console.print(describe(choose(settings.sandbox)), markup=False, soft_wrap=True)
 
 
 def report_watch(outcome: CampaignOutcome, left: Sequence[Left] | None) -> int:

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 import labrxiv
-from tests.needs import missing
+from tests.needs import missing, needs_root
 from workers.sandbox.backends import Backend, _backends
 from workers.sandbox.base import SandboxUnavailable
 from workers.sandbox.cgroup import _parents, remove_when_let_go
@@ -36,8 +36,7 @@ NORMAL_USER = "labrxiv-user"
 
 def normal_user() -> tuple[int, int]:
     """The normal user's uid and gid, made first if absent; needs root (else `missing`)."""
-    if os.geteuid() != 0:
-        missing("root is needed to run a command as another user")
+    needs_root("to run a command as another user")
     tools = [shutil.which(name) for name in ("setpriv", "unshare", "useradd")]
     if not all(tools):
         missing("setpriv, unshare and useradd are needed to run a command as a normal user")
@@ -196,8 +195,8 @@ def pytest_as_normal_user(
 def usable(name: str) -> Backend:
     """The backend `name`, where it is meant to run: the root jail as root, the rootless
     one as a normal user (as root, a normal user's run of this suite covers it)."""
-    if name == "jail" and os.geteuid() != 0:
-        missing("the root jail needs root (run the suite as root, as CI does)")
+    if name == "jail":
+        needs_root("the root jail runs as root")
     if name != "jail" and os.geteuid() == 0:
         pytest.skip(f"{name} is for normal users: run as one by the suite's normal-user test")
     backend = _backends()[name]

@@ -106,7 +106,7 @@ def test_a_steps_worker_says_its_sandbox_or_why_none_can_run(
 ) -> None:
     """A worker taking lab steps runs their tools: it says which sandbox in one line at
     start, and where the one asked for cannot run here, why, before taking any step."""
-    from workers.sandbox.backends import choose
+    from workers.sandbox.backends import choose, describe
     from workers.sandbox.base import SandboxUnavailable
 
     fake = FakeCelery()
@@ -120,7 +120,7 @@ def test_a_steps_worker_says_its_sandbox_or_why_none_can_run(
         missing(f"no sandbox works here: {exc}")
     result = CliRunner().invoke(app, ["worker", "-Q", "steps"], env=env)
     assert result.exit_code == 0, result.output
-    assert f"sandbox: {chosen.backend} ({chosen.summary})" in result.output
+    assert describe(chosen) in " ".join(result.output.split())
     recorder = CliRunner().invoke(app, ["worker", "-Q", "events"], env=env)
     assert "sandbox:" not in recorder.output, "a recorder runs no tools"
 

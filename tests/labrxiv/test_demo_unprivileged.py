@@ -54,7 +54,11 @@ def demo_as_normal_user(workdir: Path, *extra: str, **env: str) -> tuple[int, st
 def test_demo_as_a_normal_user_runs_its_labs_in_the_rootless_sandbox(workdir: Path) -> None:
     code, said = demo_as_normal_user(workdir, *DEMO)
     assert code == 0, said
-    assert "sandbox: userns (rootless: unprivileged user namespaces)" in said, said
+    assert "sandbox: userns (rootless: unprivileged user namespaces; " in said, said
+    # How a call's tree is bounded is said in that line alone, not in a warning beside it.
+    sandbox_lines = [line for line in said.splitlines() if line.startswith("sandbox: ")]
+    assert len(sandbox_lines) == 1, said
+    assert [line for line in said.splitlines() if "cgroup" in line] == sandbox_lines, said
     summary = (workdir / "report" / "summary.md").read_text()
     assert "best normalized score" in summary, summary
     store = EventStore.from_url(f"sqlite:///{workdir / 'data' / 'demo' / 'labrxiv.db'}")

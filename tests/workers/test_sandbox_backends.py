@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from labrxiv.settings import SettingsError, load_settings
-from tests.needs import missing
+from tests.needs import missing, needs_root
 from tests.unprivileged import NORMAL_USER, normal_user, run_as
 from workers.sandbox import jail
 from workers.sandbox.backends import AUTO, backend_names, choose, new_sandbox, userns
@@ -55,6 +55,7 @@ def test_auto_takes_the_root_jail_as_root_and_the_rootless_one_otherwise() -> No
 
 
 def test_a_sandbox_is_made_through_the_registry(tmp_path: Path) -> None:
+    needs_root("the root jail runs as root")
     try:
         box = new_sandbox("jail", tmp_path / "ws")
     except SandboxUnavailable as exc:

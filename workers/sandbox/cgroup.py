@@ -5,8 +5,10 @@ a 1 GiB address-space limit, and RLIMIT_NPROC counts every `nobody` process of t
 machine, so one run's fork bomb would starve the others. A child cgroup of the
 worker's own cgroup (cgroup v1 `memory` and `pids` hierarchies, or v2 where the worker's
 cgroup delegates those controllers) bounds the tree; the kernel OOM-kills inside it.
-Where no such cgroup can be made, the sandbox still runs, bounded per process only, and
-says so once in the log.
+When the call ends, what is left of the tree is killed through the cgroup (`cgroup.kill`
+under v2) before the cgroup is removed. Where no such cgroup can be made, the sandbox
+still runs, bounded per process only (rlimits), and says so in the one line that names
+the sandbox at start (`probe`), or else once in the log.
 
 A cgroup is named after the process that made it (`labrxiv-<pid namespace>-<pid>-<random>`)
 and removed by it once its tree is gone. A process killed with SIGKILL mid-command
@@ -20,6 +22,7 @@ import functools
 import logging
 import os
 import re
+import signal
 import threading
 import time
 import uuid
@@ -44,11 +47,20 @@ class TreeGroup:
 
     @classmethod
     def create(cls, memory_bytes: int, processes: int) -> "TreeGroup | None":
-        """A cgroup limiting a tree to `memory_bytes` and `processes`; None if none can be made."""
+        """A cgroup limiting a tree to `memory_bytes` and `processes`; None if none can be
+        made (logged once, unless `probe` said so first)."""
+        made = cls._make(memory_bytes, processes)
+        if isinstance(made, str):
+            _warn_once(made)
+            return None
+        return made
+
+    @classmethod
+    def _make(cls, memory_bytes: int, processes: int) -> "TreeGroup | str":
+        """A cgroup limiting a tree to `memory_bytes` and `processes`, or why none can be made."""
         parents = _parents()
         if parents is None:
-            _warn_once("no cgroup with the memory and pids controllers can be made here")
-            return None
+            return "no cgroup with the memory and pids controllers is delegated to this user"
         _sweep(parents)
         name = f"labrxiv-{_pid_namespace()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
         folders = {controller: parent / name for controller, parent in parents.items()}
@@ -68,8 +80,7 @@ class TreeGroup:
             (pids / "pids.max").write_text(str(processes))
         except OSError as exc:
             group.remove()
-            _warn_once(f"cannot make a cgroup for the sandbox ({exc})")
-            return None
+            return f"no cgroup can be made for the sandbox ({exc})"
         return group
 
     def enter(self) -> None:
@@ -96,6 +107,32 @@ class TreeGroup:
                     return True
         return False
 
+    def kill(self) -> None:
+        """Kill every process left in the tree: at once through `cgroup.kill` (v2), else
+        each one its `cgroup.procs` lists, until none is left. The jail's PID namespace
+        already takes its processes with it when its init ends; this makes sure of it
+        before the group is removed."""
+        for folder in dict.fromkeys(self.folders.values()):
+            try:
+                fd = os.open(folder / "cgroup.kill", os.O_WRONLY)  # never made: v1 refuses
+                try:
+                    os.write(fd, b"1")
+                finally:
+                    os.close(fd)
+                continue
+            except FileNotFoundError:  # v1, or a v2 kernel before 5.14
+                pass
+            except OSError as exc:
+                log.warning("could not kill the tree of the sandbox cgroup %s: %s", folder, exc)
+                continue
+            for _ in range(100):
+                left = _members(folder)
+                if not left:
+                    break
+                for pid in left:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
+
     def remove(self) -> None:
         """Delete the cgroup once the kernel lets go of it (tens of ms after its last
         process died), on a thread: the tool call does not wait for it. Not a daemon
@@ -108,6 +145,14 @@ class TreeGroup:
         for folder in dict.fromkeys(self.folders.values()):
             if not remove_when_let_go(folder):
                 log.warning("could not remove the sandbox cgroup %s", folder)
+
+
+def _members(folder: Path) -> list[int]:
+    """The processes in the cgroup `folder` (none where it is gone)."""
+    try:
+        return [int(pid) for pid in (folder / "cgroup.procs").read_text().split()]
+    except OSError:
+        return []
 
 
 def remove_when_let_go(folder: Path) -> bool:
@@ -244,6 +289,17 @@ def _own_cgroups() -> dict[str, str]:
 
 
 _warned: set[str] = set()
+
+
+def probe() -> str | None:
+    """Why a call's process tree cannot have a cgroup here (None: it can), for the one
+    line that says the sandbox at start; said there, it is not logged again."""
+    made = TreeGroup._make(64 * 1024**2, 8)
+    if isinstance(made, str):
+        _warned.add(made)
+        return made
+    made.remove()
+    return None
 
 
 def _warn_once(message: str) -> None:

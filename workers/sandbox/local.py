@@ -65,7 +65,7 @@ class LocalSandbox:
     backend: ClassVar[str] = "jail"
     strength: ClassVar[int] = 2
     """`LABRXIV_SANDBOX=auto` takes the strongest backend that works here."""
-    summary: ClassVar[str] = "the root jail: namespaces, the nobody user, a cgroup per call"
+    summary: ClassVar[str] = "the root jail: namespaces, the nobody user"
 
     def __init__(
         self,
@@ -154,6 +154,7 @@ class LocalSandbox:
         capture.join()
         oom = group.oom_killed() if group else False
         if group:
+            group.kill()
             group.remove()
         if not status and proc.returncode == SETUP_FAILED:
             raise SandboxUnavailable(f"the jail could not be built: {capture.text('stderr')}")

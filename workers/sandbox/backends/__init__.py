@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import ClassVar, Protocol
 
 from workers.discovery import discover
+from workers.sandbox import cgroup
 from workers.sandbox.base import Limits, Sandbox, SandboxUnavailable
 
-__all__ = ["AUTO", "Backend", "backend_names", "choose", "new_sandbox"]
+__all__ = ["AUTO", "Backend", "backend_names", "choose", "describe", "new_sandbox"]
 
 AUTO = "auto"
 """The setting that takes the strongest backend that works on this machine."""
@@ -80,3 +81,16 @@ def new_sandbox(
 ) -> Sandbox:
     """A sandbox of the backend `setting` chooses (`choose`) on the workspace `root`."""
     return choose(setting)(root, hidden=hidden, limits=limits)
+
+
+def describe(backend: Backend) -> str:
+    """The one line that says, at start, which sandbox lab code runs in and how a call's
+    process tree is bounded here: by a cgroup of its own, or per process where none can
+    be made (and why; it is not logged again)."""
+    why = cgroup.probe()
+    bounds = (
+        "a cgroup per call bounds its memory and processes"
+        if why is None
+        else f"memory and processes bounded per process (rlimits): {why}"
+    )
+    return f"sandbox: {backend.backend} ({backend.summary}; {bounds})"

@@ -30,6 +30,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from workers.sandbox import cgroup
 from workers.sandbox.base import Limits, SandboxUnavailable
 from workers.sandbox.cgroup import TreeGroup
 from workers.sandbox.jail import (
@@ -119,6 +120,7 @@ def check_userns() -> None:
     )
     if probe.returncode != 0:
         raise SandboxUnavailable(userns_refused(probe.stderr.strip()))
+    cgroup.probe()  # why a call's tree has no cgroup is said in the sandbox line, not logged
     with tempfile.TemporaryDirectory(prefix="labrxiv-userns-probe-") as folder:
         os.chmod(folder, 0o755)
         box = UsernsSandbox(Path(folder) / "workspace")
