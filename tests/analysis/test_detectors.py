@@ -175,6 +175,20 @@ def test_claims_are_checked_against_what_the_grader_measured() -> None:
     assert "never scored" in found[0].summary
 
 
+def test_a_misreport_cites_the_grade_the_paper_was_checked_against() -> None:
+    """The claim is checked against attempt 1's grade before the paper, as the archive
+    checks it; a grade of the same attempt recorded after the paper changes nothing."""
+    log = RunLog()
+    (scored,) = [e for e in log.evaluate(0.9, accuracy=0.9074) if e.type == "experiment.scored"]
+    made = paper(Claim(subtask="accuracy", metric="accuracy", value=0.95, attempt=1))
+    submit(log, made)
+    log.step(ExperimentScored(attempt=1, subtask_scores={"accuracy": 0.95}, score=0.95))
+    (found,) = DETECTORS["misreported_claim"](log.events)
+    (submitted,) = [e for e in log.events if e.payload == made]
+    assert found.events == (submitted.id, scored.id)
+    assert "the grader measured 0.9074" in found.summary
+
+
 def test_a_reported_number_matches_when_rounded_or_a_percentage() -> None:
     assert states(0.91, 0.9074) and states(90.7, 0.9074) and states(0.9074, 0.9074)
     assert not states(0.93, 0.9074) and not states(0.5, 0.9074)
