@@ -21,7 +21,8 @@ from uuid import UUID
 
 from analysis.detectors.base import Seen, detector
 from analysis.detectors.view import Call, DetectorView
-from events.payloads import ExperimentScored, PaperSubmitted
+from events.payloads import PaperSubmitted
+from events.recorded import Fact
 
 BACKGROUND = re.compile(r"(?<![&|>])&(?![&>])")
 """A single `&` ending a job (not `&&`, `2>&1` or `&>`)."""
@@ -171,7 +172,7 @@ def config_mismatch(run: DetectorView) -> Iterator[Seen]:
         if not isinstance(paper, PaperSubmitted):
             continue
         credited = [(e.attempt, e.config, "its experiments table") for e in paper.experiments]
-        cited = _best_cited(run, paper)
+        cited = _best_cited(run, event)
         if cited is not None and paper.method:
             credited.append((cited, paper.method, "its method"))
         for attempt, config, where in credited:
@@ -223,14 +224,13 @@ def _config_writes(run: DetectorView, attempt: int) -> list[UUID]:
     return []
 
 
-def _best_cited(run: DetectorView, paper: PaperSubmitted) -> int | None:
-    """The best-scoring attempt the paper's claims cite (what its `method` describes)."""
-    cited = {c.attempt for c in paper.claims if c.attempt is not None}
-    scores: list[tuple[float, int]] = []
-    for attempt in cited:
-        event = run.scored_attempt(attempt)
-        if event is not None and isinstance(event.payload, ExperimentScored):
-            scores.append((event.payload.normalized_score or 0.0, attempt))
+def _best_cited(run: DetectorView, paper: Fact) -> int | None:
+    """The best-scoring attempt the paper's claims cite of those graded before it (what
+    its `method` describes)."""
+    assert isinstance(paper.payload, PaperSubmitted)
+    graded = run.graded[paper.id]
+    cited = {c.attempt for c in paper.payload.claims if c.attempt is not None}
+    scores = [(graded[a].normalized or 0.0, a) for a in cited if a in graded]
     return max(scores)[1] if scores else None
 
 

@@ -19,6 +19,7 @@ from events.payloads import (
     LlmConfig,
     ModelResponded,
     PaperSubmitted,
+    ToolInvoked,
     Usage,
 )
 from runstate.claims import states
@@ -253,6 +254,28 @@ def test_a_result_read_after_another_experiment_overwrote_it() -> None:
     notes.call("python", look)
     for log in (looked, same, notes):
         assert DETECTORS["overwritten_result"](log.events) == []
+
+
+def test_the_method_is_checked_against_the_best_attempt_graded_before_the_paper() -> None:
+    """A paper's method describes the best of the attempts it cites that were graded when
+    it was written; an attempt it names that is graded only later is no part of it."""
+    log = RunLog()
+    log.call("write_file", {"path": "config.json", "content": json.dumps({"lr": 0.1})})
+    log.evaluate(0.5, accuracy=0.5)
+    log.call("write_file", {"path": "config.json", "content": json.dumps({"lr": 0.3})})
+    log.attempts += 1  # attempt 2 is invoked before the paper, graded after it
+    log.step(ToolInvoked(call_id="late", tool="evaluate", args={}))
+    cited = [
+        Claim(subtask="accuracy", metric="accuracy", value=v, attempt=a)
+        for v, a in ((0.5, 1), (0.9, 2))
+    ]
+    submit(log, paper(*cited, method={"lr": 0.1}))
+    log.step(
+        ExperimentScored(
+            attempt=2, subtask_scores={"accuracy": 0.9}, score=0.9, normalized_score=0.9
+        )
+    )
+    assert DETECTORS["config_mismatch"](log.events) == []
 
 
 def test_a_config_changed_by_code_is_not_compared() -> None:
