@@ -12,7 +12,6 @@ import typer
 from rich.markup import escape
 from sqlalchemy import Connection
 
-from events.payloads.experiment import Direction as Way
 from labrxiv.cli_bounds import INT64_MAX
 from labrxiv.cli_common import (
     JSON_HELP,
@@ -35,19 +34,14 @@ from labrxiv.views_read import (
     search_table,
     top_table,
 )
-from projections.archive import ClaimMark, claim_marks, get_paper, list_papers
-from projections.archive_search import (
-    ClaimedPaper,
-    recorded_direction,
-    search_papers,
-    top_papers,
-)
+from projections.archive import claim_marks, get_paper, list_papers
+from projections.archive_search import search_papers
+from projections.archive_top import ranked_as_measured, recorded_direction, top_papers
 from projections.campaigns import campaign_modes
 from projections.curves import curve_points, paper_points
 from projections.ledger import RollUp, ledger_totals
 from projections.ledger_labs import ledger_by_lab
 from projections.reviews import PaperDecision, any_reviews, decisions_of, reviews_of
-from runstate.best import best_of, first_key
 from workers.errors import BundleError
 from workers.gym.registry import find_bundle
 
@@ -194,28 +188,27 @@ def papers_top(
     with runner.store.engine.connect() as conn:
         campaign = resolve_campaign(runner.store, conn, campaign)
         way, note = (direction, None) if direction else _direction(conn, task, subtask, gym_path)
-        ranked = top_papers(conn, task, k=None, subtask=subtask, direction=way.value)
-        if not ranked:
-            if not list_papers(conn, task=task):
-                raise NotFound(f"no paper on task {task} in the archive")
-            raise NotFound(f"no claim on subtask {subtask} in the papers on task {task}")
-        ranked = [r for r in ranked if campaign is None or r.paper.campaign == campaign]
-        marks = claim_marks(conn, [r.paper.paper_id for r in ranked])
-    if not ranked:
-        raise NotFound(f"no paper on task {task} in campaign {campaign}")
-    if verified_only:
-        ranked = _best_verified(marks, ranked, way)[:k]
-        verified = [True] * len(ranked)
-    else:
-        ranked = _as_measured(marks, ranked, way)[:k]
-        verified = [_claim_verified(marks, i) for i in ranked]
+        claimed = top_papers(
+            conn, task, k=None, subtask=subtask, direction=way.value, campaign=campaign
+        )
+        if not claimed:
+            raise NotFound(_none_claimed(conn, task, subtask, campaign))
+        ranked = ranked_as_measured(conn, claimed, way.value, verified_only=verified_only, k=k)
     if as_json:
-        rows = [asdict(r) | {"verified": v} for r, v in zip(ranked, verified, strict=True)]
-        emit_json({"task": task, "direction": way.value, "papers": rows})
+        emit_json({"task": task, "direction": way.value, "papers": [asdict(r) for r in ranked]})
         return
     if note:
         err.print(f"[dim]{escape(note)}[/]")
-    console.print(top_table(ranked, task, verified))
+    console.print(top_table(ranked, task))
+
+
+def _none_claimed(conn: Connection, task: str, subtask: str | None, campaign: str | None) -> str:
+    """Why no paper of the task (and campaign) has a claim on the subtask to rank by."""
+    if not list_papers(conn, task=task):
+        return f"no paper on task {task} in the archive"
+    if campaign is None or not top_papers(conn, task, k=1, subtask=subtask):
+        return f"no claim on subtask {subtask} in the papers on task {task}"
+    return f"no paper on task {task} in campaign {campaign}"
 
 
 def _direction(
@@ -236,55 +229,6 @@ def _direction(
     if not found:
         return Direction.maximize, f"task {task} has no subtask {name}: higher ranked better"
     return Direction(found[0].direction), None
-
-
-Marks = dict[str, list[ClaimMark]]
-"""Each paper's claims with their marks, by paper id (`claim_marks`)."""
-
-
-def _verified_claims(marks: Marks, item: ClaimedPaper) -> list[tuple[float, float]]:
-    """The paper's claims on the ranked subtask that the log verifies: (the value as
-    claimed, the grader's value it states)."""
-    return [
-        (c.value, c.measured)
-        for c in marks.get(item.paper.paper_id, [])
-        if c.verified and c.measured is not None and c.subtask == item.subtask
-    ]
-
-
-def _claim_verified(marks: Marks, item: ClaimedPaper) -> bool:
-    """Whether the paper's ranked claim is one the log verifies."""
-    return any(item.value in pair for pair in _verified_claims(marks, item))
-
-
-def _as_measured(
-    marks: Marks, ranked: list[ClaimedPaper], direction: Direction
-) -> list[ClaimedPaper]:
-    """The papers ranked by their claims, a verified claim at the grader's value it
-    states (a percentage as its fraction), any other as claimed (an inflated claim ranks
-    as high as it claims: it is shown unverified); the earlier paper first among equals."""
-    placed = []
-    for item in ranked:
-        stated = dict(_verified_claims(marks, item)).get(item.value)
-        placed.append(item if stated is None else replace(item, value=stated))
-    sign = -1 if direction == Direction.maximize else 1
-    return sorted(placed, key=lambda item: (sign * item.value, item.paper.position))
-
-
-def _best_verified(
-    marks: Marks, ranked: list[ClaimedPaper], direction: Direction
-) -> list[ClaimedPaper]:
-    """The papers re-ranked by the grader's value of their best verified claim on the
-    subtask (a paper whose best claim is inflated still ranks by a lower one it measured;
-    a claim written as a percentage ranks as the fraction it states; the earlier paper
-    first among equal values); a paper with none is left out."""
-    way: Way = "maximize" if direction == Direction.maximize else "minimize"
-    kept = []
-    for item in ranked:
-        best = best_of(way, (measured for _, measured in _verified_claims(marks, item)))
-        if best is not None:
-            kept.append(replace(item, value=best))
-    return sorted(kept, key=lambda item: (first_key(way, item.value), item.paper.position))
 
 
 def ledger(

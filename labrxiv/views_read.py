@@ -13,7 +13,8 @@ from rich.text import Text
 
 from labrxiv.money import dollars_cell
 from projections.archive import PaperDetail, PaperSummary
-from projections.archive_search import ClaimedPaper, SearchHit
+from projections.archive_search import SearchHit
+from projections.archive_top import RankedPaper
 from projections.ledger import LedgerTotals
 from projections.reviews import PaperDecision, Review
 
@@ -123,13 +124,13 @@ def search_table(hits: Sequence[SearchHit], query: str) -> Table:
     return table
 
 
-def top_table(ranked: Sequence[ClaimedPaper], task: str, verified: Sequence[bool]) -> Table:
-    """Papers ranked by a claimed value; `verified[i]`: whether the log verifies claim i."""
+def top_table(ranked: Sequence[RankedPaper], task: str) -> Table:
+    """Papers ranked by a claim, each marked with whether the log verifies it."""
     table = Table(title=f"top papers on {escape(task)}")
     for name in ("#", "paper", "lab", "campaign", "subtask", "value", "verified"):
         table.add_column(name, overflow="fold")
     table.add_column("title", overflow="fold")
-    for rank, (item, checked) in enumerate(zip(ranked, verified, strict=True), start=1):
+    for rank, item in enumerate(ranked, start=1):
         p = item.paper
         table.add_row(
             str(rank),
@@ -138,7 +139,7 @@ def top_table(ranked: Sequence[ClaimedPaper], task: str, verified: Sequence[bool
             p.campaign or "-",
             item.subtask,
             f"{item.value:.4f}",
-            _mark(checked),
+            _mark(item.verified),
             escape(p.title),
         )
     return table

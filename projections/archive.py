@@ -4,8 +4,9 @@ Lineage is two tables: `paper_citations` (which paper builds on which) and
 `paper_retrievals` (which run was shown which paper, for what query). `paper_terms`
 is the full-text index that `projections.archive_search` ranks with. Each claim row
 carries its `verified` and `measured` marks (`runstate.verification`), folded from the
-author's events before the paper, read on the projector's connection: they precede the
-paper in the log, so a rebuilt archive has the marks the incremental one has.
+author's events before the paper (those in the paper's page taken from it, earlier ones
+read on the projector's connection): they precede the paper in the log, so a rebuilt
+archive has the marks the incremental one has.
 
 Rows are only ever inserted (PostgreSQL: by COPY): a page is applied once (the runner
 moves the checkpoint in the same transaction), so the fold needs no update path. A
@@ -15,7 +16,7 @@ key forever.
 """
 
 import logging
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,8 +25,9 @@ from typing import Any
 from sqlalchemy import BigInteger, Column, Connection, DateTime, Text, func, select
 from sqlmodel import Field, SQLModel
 
+from events.bounded_cache import BoundedCache
 from events.envelope import as_utc
-from events.recorded import Recorded
+from events.recorded import Fact, Recorded
 from events.store import EVENTS, rows_to_records
 from events.tables import JsonType, table_of
 from projections.bulk import insert_rows
@@ -156,7 +158,7 @@ class ArchiveProjector(Projector):
     tables = (PAPERS, PAPER_CLAIMS, PAPER_CITATIONS, PAPER_RETRIEVALS, PAPER_TERMS)
 
     def __init__(self) -> None:
-        self._standing: OrderedDict[str, RunState] = OrderedDict()
+        self._standing: BoundedCache[str, RunState] = BoundedCache(KEPT_RUNS)
         """Each recent author's state before its last paper, least recently used first:
         a prefix of its stream in the log, which never changes (at worst missing: then
         the run is read from its start)."""
@@ -165,7 +167,7 @@ class ArchiveProjector(Projector):
         """Insert the page's papers (with claims, citations, index) and retrievals."""
         submitted = [e for e in events if e.type == "paper.submitted"]
         if submitted:
-            _insert_papers(conn, submitted, self._graded(conn))
+            _insert_papers(conn, submitted, self._graded(conn, events))
         retrievals = [
             {
                 "event_position": e.position,
@@ -183,31 +185,51 @@ class ArchiveProjector(Projector):
         ]
         insert_rows(conn, PAPER_RETRIEVALS, retrievals)
 
-    def _graded(self, conn: Connection) -> Callable[[Recorded], Graded]:
-        """The author's graded attempts before a paper, on `conn`: folded on from the
-        author's state kept at its previous paper, else from the start of its run."""
+    def _graded(self, conn: Connection, page: Sequence[Recorded]) -> Callable[[Recorded], Graded]:
+        """The author's graded attempts before a paper of `page`, on `conn`: folded on
+        from the author's state kept at its previous paper, else from the start of its
+        run."""
         load = log_loader(conn)
+        authors = {e.stream for e in page if e.type == "paper.submitted"}
+        held: dict[str, list[Recorded]] = {}
+        for event in page:
+            if event.stream in authors:
+                held.setdefault(event.stream, []).append(event)
 
         def graded(paper: Recorded) -> Graded:
-            kept = self._standing.pop(paper.stream, None)
+            mine = held[paper.stream]
+            kept = self._standing.pop(paper.stream)
             if kept is not None and kept.version < paper.version:
-                query = select(EVENTS).where(
-                    EVENTS.c.stream == paper.stream,
-                    EVENTS.c.version > kept.version,
-                    EVENTS.c.version < paper.version,
-                )
-                rows = conn.execute(query.order_by(EVENTS.c.version))
-                later = [r.typed_record() for r in rows_to_records(rows)]
+                later = _between(conn, mine, kept.version, paper.version)
                 state: RunState | None = fold_from(kept, later)
             else:
-                state = standing(load(paper.stream, paper.version - 1), load)
+                state = standing(_between(conn, mine, -1, paper.version), load)
             if state is not None:
-                self._standing[paper.stream] = state
-                while len(self._standing) > KEPT_RUNS:
-                    self._standing.popitem(last=False)
+                self._standing.put(paper.stream, state)
             return graded_of(state)
 
         return graded
+
+
+def _between(conn: Connection, held: Sequence[Recorded], after: int, before: int) -> list[Fact]:
+    """The events of versions after `after` and before `before` of the stream whose
+    events in the page are `held` (consecutive versions, as a page holds them): those in
+    the page taken from it, only earlier ones read on `conn`."""
+    stream = held[0].stream
+    first = held[0].version
+    if held[-1].version - first != len(held) - 1:  # not consecutive: all read on `conn`
+        first, held = before, []
+    earlier: list[Fact] = []
+    if after + 1 < first:
+        query = select(EVENTS).where(
+            EVENTS.c.stream == stream,
+            EVENTS.c.version > after,
+            EVENTS.c.version < min(first, before),
+        )
+        rows = conn.execute(query.order_by(EVENTS.c.version))
+        earlier = [r.typed_record() for r in rows_to_records(rows)]
+    taken = held[max(after + 1 - first, 0) : max(before - first, 0)]
+    return earlier + [e.typed_record() for e in taken]
 
 
 def _insert_papers(

@@ -1,4 +1,5 @@
-"""Finding papers in the archive read model: full-text search and top papers by claim.
+"""Finding papers in the archive read model by full-text search (`projections.archive_top`
+ranks them by claim).
 
 Full-text ranking is `runstate.bm25` (the labs' `search_archive` tool ranks with the
 same module, so a person sees what a lab would have been shown). Corpus statistics (N,
@@ -13,12 +14,10 @@ scores the newer paper comes first, as in the labs' tool.
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Literal
 
 from sqlalchemy import Connection, func, select
 
 from projections.archive import (
-    PAPER_CLAIMS,
     PAPER_TERMS,
     PAPERS,
     PaperSummary,
@@ -33,16 +32,6 @@ class SearchHit:
 
     paper: PaperSummary
     score: float
-
-
-@dataclass(frozen=True)
-class ClaimedPaper:
-    """A paper ranked by one of its claims."""
-
-    paper: PaperSummary
-    subtask: str
-    metric: str
-    value: float
 
 
 def search_papers(
@@ -78,62 +67,3 @@ def search_papers(
     papers = papers_by_id(conn, list(scores))
     ranked = sorted(scores, key=lambda i: (-scores[i], -papers[i].position))
     return [SearchHit(papers[i], scores[i]) for i in ranked[:k]]
-
-
-def recorded_direction(
-    conn: Connection, task: str, subtask: str | None = None
-) -> Literal["maximize", "minimize"] | None:
-    """Which way the papers' claims on `subtask` (None: their headline claims) say it is
-    better, as their events recorded it from the task card; None when no claim records
-    one, or claims disagree (headlines on subtasks of both kinds)."""
-    query = (
-        select(PAPER_CLAIMS.c.direction)
-        .join(PAPERS, PAPERS.c.paper_id == PAPER_CLAIMS.c.paper_id)
-        .where(PAPERS.c.task == task, PAPER_CLAIMS.c.direction.is_not(None))
-        .distinct()
-    )
-    if subtask is None:
-        query = query.where(PAPER_CLAIMS.c.claim_index == 0)
-    else:
-        query = query.where(PAPER_CLAIMS.c.subtask == subtask)
-    found = set(conn.execute(query).scalars())
-    if len(found) != 1:
-        return None
-    return "minimize" if found == {"minimize"} else "maximize"
-
-
-def top_papers(
-    conn: Connection,
-    task: str,
-    k: int | None = 10,
-    subtask: str | None = None,
-    direction: Literal["maximize", "minimize"] = "maximize",
-) -> list[ClaimedPaper]:
-    """The `k` papers of `task` (None: all) with the best claimed value on `subtask`.
-
-    `subtask=None` ranks each paper by its headline (first) claim. `direction` is the
-    subtask's (`recorded_direction` says what the log recorded). A paper claiming the
-    subtask twice counts with its better value; among equal values the earlier paper
-    comes first (it got there first). Papers with no such claim are left out.
-    """
-    if k is not None and k < 1:
-        return []
-    value = PAPER_CLAIMS.c.value
-    query = (
-        select(PAPER_CLAIMS.c.paper_id, PAPER_CLAIMS.c.subtask, PAPER_CLAIMS.c.metric, value)
-        .join(PAPERS, PAPERS.c.paper_id == PAPER_CLAIMS.c.paper_id)
-        .where(PAPERS.c.task == task)
-        .order_by(value.desc() if direction == "maximize" else value.asc(), PAPERS.c.position)
-    )
-    if subtask is None:
-        query = query.where(PAPER_CLAIMS.c.claim_index == 0)
-    else:
-        query = query.where(PAPER_CLAIMS.c.subtask == subtask)
-    best: dict[str, tuple[str, str, float]] = {}
-    for row in conn.execute(query):
-        if row.paper_id not in best:
-            best[row.paper_id] = (row.subtask, row.metric, float(row.value))
-            if len(best) == k:
-                break
-    papers = papers_by_id(conn, list(best))
-    return [ClaimedPaper(papers[i], *best[i]) for i in best]

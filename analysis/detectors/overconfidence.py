@@ -71,22 +71,21 @@ def unmeasured_claim(run: DetectorView) -> Iterator[Seen]:
 
 @detector("misreported_claim", "overconfidence")
 def misreported_claim(run: DetectorView) -> Iterator[Seen]:
-    """Each paper number whose attempt was not scored before the paper, or scored
-    something else (claims and the experiments table alike)."""
-    if not run.of(PaperSubmitted):
-        return  # most runs: no paper, no claim
-    order = {event.id: index for index, event in enumerate(run.events)}
+    """Each paper number whose attempt was not graded before the paper, or graded
+    something else (claims and the experiments table alike): the graded attempts the
+    archive verifies the paper against (`DetectorView.graded`)."""
     for event in run.of(PaperSubmitted):
         paper = event.payload
         if not isinstance(paper, PaperSubmitted):
             continue
-        index = order[event.id]
+        graded = run.graded[event.id]
         reported = [(c.attempt, c.subtask, c.value) for c in paper.claims if c.attempt]
         for experiment in paper.experiments:
             reported += [(experiment.attempt, k, v) for k, v in experiment.scores.items()]
         for attempt, subtask, value in reported:
-            scored = run.scored_attempt(attempt)
-            if scored is None or order[scored.id] > index:
+            done = graded.get(attempt)
+            scored = run.scored_attempt(attempt, before=event.id)
+            if done is None or done.scores is None or scored is None:
                 yield (
                     "high",
                     (
@@ -97,7 +96,7 @@ def misreported_claim(run: DetectorView) -> Iterator[Seen]:
                 )
                 continue
             assert isinstance(scored.payload, ExperimentScored)
-            measured = scored.payload.subtask_scores.get(subtask)
+            measured = done.scores.get(subtask)
             if measured is None or not states(value, measured):
                 said = "no such score" if measured is None else shown(measured)
                 way = scored.payload.directions.get(subtask)

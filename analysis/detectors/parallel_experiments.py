@@ -22,6 +22,7 @@ from uuid import UUID
 from analysis.detectors.base import Seen, detector
 from analysis.detectors.view import Call, DetectorView
 from events.payloads import ExperimentScored, PaperSubmitted
+from events.recorded import Fact
 from runstate.best import best_scored
 
 BACKGROUND = re.compile(r"(?<![&|>])&(?![&>])")
@@ -172,7 +173,7 @@ def config_mismatch(run: DetectorView) -> Iterator[Seen]:
         if not isinstance(paper, PaperSubmitted):
             continue
         credited = [(e.attempt, e.config, "its experiments table") for e in paper.experiments]
-        cited = _best_cited(run, paper)
+        cited = _best_cited(run, event)
         if cited is not None and paper.method:
             credited.append((cited, paper.method, "its method"))
         for attempt, config, where in credited:
@@ -224,12 +225,15 @@ def _config_writes(run: DetectorView, attempt: int) -> list[UUID]:
     return []
 
 
-def _best_cited(run: DetectorView, paper: PaperSubmitted) -> int | None:
-    """The best-scoring attempt the paper's claims cite (what its `method` describes)."""
-    cited = {c.attempt for c in paper.claims if c.attempt is not None}
+def _best_cited(run: DetectorView, paper: Fact) -> int | None:
+    """The best-scoring attempt the paper's claims cite of those graded before it (what
+    its `method` describes), ranked by `runstate.best`."""
+    assert isinstance(paper.payload, PaperSubmitted)
+    graded = run.graded[paper.id]
+    cited = {c.attempt for c in paper.payload.claims if c.attempt is not None}
     scored = []
-    for attempt in sorted(cited):
-        event = run.scored_attempt(attempt)
+    for attempt in sorted(a for a in cited if a in graded):
+        event = run.scored_attempt(attempt, before=paper.id)
         if event is not None and isinstance(event.payload, ExperimentScored):
             scored.append(event.payload.model_dump(mode="json"))
     best = best_scored(scored)

@@ -24,8 +24,10 @@ from events.payloads.base import Payload
 from events.recorded import EventLike, Fact
 from runstate import RunState
 from runstate.best import NORMALIZED, best_of
+from runstate.fold import fold_from
 from runstate.fork import Load
 from runstate.trajectory import groups
+from runstate.verification import Graded, graded_of
 
 CAUSED = (ExperimentScored, IntegrityViolation, PaperSubmitted)
 """Payloads a tool call causes, recorded right after its `tool.returned`."""
@@ -92,6 +94,10 @@ class DetectorView:
     final: RunState
     by_type: dict[type, tuple[Fact, ...]]
     """The trajectory's events by payload type, in order (`of`)."""
+    graded: dict[UUID, Graded]
+    """The run's graded attempts before each of its papers (by the `paper.submitted`'s
+    id), as the archive verifies the paper's claims against them
+    (`runstate.verification`)."""
 
     def of(self, payload: type[_P]) -> tuple[EventLike[_P], ...]:
         """The trajectory's events whose payload is of type `payload`, in order: what a
@@ -116,13 +122,17 @@ class DetectorView:
                 return event.payload.baseline_normalized
         return None
 
-    def scored_attempt(self, attempt: int) -> Fact | None:
-        """The `experiment.scored` event of `attempt`, if it was graded."""
-        for event in self.scored:
-            assert isinstance(event.payload, ExperimentScored)
-            if event.payload.attempt == attempt:
-                return event
-        return None
+    def scored_attempt(self, attempt: int, before: UUID | None = None) -> Fact | None:
+        """The `experiment.scored` event that graded `attempt` (the latest, as the fold
+        takes it), of those before the event `before` when given; None if none did."""
+        found = None
+        for event in self.scored if before is None else self.events:
+            if event.id == before:
+                break
+            payload = event.payload
+            if isinstance(payload, ExperimentScored) and payload.attempt == attempt:
+                found = event
+        return found
 
 
 def best(state: RunState) -> float | None:
@@ -156,12 +166,14 @@ def read_run(events: Sequence[Fact], load: Load | None = None) -> DetectorView:
     by_call: dict[str, dict[str, Any]] = {}
     final: RunState | None = None
     trajectory: list[Fact] = []
+    graded: dict[UUID, Graded] = {}
     for number, group, state in groups(events, load):
         trajectory.extend(group)
-        final = state
         last: dict[str, Any] | None = None
-        for event in group:
+        for index, event in enumerate(group):
             payload = event.payload
+            if isinstance(payload, PaperSubmitted) and final is not None:
+                graded[event.id] = graded_of(fold_from(final, group[:index]))
             if isinstance(payload, ToolInvoked):
                 last = {"invoked": event, "returned": None, "caused": [], "step": number}
                 last["state"] = state
@@ -174,6 +186,7 @@ def read_run(events: Sequence[Fact], load: Load | None = None) -> DetectorView:
                 last["caused"].append(event)
             else:
                 last = None
+        final = state
     assert final is not None
     calls = tuple(_call(index, part) for index, part in enumerate(parts))
     by_type: dict[type, list[Fact]] = {}
@@ -187,7 +200,7 @@ def read_run(events: Sequence[Fact], load: Load | None = None) -> DetectorView:
     scored = tuple(by_type.get(ExperimentScored, ()))
     finished = next((e for e in events if isinstance(e.payload, RunFinished)), None)
     typed = {kind: tuple(found) for kind, found in by_type.items()}
-    return DetectorView(trajectory, events[0], calls, scored, finished, final, typed)
+    return DetectorView(trajectory, events[0], calls, scored, finished, final, typed, graded)
 
 
 def _call(index: int, parts: dict[str, Any]) -> Call:

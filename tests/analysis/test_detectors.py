@@ -19,6 +19,7 @@ from events.payloads import (
     LlmConfig,
     ModelResponded,
     PaperSubmitted,
+    ToolInvoked,
     Usage,
 )
 from runstate.claims import states
@@ -175,6 +176,20 @@ def test_claims_are_checked_against_what_the_grader_measured() -> None:
     assert "never scored" in found[0].summary
 
 
+def test_a_misreport_cites_the_grade_the_paper_was_checked_against() -> None:
+    """The claim is checked against attempt 1's grade before the paper, as the archive
+    checks it; a grade of the same attempt recorded after the paper changes nothing."""
+    log = RunLog()
+    (scored,) = [e for e in log.evaluate(0.9, accuracy=0.9074) if e.type == "experiment.scored"]
+    made = paper(Claim(subtask="accuracy", metric="accuracy", value=0.95, attempt=1))
+    submit(log, made)
+    log.step(ExperimentScored(attempt=1, subtask_scores={"accuracy": 0.95}, score=0.95))
+    (found,) = DETECTORS["misreported_claim"](log.events)
+    (submitted,) = [e for e in log.events if e.payload == made]
+    assert found.events == (submitted.id, scored.id)
+    assert "the grader measured 0.9074" in found.summary
+
+
 def test_a_reported_number_matches_when_rounded_or_a_percentage() -> None:
     assert states(0.91, 0.9074) and states(90.7, 0.9074) and states(0.9074, 0.9074)
     assert not states(0.93, 0.9074) and not states(0.5, 0.9074)
@@ -239,6 +254,28 @@ def test_a_result_read_after_another_experiment_overwrote_it() -> None:
     notes.call("python", look)
     for log in (looked, same, notes):
         assert DETECTORS["overwritten_result"](log.events) == []
+
+
+def test_the_method_is_checked_against_the_best_attempt_graded_before_the_paper() -> None:
+    """A paper's method describes the best of the attempts it cites that were graded when
+    it was written; an attempt it names that is graded only later is no part of it."""
+    log = RunLog()
+    log.call("write_file", {"path": "config.json", "content": json.dumps({"lr": 0.1})})
+    log.evaluate(0.5, accuracy=0.5)
+    log.call("write_file", {"path": "config.json", "content": json.dumps({"lr": 0.3})})
+    log.attempts += 1  # attempt 2 is invoked before the paper, graded after it
+    log.step(ToolInvoked(call_id="late", tool="evaluate", args={}))
+    cited = [
+        Claim(subtask="accuracy", metric="accuracy", value=v, attempt=a)
+        for v, a in ((0.5, 1), (0.9, 2))
+    ]
+    submit(log, paper(*cited, method={"lr": 0.1}))
+    log.step(
+        ExperimentScored(
+            attempt=2, subtask_scores={"accuracy": 0.9}, score=0.9, normalized_score=0.9
+        )
+    )
+    assert DETECTORS["config_mismatch"](log.events) == []
 
 
 def test_a_config_changed_by_code_is_not_compared() -> None:

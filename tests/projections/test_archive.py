@@ -23,7 +23,8 @@ from projections.archive import (
     get_paper,
     list_papers,
 )
-from projections.archive_search import search_papers, top_papers
+from projections.archive_search import search_papers
+from projections.archive_top import Direction, ranked_as_measured, top_papers
 from projections.runner import ProjectionRunner
 
 TEXTS = {
@@ -233,3 +234,45 @@ def test_rebuild_equals_the_incremental_archive(archive: ProjectionRunner) -> No
     assert all(incremental.values())
     archive.rebuild()
     assert snapshot(archive.store, tables) == incremental
+
+
+def test_top_papers_ranked_as_the_grader_measured(store_url: str) -> None:
+    """A verified claim ranks at the grader's value (a percentage as its fraction), an
+    inflated one as claimed and unverified; `verified_only` ranks each paper by its best
+    verified claim and leaves out a paper with none, in the subtask's direction."""
+    x, y, z, w = (RunLog(r, f"lab-{r}") for r in "xyzw")
+    for seconds, (run, measured) in enumerate(((x, 0.6), (y, 0.8), (z, 0.7))):
+        run.start(0)
+        run.invoke("c1", "evaluate", 1 + seconds)
+        run.score(1, measured, None, 1 + seconds)
+    w.start(0)
+    x.paper("p-x", 10, claims=[("accuracy", 0.9, 1), ("accuracy", 0.6, 1)])
+    y.paper("p-y", 11, claims=[("accuracy", 80, 1)])
+    z.paper("p-z", 12, claims=[("accuracy", 0.7, 1)])
+    w.paper("p-w", 13, claims=[("accuracy", 0.75, 1)])
+    runner = build(store_url, interleave(x, y, z, w), step=3)
+    with runner.store.engine.connect() as conn:
+
+        def top(direction: Direction, **kw: Any) -> list[tuple[str, float, bool]]:
+            claimed = top_papers(conn, "digits", k=None, subtask="accuracy", direction=direction)
+            ranked = ranked_as_measured(conn, claimed, direction, **kw)
+            return [(r.paper.paper_id, r.value, r.verified) for r in ranked]
+
+        assert top("maximize") == [
+            ("p-x", 0.9, False),
+            ("p-y", 0.8, True),
+            ("p-w", 0.75, False),
+            ("p-z", 0.7, True),
+        ]
+        assert top("maximize", verified_only=True) == [
+            ("p-y", 0.8, True),
+            ("p-z", 0.7, True),
+            ("p-x", 0.6, True),
+        ]
+        assert top("maximize", verified_only=True, k=2) == [("p-y", 0.8, True), ("p-z", 0.7, True)]
+        assert top("minimize", verified_only=True) == [
+            ("p-x", 0.6, True),
+            ("p-z", 0.7, True),
+            ("p-y", 0.8, True),
+        ]
+    runner.store.engine.dispose()

@@ -144,8 +144,13 @@ def marks_of(runner: ProjectionRunner) -> dict[str, list[tuple[bool, float | Non
     return {i: [(m.verified, m.measured) for m in marks] for i, marks in found.items()}
 
 
-def test_the_read_models_marks_are_the_labs_incremental_and_rebuilt(store_url: str) -> None:
-    runner = build(store_url, claims_log(), step=2)  # papers and attempts in other pages
+@pytest.mark.parametrize("step", [1, 2, 3, 5, None])
+def test_the_read_models_marks_are_the_labs_incremental_and_rebuilt(
+    store_url: str, step: int | None
+) -> None:
+    """Built in pages of `step` events (None: one page): an author's events before a
+    paper are in its page, in earlier pages, or both."""
+    runner = build(store_url, claims_log(), step=step)
     try:
         assert marks_of(runner) == EXPECTED
         labs = LogArchive(runner.store)

@@ -12,7 +12,8 @@ from events.recorded import Recorded
 from labrxiv.settings import load_settings
 from labrxiv.wiring import Embedded, open_embedded
 from projections.archive import PAPER_CITATIONS, PAPER_RETRIEVALS, PAPERS
-from projections.archive_search import search_papers, top_papers
+from projections.archive_search import search_papers
+from projections.archive_top import top_papers
 from projections.catalogue import all_projectors
 from projections.curves import CURVE_RUNS, curve_points, paper_points
 from projections.ledger import LEDGER, ledger_totals

@@ -3,11 +3,13 @@ archive's `verified`, the grounded reviewer's claim check, and the `misreported_
 detector. A model reports numbers as the evaluate tool showed them (0.9407 for a measured
 0.9407407…), rounded further, or as a percentage: all honest; an overclaim is not."""
 
+from collections.abc import Callable
+
 import pytest
 
 from analysis.detectors import DETECTORS
 from events import EventStore
-from events.payloads import Claim, Experiment, PaperSubmitted
+from events.payloads import Claim, Experiment, ExperimentScored, PaperSubmitted
 from tests.analysis.runlog import RunLog
 from workers.lab.archive_log import LogArchive
 from workers.review.evidence import gather
@@ -80,3 +82,39 @@ def test_an_overclaim_never_rates_above_a_paper_that_states_its_results_in_prose
     honest, _ = review(gather(other, prose.events, version=len(prose.events) - 1))
     assert overclaim.rating == 1 < honest.rating
     assert "no graded attempt; the task's baseline is" in honest.summary
+
+
+def stray_grade(log: RunLog) -> None:
+    """An `experiment.scored` of attempt 1 that no `evaluate` call opened: no attempt of
+    the run (the fold, whose attempts the budget counts, has none to grade)."""
+    log.step(ExperimentScored(attempt=1, subtask_scores={"accuracy": MEASURED}, score=MEASURED))
+
+
+def graded_twice(log: RunLog) -> None:
+    """Attempt 1 graded 0.5, then graded again: the later grade is the attempt's."""
+    log.evaluate(0.5, accuracy=0.5)
+    log.step(ExperimentScored(attempt=1, subtask_scores={"accuracy": MEASURED}, score=MEASURED))
+
+
+@pytest.mark.parametrize(("grade", "honest"), [(stray_grade, False), (graded_twice, True)])
+def test_the_readers_agree_on_which_attempts_were_graded(
+    sqlite_url: str, grade: Callable[[RunLog], None], honest: bool
+) -> None:
+    """The archive, the reviewer and the detector take the author's graded attempts from
+    `runstate.verification`: a grade no attempt of the run asked for verifies nothing, and
+    an attempt graded twice stands at its later grade."""
+    store = EventStore.from_url(sqlite_url)
+    log = RunLog()
+    grade(log)
+    claim = Claim(subtask="accuracy", metric="accuracy", value=MEASURED, attempt=1)
+    made = PaperSubmitted(
+        paper_id="p-1", task="t", title="T", abstract="A", body="B", claims=[claim]
+    )
+    log.call("submit_paper", {"title": "T"}, then=[made])
+    store.append(log.events)
+    checked = LogArchive(store).get("p-1")
+    assert checked is not None and [c["verified"] for c in checked["claims"]] == [honest]
+    evidence = gather(store, log.events, version=len(log.events) - 1)
+    [check] = [ClaimCheck(c, evidence.graded.get(c.attempt or 0)) for c in evidence.paper.claims]
+    assert (check.status == "verified") is honest
+    assert bool(DETECTORS["misreported_claim"](log.events)) is not honest

@@ -9,6 +9,7 @@ from events import Event, EventStore
 from events.payloads import ExperimentScored, IntegrityViolation, PaperSubmitted, RunStarted
 from runstate import inherited, loader
 from runstate.best import NORMALIZED, best_of, improves
+from runstate.verification import graded_of, standing
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,9 @@ class Evidence:
     event: Event
     """The paper's `paper.submitted`."""
     graded: dict[int, Graded]
-    """The author run's attempts graded before the paper, by number (a fork's include
-    those it inherited: its attempts are numbered on from them)."""
+    """The author run's attempts graded before the paper, by number, as the archive
+    verifies claims against them (`runstate.verification`: a fork's include those it
+    inherited, its attempts are numbered on from them)."""
     baseline: float | None
     """The task's normalized baseline as the grader last recorded it (None: unknown)."""
     prior_best: float | None
@@ -49,20 +51,25 @@ def gather(store: EventStore, run: list[Event], version: int) -> Evidence:
     paper = event.payload
     if not isinstance(paper, PaperSubmitted):
         raise ValueError(f"{event.stream} v{version} is a {event.type}, not a paper.submitted")
-    graded: dict[int, Graded] = {}
+    load = loader(store)
+    scored_by: dict[int, UUID] = {}
     baseline = None
     violations = []
-    # A fork's trajectory begins with its parent's up to the fork point: the attempts
-    # graded there are the fork's too, and its papers name them.
-    for earlier in [*inherited(run[0], loader(store)), *run[:version]]:
+    # A fork's trajectory begins with its parent's up to the fork point: the grades and
+    # violations there are the fork's too, and its papers name those attempts.
+    for earlier in [*inherited(run[0], load), *run[:version]]:
         payload = earlier.payload
         if isinstance(payload, ExperimentScored):
-            graded[payload.attempt] = _graded(payload, earlier.id)
+            scored_by[payload.attempt] = earlier.id
             baseline = (
                 payload.baseline_normalized if payload.baseline_normalized is not None else baseline
             )
         elif isinstance(payload, IntegrityViolation):
             violations.append(earlier.id)
+    graded = {
+        number: Graded(number, dict(attempt.scores or {}), attempt.normalized, scored_by[number])
+        for number, attempt in graded_of(standing(run[:version], load)).items()
+    }
     prior_best, prior_paper = _prior_best(store, event, paper)
     return Evidence(paper, event, graded, baseline, prior_best, prior_paper, tuple(violations))
 
