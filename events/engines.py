@@ -6,7 +6,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from sqlalchemy import Connection, Engine, create_engine, event
@@ -121,17 +121,18 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
         # SQLAlchemy calls this before it commits: commit here, then let the next writer
         # in, so it does not begin while the lock is still SQLite's and sleep in its busy
         # handler (SQLAlchemy's own commit then finds no transaction and does nothing).
-        if conn.info.get(_HOLDS_WRITER):
-            try:
-                conn.connection.dbapi_connection.commit()  # type: ignore[union-attr]
-            finally:
-                _release(conn)
+        _end(conn, "commit")
 
     @event.listens_for(engine, "rollback")
     def _on_rollback(conn: Connection) -> None:
+        _end(conn, "rollback")
+
+    def _end(conn: Connection, how: Literal["commit", "rollback"]) -> None:
+        """Commit or roll back (`how`) a transaction holding the writer lock, then let
+        the next writer in."""
         if conn.info.get(_HOLDS_WRITER):
             try:
-                conn.connection.dbapi_connection.rollback()  # type: ignore[union-attr]
+                getattr(conn.connection.dbapi_connection, how)()
             finally:
                 _release(conn)
 

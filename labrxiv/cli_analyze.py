@@ -30,7 +30,7 @@ from events import Event, EventStore
 from events.payloads import InspectionConfig
 from events.payloads.inspection import Verdict
 from events.streams import CAMPAIGN_PREFIX, RUN_PREFIX
-from labrxiv.cli_bounds import INT64_MAX
+from labrxiv.cli_bounds import INT64_MAX, count_option, dollars_option
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
 from labrxiv.cli_errors import say_error
 from labrxiv.console import make_console
@@ -74,15 +74,11 @@ def analyze(
     inspector_turns: int = typer.Option(
         12, "--inspector-turns", min=1, max=100, help="Model calls per run before a verdict."
     ),
-    inspector_tokens: int | None = typer.Option(
-        None,
-        "--inspector-tokens",
-        min=1,
-        help="Stop inspecting past these tokens.",
-        max=INT64_MAX,
+    inspector_tokens: int | None = count_option(
+        "--inspector-tokens", "Stop inspecting past these tokens."
     ),
-    inspector_dollars: float | None = typer.Option(
-        None, "--inspector-dollars", min=0.000001, help="Stop inspecting past these dollars."
+    inspector_dollars: float | None = dollars_option(
+        "--inspector-dollars", "Stop inspecting past these dollars."
     ),
 ) -> None:
     """Behaviour of a run or a campaign (action density, tool mix by phase and by third,

@@ -3,6 +3,10 @@
 traceback (orjson's "Integer exceeds 64-bit range", SQLite's OverflowError, PostgreSQL's
 DataError); tests/labrxiv/test_cli_int_options.py checks every option has them."""
 
+from typing import Any
+
+import typer
+
 INT64_MAX = 2**63 - 1
 INT64_MIN = -(2**63)
 
@@ -10,3 +14,13 @@ SEED_MAX = INT64_MAX // 1000 - 1
 """The largest `--seed` of a campaign or demo whose labs' seeds still fit 64 bits: lab i
 takes `seed * LAB_SEEDS + i` (`workers.lab.campaign.LAB_SEEDS`, 1000; a test checks the
 two agree; importing it here would load the workers for every command's options)."""
+
+
+def count_option(flag: str, help: str, least: int = 1) -> Any:
+    """An option `flag` taking a whole number from `least` up, unset by default."""
+    return typer.Option(None, flag, min=least, max=INT64_MAX, help=help)
+
+
+def dollars_option(flag: str, help: str) -> Any:
+    """An option `flag` taking a limit in dollars (more than 0), unset by default."""
+    return typer.Option(None, flag, min=0.000001, help=help)

@@ -16,7 +16,7 @@ from rich.markup import escape
 
 from events.payloads import LlmConfig, ReviewConfig
 from labrxiv.campaigns import CampaignOutcome, run_campaign
-from labrxiv.cli_bounds import INT64_MAX, INT64_MIN, SEED_MAX
+from labrxiv.cli_bounds import INT64_MAX, INT64_MIN, SEED_MAX, count_option, dollars_option
 from labrxiv.cli_checks import (
     budget_or_exit,
     http_url_or_exit,
@@ -106,15 +106,11 @@ def campaign(
     review_base_url: str | None = typer.Option(
         None, "--review-base-url", help="llm reviewers: the endpoint."
     ),
-    reviewer_tokens: int | None = typer.Option(
-        None,
-        "--reviewer-tokens",
-        min=1,
-        help="Tokens for all the campaign's reviews.",
-        max=INT64_MAX,
+    reviewer_tokens: int | None = count_option(
+        "--reviewer-tokens", "Tokens for all the campaign's reviews."
     ),
-    reviewer_dollars: float | None = typer.Option(
-        None, "--reviewer-dollars", min=0.000001, help="Dollars for all the campaign's reviews."
+    reviewer_dollars: float | None = dollars_option(
+        "--reviewer-dollars", "Dollars for all the campaign's reviews."
     ),
     reviews: int = typer.Option(1, "--reviews", min=1, max=10, help="Reviews per paper."),
     accept_rating: float = typer.Option(

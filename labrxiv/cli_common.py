@@ -44,12 +44,18 @@ def settings_or_exit() -> Settings:
     return settings
 
 
-def read_store() -> EventStore:
-    """The log the settings name, or the demo's (said on stderr); never a new one."""
-    found = find_log(settings_or_exit())
+def open_found_log(settings: Settings) -> tuple[Settings, EventStore]:
+    """The log `settings` name, or the demo's (said on stderr), with the settings that
+    name it; never a new one."""
+    found = find_log(settings)
     if found.note:
         err.print(f"[dim]{found.note}[/]")
-    return open_log(found.settings)
+    return found.settings, open_log(found.settings)
+
+
+def read_store() -> EventStore:
+    """The log the settings name, or the demo's (said on stderr); never a new one."""
+    return open_found_log(settings_or_exit())[1]
 
 
 def read_runner() -> ProjectionRunner:

@@ -7,21 +7,20 @@ import typer
 from events import EventStore
 from events.payloads import LlmConfig
 from events.streams import RUN_PREFIX
-from labrxiv.cli_bounds import INT64_MAX
+from labrxiv.cli_bounds import INT64_MAX, count_option
 from labrxiv.cli_checks import (
     budget_or_exit,
     http_url_or_exit,
     llm_config_or_exit,
     refuse_llm_options,
 )
-from labrxiv.cli_common import GymPath, settings_or_exit, with_gym_path
-from labrxiv.cli_errors import err, say_error
+from labrxiv.cli_common import GymPath, open_found_log, settings_or_exit, with_gym_path
+from labrxiv.cli_errors import say_error
 from labrxiv.cli_labs import check_task, console, require_sandbox
 from labrxiv.cli_resume import Watched, follow
 from labrxiv.errors import ShellError
 from labrxiv.interrupt import TIMEOUT_HELP
 from labrxiv.lookup import pick_prefixed
-from labrxiv.reading import find_log, open_log
 from labrxiv.service_start import require_shared_database
 from workers.bus.base import Bus
 from workers.lab.campaign import CampaignPlan
@@ -42,16 +41,10 @@ def fork(
     seed: int | None = typer.Option(
         None, "--seed", help="The fork's seed (the run's).", max=INT64_MAX, min=0
     ),
-    attempts: int | None = typer.Option(
-        None, "--attempts", min=1, help="Attempts budget.", max=INT64_MAX
-    ),
-    tokens: int | None = typer.Option(
-        None, "--tokens", min=1, help="Model tokens budget.", max=INT64_MAX
-    ),
+    attempts: int | None = count_option("--attempts", "Attempts budget."),
+    tokens: int | None = count_option("--tokens", "Model tokens budget."),
     dollars: float | None = typer.Option(None, "--dollars", help="Model dollars budget."),
-    steps: int | None = typer.Option(
-        None, "--steps", min=1, help="Steps budget: tool calls.", max=INT64_MAX
-    ),
+    steps: int | None = count_option("--steps", "Steps budget: tool calls."),
     wall_seconds: float | None = typer.Option(None, "--wall-seconds", help="Time budget."),
     timeout: float = typer.Option(3600, "--timeout", min=0.001, help=TIMEOUT_HELP),
     gym_path: GymPath = None,
@@ -62,11 +55,7 @@ def fork(
     conversation, spend) and its workspace as it was then, rebuilt from the log; budgets
     count the inherited part too (unset ones are the run's). Exit codes as `campaign`'s."""
     require_shared_database(settings_or_exit(), "fork")
-    found = find_log(with_gym_path(settings_or_exit(), gym_path))
-    if found.note:
-        err.print(f"[dim]{found.note}[/]")
-    settings = found.settings
-    store = open_log(settings)
+    settings, store = open_found_log(with_gym_path(settings_or_exit(), gym_path))
     runs = {r.stream for r in store.iter_records(types=["run.started"])}
     stream = pick_prefixed("run", RUN_PREFIX, run, runs, "labrxiv runs lists them")
     try:

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from events import Event
-from labrxiv.cli_bounds import INT64_MAX
+from labrxiv.cli_bounds import count_option
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
 from labrxiv.console import make_console
 from labrxiv.errors import NotFound
@@ -25,15 +25,9 @@ console = make_console()
 
 def replay(
     run: str = typer.Argument(..., help="The run: run-<campaign>-<lab> or a prefix of it."),
-    step: int | None = typer.Option(
-        None, "--step", min=0, help="Stop after this step.", max=INT64_MAX
-    ),
-    position: int | None = typer.Option(
-        None,
-        "--position",
-        min=1,
-        help="Stop at this log position (events at or before it).",
-        max=INT64_MAX,
+    step: int | None = count_option("--step", "Stop after this step.", least=0),
+    position: int | None = count_option(
+        "--position", "Stop at this log position (events at or before it)."
     ),
     as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:

@@ -9,8 +9,7 @@ import typer
 from events import EventStore
 from events.streams import RUN_PREFIX
 from labrxiv.campaigns import CampaignOutcome, watch_campaign
-from labrxiv.cli_common import GymPath, settings_or_exit, with_gym_path
-from labrxiv.cli_errors import err
+from labrxiv.cli_common import GymPath, open_found_log, settings_or_exit, with_gym_path
 from labrxiv.cli_labs import console, report_outcome, report_watch, require_sandbox
 from labrxiv.errors import NotFound
 from labrxiv.exit_codes import EXIT_INTERRUPTED
@@ -22,7 +21,6 @@ from labrxiv.interrupt import (
     stop_embedded,
 )
 from labrxiv.lookup import pick, pick_prefixed
-from labrxiv.reading import find_log, open_log
 from labrxiv.service_start import require_shared_database
 from labrxiv.settings import Settings
 from workers.bus.base import Bus
@@ -48,11 +46,7 @@ def resume(
     In embedded mode the work is done in this process (Ctrl-C stops it again, and
     `resume` goes on again); with Redis, the workers do it. Exit codes as `campaign`'s."""
     require_shared_database(settings_or_exit(), "resume")
-    found = find_log(with_gym_path(settings_or_exit(), gym_path))
-    if found.note:
-        err.print(f"[dim]{found.note}[/]")
-    settings = found.settings
-    store = open_log(settings)
+    settings, store = open_found_log(with_gym_path(settings_or_exit(), gym_path))
     left = _chosen(store, campaign, runs or [])
     if settings.embedded:
         require_sandbox(settings)

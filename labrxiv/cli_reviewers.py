@@ -18,7 +18,7 @@ from analysis.reviewer_eval import (
     read_lines,
 )
 from events.payloads import ReviewConfig
-from labrxiv.cli_bounds import INT64_MAX
+from labrxiv.cli_bounds import INT64_MAX, count_option, dollars_option
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
 from labrxiv.cli_errors import say_error
 from labrxiv.cli_group import command_group
@@ -47,15 +47,11 @@ def reviewers_eval(
         help="Instead of --predictions: run the llm reviewer on each paper's text (recorded).",
     ),
     review_base_url: str | None = typer.Option(None, "--review-base-url", help="Its endpoint."),
-    reviewer_tokens: int | None = typer.Option(
-        None,
-        "--reviewer-tokens",
-        min=1,
-        help="Stop reviewing past these tokens.",
-        max=INT64_MAX,
+    reviewer_tokens: int | None = count_option(
+        "--reviewer-tokens", "Stop reviewing past these tokens."
     ),
-    reviewer_dollars: float | None = typer.Option(
-        None, "--reviewer-dollars", min=0.000001, help="Stop reviewing past these dollars."
+    reviewer_dollars: float | None = dollars_option(
+        "--reviewer-dollars", "Stop reviewing past these dollars."
     ),
     campaign: str | None = typer.Option(
         None, "--campaign", help="Also: its reviews' ratings against its papers' measured scores."

@@ -13,11 +13,10 @@ from datetime import timedelta
 
 from events import EventStore
 from labrxiv.settings import Settings
-from labrxiv.wiring import open_bus, open_store
+from labrxiv.wiring import open_bus, open_store, reactions
 from workers.bus.base import Bus
 from workers.lab.lease import Leases
 from workers.lab.reaper import reap
-from workers.reactions import REACTIONS
 from workers.reactor import Reactor, run_reactor
 
 log = logging.getLogger(__name__)
@@ -69,10 +68,5 @@ def open_reacting(settings: Settings) -> Reacting:
     """The reactor process's parts, from the settings."""
     store = open_store(settings)
     bus = open_bus(settings)
-    return Reacting(
-        store=store,
-        bus=bus,
-        reactor=Reactor(store, bus, REACTIONS),
-        leases=Leases(store, ttl=settings.stall_seconds),
-        stall_seconds=settings.stall_seconds,
-    )
+    reactor, leases = reactions(settings, store, bus)
+    return Reacting(store, bus, reactor, leases, settings.stall_seconds)

@@ -68,14 +68,21 @@ def worker_context(settings: Settings, store: EventStore, bus: Bus) -> WorkerCon
         inflight=(settings.data_dir / "inflight").resolve(),
         sandbox=settings.sandbox,
     )
+    reactor, leases = reactions(settings, store, bus)
     return WorkerContext(
         store=store,
         bus=bus,
-        reactor=Reactor(store, bus, REACTIONS),
-        leases=Leases(store, ttl=settings.stall_seconds),
+        reactor=reactor,
+        leases=leases,
         max_message_bytes=settings.max_message_bytes,
         labs=labs,
     )
+
+
+def reactions(settings: Settings, store: EventStore, bus: Bus) -> tuple[Reactor, Leases]:
+    """The lab reactions from the log, and the leases that tell a step being taken from a
+    stalled one (held for `stall_seconds`)."""
+    return Reactor(store, bus, REACTIONS), Leases(store, ttl=settings.stall_seconds)
 
 
 def gateways(

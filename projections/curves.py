@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, Connection, DateTime, func, or_, select
+from sqlalchemy import BigInteger, Column, Connection, DateTime, Table, func, or_, select
 from sqlmodel import Field, SQLModel
 
 from events.envelope import as_utc
@@ -300,19 +300,17 @@ class PaperPoint:
 
 def curve_points(conn: Connection, campaign: str | None = None) -> list[CurvePoint]:
     """Every scored attempt (of one campaign, if given), in log order."""
-    query = select(CURVE_POINTS).order_by(CURVE_POINTS.c.position)
-    if campaign is not None:
-        query = query.where(CURVE_POINTS.c.campaign == campaign)
-    return [
-        CurvePoint(**{**row, "at": as_utc(row["at"])}) for row in conn.execute(query).mappings()
-    ]
+    return [CurvePoint(**row) for row in _rows(conn, CURVE_POINTS, campaign)]
 
 
 def paper_points(conn: Connection, campaign: str | None = None) -> list[PaperPoint]:
     """Every submitted paper (of one campaign, if given), in log order."""
-    query = select(CURVE_PAPERS).order_by(CURVE_PAPERS.c.position)
+    return [PaperPoint(**row) for row in _rows(conn, CURVE_PAPERS, campaign)]
+
+
+def _rows(conn: Connection, table: Table, campaign: str | None) -> list[dict[str, Any]]:
+    """The rows of `table` (of one campaign, if given) in log order, `at` in UTC."""
+    query = select(table).order_by(table.c.position)
     if campaign is not None:
-        query = query.where(CURVE_PAPERS.c.campaign == campaign)
-    return [
-        PaperPoint(**{**row, "at": as_utc(row["at"])}) for row in conn.execute(query).mappings()
-    ]
+        query = query.where(table.c.campaign == campaign)
+    return [{**row, "at": as_utc(row["at"])} for row in conn.execute(query).mappings()]

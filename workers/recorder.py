@@ -190,47 +190,29 @@ def _first_of_each_id(events: list[Event]) -> tuple[list[Event], list[Letter]]:
 def _without_nul(events: list[Event]) -> tuple[list[Event], list[Letter]]:
     """Events holding a NUL character are dead letters: PostgreSQL text and jsonb cannot
     store one (a tool printing binary output), and the log is the same on every backend."""
-    return _without(events, _nul_path, "contains a NUL character, which the log cannot store")
+    return _without(events, _has_nul, "contains a NUL character, which the log cannot store")
 
 
 def _without_wide_ints(events: list[Event]) -> tuple[list[Event], list[Letter]]:
     """Events holding an integer outside the signed 64-bit range are dead letters: the
     log's JSON columns would not give it back as it was sent."""
-    return _without(events, _wide_int_path, "an integer outside the 64-bit range")
+    return _without(events, _is_wide_int, "an integer outside the 64-bit range")
 
 
 def _without(
-    events: list[Event], find: Callable[[Any], str | None], what: str
+    events: list[Event], bad: Callable[[Any], bool], what: str
 ) -> tuple[list[Event], list[Letter]]:
-    """`events` without those in which `find` finds a path, which become dead letters."""
+    """`events` without those holding a `bad` part, which become dead letters."""
     kept: list[Event] = []
     letters: list[Letter] = []
     for event in events:
         item = event.model_dump(mode="json")
-        path = find(item)
+        path = _first_path(item, bad)
         if path is None:
             kept.append(event)
         else:
             letters.append((f"invalid event: {path}: {what}", item))
     return kept, letters
-
-
-def _wide_int_path(value: Any, path: str = "") -> str | None:
-    """The dotted path of the first integer in `value` outside the signed 64-bit range
-    (found by the fuzz suite: SQLite's JSON stores it as a float)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return (path or "<event>") if not -(2**63) <= value < 2**63 else None
-    if isinstance(value, dict):
-        pairs: Any = value.items()
-    elif isinstance(value, list):
-        pairs = enumerate(value)
-    else:
-        return None
-    for key, item in pairs:
-        found = _wide_int_path(item, f"{path}.{key}" if path else str(key))
-        if found is not None:
-            return found
-    return None
 
 
 _LONG_NUMBER = re.compile(r"\d{19,}")
@@ -273,10 +255,11 @@ def _column_problem(event: Event) -> str | None:
     return None
 
 
-def _nul_path(value: Any, path: str = "") -> str | None:
-    """The dotted path of the first string (or key) in `value` holding a NUL, if any."""
-    if isinstance(value, str):
-        return (path or "<event>") if "\x00" in value else None
+def _first_path(value: Any, bad: Callable[[Any], bool], path: str = "") -> str | None:
+    """The dotted path of the first part of `value` (a value or a string key) that is
+    `bad`, if any."""
+    if bad(value):
+        return path or "<event>"
     if isinstance(value, dict):
         pairs: Any = value.items()
     elif isinstance(value, list):
@@ -285,12 +268,22 @@ def _nul_path(value: Any, path: str = "") -> str | None:
         return None
     for key, item in pairs:
         where = f"{path}.{key}" if path else str(key)
-        if isinstance(key, str) and "\x00" in key:
+        if isinstance(key, str) and bad(key):
             return where
-        found = _nul_path(item, where)
+        found = _first_path(item, bad, where)
         if found is not None:
             return found
     return None
+
+
+def _has_nul(value: Any) -> bool:
+    return isinstance(value, str) and "\x00" in value
+
+
+def _is_wide_int(value: Any) -> bool:
+    """An integer outside the signed 64-bit range (found by the fuzz suite: SQLite's JSON
+    stores it as a float)."""
+    return isinstance(value, int) and not isinstance(value, bool) and not -(2**63) <= value < 2**63
 
 
 def _upgraded(item: Any) -> Any:

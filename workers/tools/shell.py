@@ -11,13 +11,15 @@ from workers.tools.base import ToolResult, tool
 from workers.tools.env import ToolEnv
 
 _UNREACHABLE = ("Network is unreachable", "[Errno 101]", "Temporary failure in name resolution")
+Timeout = Annotated[float, Field(gt=0, le=3600, description="Wall-clock limit.")]
+"""The time limit of a command or a program, in seconds."""
 
 
 @tool
 def bash(
     env: ToolEnv,
     command: Annotated[str, Field(description="A shell command, run in the workspace.")],
-    timeout_s: Annotated[float, Field(gt=0, le=3600, description="Wall-clock limit.")] = 120,
+    timeout_s: Timeout = 120,
 ) -> ToolResult:
     """Run a shell command in the workspace (no network; time, memory and output limits)."""
     _refuse_protected(env, command)
@@ -28,7 +30,7 @@ def bash(
 def python(
     env: ToolEnv,
     code: Annotated[str, Field(description="Python source to run in the workspace.")],
-    timeout_s: Annotated[float, Field(gt=0, le=3600, description="Wall-clock limit.")] = 120,
+    timeout_s: Timeout = 120,
 ) -> ToolResult:
     """Run Python code in the workspace with the project's interpreter (numpy, scikit-learn)."""
     _refuse_protected(env, code)
