@@ -101,11 +101,15 @@ class ProjectionRunner:
             with self.store.engine.connect() as conn:
                 versions = read_versions(conn)
                 stale = [(p, _stale(conn, p, versions)) for p in self.projectors]
+                fresh = {p.name for p, why in stale if why is None and _new_to_log(conn, p)}
             for projector, why in stale:
                 if why is not None and self._reset(projector, recheck=True):
                     log.warning(
                         "read model %s: %s; rebuilding it from the log", projector.name, why
                     )
+                    reset.append(projector.name)
+                elif projector.name in fresh and self._reset(projector, new=True):
+                    log.info("read model %s: new to this log; building it", projector.name)
                     reset.append(projector.name)
             unrecorded = {
                 p.name: p.version
@@ -127,18 +131,23 @@ class ProjectionRunner:
         create_tables(self.store.engine, tables, then=record)
         return reset
 
-    def _reset(self, projector: Projector, recheck: bool = False) -> bool:
+    def _reset(self, projector: Projector, recheck: bool = False, new: bool = False) -> bool:
         """Drop a projector's tables and checkpoint and record its version: it starts
         again from position 0. `recheck`: only if it is still stale once the transaction
-        holds the database (another process may have reset it meanwhile); returns
-        whether it was reset.
+        holds the database (another process may have reset it meanwhile); with `new`,
+        only if it is a read model new to a log that holds events (`_new_to_log`): built
+        as a rebuild is, so read commands finish it before they read. Returns whether it
+        was reset.
 
         One writer transaction (SQLite: begun IMMEDIATE; PostgreSQL: the schema lock), so
         a crash never leaves the tables dropped and the checkpoint where it was. The read
         model is marked as rebuilding until it reaches today's head of the log
         (`projections.rebuilding`): a read command finishes a rebuild cut short."""
         with schema_transaction(self.store.engine) as conn:
-            if recheck and _stale(conn, projector, read_versions(conn)) is None:
+            if new:
+                if not _new_to_log(conn, projector):
+                    return False
+            elif recheck and _stale(conn, projector, read_versions(conn)) is None:
                 return False
             # The checkpoint first: a projector applying a page holds its row (`claim_`
             # `checkpoints`) and then writes the tables; dropping them first would wait for
@@ -334,6 +343,20 @@ class ProjectionRunner:
                 whole = mark is None or checkpoint >= mark  # reached: a mark not yet cleared
                 lags.append(Lag(projector.name, checkpoint, head, None if whole else mark))
             return lags
+
+
+def _new_to_log(conn: Connection, projector: Projector) -> bool:
+    """Whether the projector's read model is new to a log that already holds events: none
+    of its tables stored and no checkpoint of it (a read model added since the database
+    was built, or one only other runners built so far)."""
+    inspector = inspect(conn)
+    if any(inspector.has_table(t.name) for t in projector.tables):
+        return False
+    if inspector.has_table(CHECKPOINTS.name):
+        held = select(CHECKPOINTS.c.name).where(CHECKPOINTS.c.name == projector.name)
+        if conn.execute(held).first() is not None:
+            return False
+    return conn.execute(select(EVENTS.c.position).limit(1)).first() is not None
 
 
 def _stale(conn: Connection, projector: Projector, versions: dict[str, int]) -> str | None:

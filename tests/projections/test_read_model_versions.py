@@ -344,3 +344,31 @@ def test_clearing_a_reached_mark_never_deletes_the_mark_of_a_reset_meanwhile(
     with store.engine.connect() as conn:
         assert rebuilding(conn, ["runs"]) == {"runs": head}
         assert read_checkpoints(conn, ["runs"]) == {}
+
+
+def test_a_read_model_new_to_a_log_is_built_before_the_read_commands_read(
+    sqlite_url: str,
+) -> None:
+    """A read model added since the database was built (or built so far only by runners
+    of other read models) has no table and no checkpoint on a log with events: read
+    commands build it before they read, not show it empty."""
+    store = built(sqlite_url)
+    (behaviour,) = [p for p in all_projectors() if p.name == "behaviour"]
+    before = {t.name: rows(store, t.name) for t in behaviour.tables}
+    assert before["behaviour_runs"], "the simulated runs are in the behaviour read model"
+    with store.engine.begin() as conn:  # as an older labrxiv, without it, left the database
+        for table in behaviour.tables:
+            conn.execute(text(f"DROP TABLE {table.name}"))
+        conn.execute(text("DELETE FROM projection_checkpoints WHERE name = 'behaviour'"))
+        conn.execute(delete(VERSIONS).where(VERSIONS.c.name == "behaviour"))
+    runner = ProjectionRunner(store, all_projectors())
+    assert runner.finish_rebuilds(announced=runner.create_schema()) == ["behaviour"]
+    assert {t.name: rows(store, t.name) for t in behaviour.tables} == before
+    assert ProjectionRunner(store, all_projectors()).create_schema() == []
+
+
+def test_an_empty_log_builds_nothing_new(sqlite_url: str) -> None:
+    store = EventStore.from_url(sqlite_url)
+    runner = ProjectionRunner(store, all_projectors())
+    assert runner.create_schema() == []
+    assert runner.finish_rebuilds() == []
