@@ -34,7 +34,9 @@ class BoundedCache(Generic[K, V]):
         """What pickling keeps (a projector is sent to the process that rebuilds it):
         everything but the lock, which is made anew."""
         with self._lock:
-            return {key: value for key, value in vars(self).items() if key != "_lock"}
+            state = {key: value for key, value in vars(self).items() if key != "_lock"}
+            state["_entries"] = OrderedDict(self._entries)  # not the live one: a put meanwhile
+            return state
 
     def __setstate__(self, state: dict[str, object]) -> None:
         vars(self).update(state)

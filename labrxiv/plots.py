@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 
 from labrxiv.errors import CannotWrite
 from projections.curves import CurvePoint, PaperPoint
+from runstate.best import NORMALIZED, improves
 
 LineBy = Literal["lab", "campaign"]
 Empty = Literal["no points", "all zero"]
@@ -194,11 +195,15 @@ def _label(campaign: str | None, lab: str | None, by: LineBy, many: bool) -> str
 
 
 def _running_best(pairs: list[tuple[float, float]]) -> tuple[list[float], list[float]]:
-    xs, ys, best = [], [], float("-inf")
+    """The running best of normalized scores (`runstate.best`), at each x in order."""
+    xs: list[float] = []
+    ys: list[float] = []
+    best: float | None = None
     for x, y in sorted(pairs):
-        best = max(best, y)
+        if improves(NORMALIZED, y, best):
+            best = y
         xs.append(x)
-        ys.append(best)
+        ys.append(y if best is None else best)
     return xs, ys
 
 

@@ -166,3 +166,17 @@ def test_a_containers_masked_proc_is_refused_saying_what_to_lift(tmp_path: Path)
     assert masked.returncode == 3, masked.stdout + masked.stderr
     assert "mount labrxiv-proc on /mnt/proc: Operation not permitted" in said, said
     assert "systempaths=unconfined" in said and "\n" not in said, said
+
+
+def test_auto_with_no_backend_installed_says_so_in_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from workers.sandbox import backends
+
+    monkeypatch.setattr(backends, "backend_names", lambda: [])
+    backends.choose.cache_clear()
+    try:
+        with pytest.raises(SandboxUnavailable, match="no sandbox backend is installed"):
+            backends.choose(AUTO)
+    finally:
+        backends.choose.cache_clear()

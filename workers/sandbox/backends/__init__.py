@@ -71,6 +71,8 @@ def choose(setting: str = AUTO) -> Backend:
             reasons.append((name, str(exc)))
             continue
         return _backends()[name]
+    if not reasons:
+        raise SandboxUnavailable("no sandbox backend is installed (workers/sandbox/backends)")
     _weakest, why = reasons[-1]
     others = "; ".join(f"{name}: {reason}" for name, reason in reasons[:-1])
     raise SandboxUnavailable(f"{why} ({others})" if others else why)
