@@ -109,7 +109,7 @@ class ProjectionRunner:
                     )
                     reset.append(projector.name)
                 elif projector.name in fresh and self._reset(projector, new=True):
-                    log.info("read model %s: new to this log; building it", projector.name)
+                    log.debug("read model %s: new to this log; building it", projector.name)
                     reset.append(projector.name)
             unrecorded = {
                 p.name: p.version
