@@ -1,6 +1,7 @@
 """The `labrxiv` script's entry point: a Ctrl-C while the command line is still being
 imported ends the command with one line and exit 130, not Python's traceback."""
 
+import os
 import subprocess
 import sys
 import tomllib
@@ -51,3 +52,36 @@ def test_the_script_runs_through_the_entry_point() -> None:
     done = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "campaign" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["campaign", "--labs", "0"], "labrxiv campaign: Invalid value for '--labs'"),
+        (["ledger", "--by", "nope"], "labrxiv ledger: Invalid value for '--by'"),
+        (["runs", "--no-such-option"], "labrxiv runs: No such option: --no-such-option"),
+        (["no-such-command"], "labrxiv: No such command 'no-such-command'"),
+    ],
+)
+def test_a_wrong_command_line_is_one_line_and_exit_2(argv: list[str], said: str) -> None:
+    script = Path(sys.executable).parent / "labrxiv"
+    done = subprocess.run([str(script), *argv], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(said), lines[0]
+    assert "--help" in lines[0]
+    assert done.stdout == ""
+
+
+def test_an_exit_code_a_command_gives_is_the_scripts() -> None:
+    script = Path(sys.executable).parent / "labrxiv"
+    done = subprocess.run(
+        [str(script), "runs", "show", "nope"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "LABRXIV_DATA_DIR": str(ROOT / ".no-such-data")},
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
