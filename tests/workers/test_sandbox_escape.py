@@ -344,10 +344,18 @@ def nothing_at(*relatives: str) -> Check:
     return check
 
 
-def not_created(*paths: str) -> Check:
+def not_created(*paths: str, planted: bytes | None = None) -> Check:
+    """No file of `paths` exists after the attempt; with `planted`, none holds what the
+    attempt wrote (for paths that may exist beforehand: Debian's Python ships a
+    `sitecustomize.py` in its standard library)."""
+
     def check(lab: Lab, env: ToolEnv, _: list[Invocation]) -> list[str]:
         made = [Path(_fill(path, lab.placeholders(env))) for path in paths]
-        return [f"{path} was written" for path in made if path.exists()]
+        return [
+            f"{path} was written"
+            for path in made
+            if path.exists() and (planted is None or path.read_bytes() == planted)
+        ]
 
     return check
 
@@ -794,7 +802,10 @@ CATALOGUE: list[Attempt] = [
             "echo 'import os' > {purelib}/numpy/{marker}.py"
         ),
         check=not_created(
-            "{purelib}/sitecustomize.py", "{stdlib}/sitecustomize.py", "{purelib}/numpy/{marker}.py"
+            "{purelib}/sitecustomize.py",
+            "{stdlib}/sitecustomize.py",
+            "{purelib}/numpy/{marker}.py",
+            planted=b"import os\n",
         ),
     ),
     contained(
