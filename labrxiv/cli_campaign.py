@@ -8,13 +8,14 @@ labs cannot run on this machine); 3 the watch timed out before the campaign fini
 
 import dataclasses
 from datetime import timedelta
+from pathlib import Path
 from typing import Literal
 
 import typer
 from pydantic import ValidationError
 from rich.markup import escape
 
-from events.payloads import LlmConfig, ReviewConfig
+from events.payloads import AgentConfig, LlmConfig, ReviewConfig
 from labrxiv.campaigns import CampaignOutcome, run_campaign
 from labrxiv.cli_bounds import INT64_MAX, INT64_MIN, SEED_MAX, count_option, dollars_option
 from labrxiv.cli_checks import (
@@ -38,6 +39,7 @@ from labrxiv.interrupt import (
 from labrxiv.service_start import require_shared_database
 from labrxiv.settings import Settings
 from labrxiv.words import counted
+from workers.agent.profile import AgentError, agent_config, profile_names
 from workers.lab.campaign import CampaignPlan
 from workers.lab.lease import Leases
 from workers.lab.policies import uses_model
@@ -128,6 +130,15 @@ def campaign(
         "--archive-reads",
         help="Papers archive labs are shown: all, or accepted (needs --review).",
     ),
+    agent: str | None = typer.Option(
+        None, "--agent", help="agent labs: a profile (mini-swe-agent) or a command line."
+    ),
+    agent_env: Path | None = typer.Option(
+        None, "--agent-env", help="agent labs: the folder the agent is installed in."
+    ),
+    agent_reports: str | None = typer.Option(
+        None, "--agent-reports", help="agent labs: functions, bash_blocks or none."
+    ),
     gym_path: GymPath = None,
 ) -> None:
     """Run a campaign and watch its labs until every run has finished."""
@@ -171,6 +182,7 @@ def campaign(
             "--context-tokens": context_tokens != CONTEXT_TOKENS,
         }
         refuse_llm_options(given, f"these are --policy {policy} labs")
+    agent_settings = _agent(policy, agent, agent_env, agent_reports, llm)
     plan = CampaignPlan(
         task=task,
         labs=labs,
@@ -185,6 +197,7 @@ def campaign(
         steps=steps,
         campaign_budget=campaign_budget,
         llm=llm,
+        agent=agent_settings,
         review=_review_config(
             review,
             ReviewConfig.model_construct(
@@ -268,6 +281,33 @@ def _llm_config(
     )
 
 
+def _agent(
+    policy: str,
+    agent: str | None,
+    env: Path | None,
+    reports: str | None,
+    llm: LlmConfig | None,
+) -> AgentConfig | None:
+    """What agent labs run; exit 2 with one line naming what is wrong."""
+    if policy != "agent":
+        given = [name for name, value in (("--agent", agent), ("--agent-env", env),
+                 ("--agent-reports", reports)) if value is not None]  # fmt: skip
+        if given:
+            say_error(f"{', '.join(given)}: only for --policy agent labs")
+            raise typer.Exit(2)
+        return None
+    if agent is None:
+        say_error("--policy agent needs --agent: a profile (" + ", ".join(profile_names())
+                  + ") or a command line")  # fmt: skip
+        raise typer.Exit(2)
+    assert llm is not None
+    try:
+        return agent_config(agent, llm.model, env, reports)
+    except AgentError as exc:
+        say_error(str(exc))
+        raise typer.Exit(2) from None
+
+
 def _mode(value: str) -> Literal["isolated", "archive"]:
     return "archive" if value == "archive" else "isolated"
 
@@ -279,7 +319,10 @@ def _run(
 
     if settings.embedded:
         plan = dataclasses.replace(plan, sandbox=require_sandbox(settings))
-        system = open_embedded(settings, threads=max(2, plan.labs))
+        # An agent's session holds a thread for the whole run: the recorder, the
+        # reactor and the other steps need their own.
+        sessions = plan.labs + 1 if plan.agent is not None else 0
+        system = open_embedded(settings, threads=max(2, plan.labs) + sessions)
         try:
             with ctrl_c_between_ticks():
                 outcome = run_campaign(

@@ -8,6 +8,7 @@ from typing import Annotated, get_args
 
 from pydantic import Field
 
+from events.payloads.agent import AgentConfig, AgentExited, AgentStarted, WorkspaceChanged
 from events.payloads.base import Payload
 from events.payloads.campaign import CampaignFinished, CampaignInterrupted, CampaignStarted
 from events.payloads.experiment import ExperimentScored
@@ -74,7 +75,10 @@ AnyPayload = Annotated[
     | InspectionLooked
     | InspectionConcluded
     | InspectionFailed
-    | InspectionStopped,
+    | InspectionStopped
+    | AgentStarted
+    | AgentExited
+    | WorkspaceChanged,
     Field(discriminator="type"),
 ]
 """Any event's payload, told apart by its `type`: the one list of payload types (written
@@ -88,6 +92,9 @@ __all__ = [
     "AnyPayload",
     "BY_TYPE",
     "Budget",
+    "AgentConfig",
+    "AgentExited",
+    "AgentStarted",
     "BudgetExceeded",
     "Claim",
     "Experiment",
@@ -130,4 +137,5 @@ __all__ = [
     "RunStarted",
     "ToolInvoked",
     "ToolReturned",
+    "WorkspaceChanged",
 ]

@@ -4,6 +4,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from events.payloads.agent import AgentConfig
 from events.payloads.base import Payload
 from events.payloads.integrity import BudgetName
 from events.payloads.model import Phase, Price
@@ -102,7 +103,11 @@ class RunStarted(Payload):
     papers: int = Field(default=1, ge=1)
     """How many papers the lab is asked to write before it finishes."""
     llm: LlmConfig | None = None
-    """The model settings of an `llm` lab; None for other policies."""
+    """The model settings of a lab that calls a model (`llm`, `agent`); None for other
+    policies."""
+    agent: AgentConfig | None = None
+    """What an `agent` lab runs (its command, environment and install folder); None for
+    other policies."""
     forked_from: ForkPoint | None = None
     """Set for a fork (`labrxiv fork`): the run and step it branches off. The fork's
     state begins as its parent's at that point (no model or tool call is made again),

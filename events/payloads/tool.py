@@ -47,6 +47,9 @@ class ToolInvoked(Payload):
     """The tool's name (bash, python, read_file, evaluate…)."""
     args: dict[str, JsonValue] = {}
     """The arguments as the policy gave them."""
+    reported: bool = False
+    """True when an `agent` lab's own tool ran it and labrxiv only saw it in the agent's
+    model traffic (a tool call in an answer); false for the tools labrxiv ran."""
 
 
 def _phase_change_succeeded(data: dict[str, Any]) -> dict[str, Any]:
@@ -93,3 +96,7 @@ class ToolReturned(Payload):
     is no attempt."""
     limit: LimitHit | None = None
     """The sandbox limit that stopped the tool's process, if one did."""
+    reported: bool = False
+    """True when an `agent` lab's own tool ran it and labrxiv only saw its result in the
+    agent's next model request; the exit code is then 0 (the agent's tools report
+    none) and `duration_s` the time between the answer and that request."""

@@ -367,12 +367,12 @@ def test_unparsable_card_names_the_toml_error(bundle_copy: MakeCopy) -> None:
 def test_a_cards_policies_are_checked_against_the_registry(bundle_copy: MakeCopy) -> None:
     known = policy_needs()
     folder = bundle_copy()
-    edit_card(folder, 'policies = ["search", "llm"]', "policies = []")
+    edit_card(folder, 'policies = ["search", "llm", "agent"]', "policies = []")
     (problem,) = validate_bundle(folder, known)
     assert problem.startswith("task.toml: policies: List should have at least 1 item")
     edit_card(folder, "policies = []", 'policies = ["llm", "gpt-agent"]')
     assert validate_bundle(folder, known) == [
-        "task.toml: policies: no policy 'gpt-agent' (known: llm, search)"
+        "task.toml: policies: no policy 'gpt-agent' (known: agent, llm, search)"
     ]
     card = (folder / "task.toml").read_text()
     no_space = card.replace('policies = ["llm", "gpt-agent"]', 'policies = ["search"]')

@@ -320,7 +320,7 @@ def read_jsonl(path: Path) -> list[dict]:
 
 def test_the_card_validates_and_is_for_llm_labs_only(card: TaskCard) -> None:
     assert validate_bundle(BUNDLE) == []
-    assert card.policies == ["llm"]
+    assert card.policies == ["llm", "agent"]
     assert {s.name for s in card.subtasks} == {"accuracy", *KINDS}
     assert set(card.search_space) == set(json.loads((BUNDLE / "workspace/config.json").read_text()))
     assert "simulator" in card.subtask("accuracy").description

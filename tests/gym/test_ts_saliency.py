@@ -82,7 +82,7 @@ def test_card_validates_and_fits_the_bundle(card: TaskCard) -> None:
     assert card.id == BUNDLE.name
     assert card.primary == "mean_ndcg"
     assert {s.name for s in card.subtasks} == {"mean_ndcg", *KINDS}
-    assert card.policies == ["search", "llm"]
+    assert card.policies == ["search", "llm", "agent"]
     for path in (BUNDLE / "workspace" / "config.json", BUNDLE / "baselines" / "reference.json"):
         config = json.loads(path.read_text())
         assert config.keys() == card.search_space.keys(), path

@@ -25,13 +25,15 @@ def _bundle(root: Path, policy_line: str) -> Path:
     folder = shutil.copytree(GYM / "continual-digits", root / "scripted-digits")
     card = folder / "task.toml"
     text = card.read_text().replace('id = "continual-digits"', 'id = "scripted-digits"')
-    card.write_text(text.replace('policies = ["search", "llm"]', policy_line))
+    assert 'policies = ["search", "llm", "agent"]' in text
+    card.write_text(text.replace('policies = ["search", "llm", "agent"]', policy_line))
     return folder
 
 
 def test_the_shipped_policies_are_found() -> None:
-    assert policy_names() == ["llm", "search"]
+    assert policy_names() == ["agent", "llm", "search"]
     assert {name: type(p).__name__ for name, p in new_policies().items()} == {
+        "agent": "AgentPolicy",
         "llm": "LlmPolicy",
         "search": "SearchPolicy",
     }
@@ -68,7 +70,7 @@ def test_tasks_validate_names_a_policy_no_worker_has(tmp_path: Path) -> None:
     folder = _bundle(tmp_path, 'policies = ["search", "oracle"]')
     result = CliRunner().invoke(app, ["tasks", "validate", str(folder)])
     assert result.exit_code == 1
-    assert "no policy 'oracle' (known: llm, search)" in result.output
+    assert "no policy 'oracle' (known: agent, llm, search)" in result.output
     good = _bundle(tmp_path / "good", 'policies = ["search", "llm"]')
     assert CliRunner().invoke(app, ["tasks", "validate", str(good)]).output.strip() == "ok"
 

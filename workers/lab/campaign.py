@@ -8,7 +8,14 @@ from typing import Literal
 
 from events import Event
 from events.ids import new_id, utcnow
-from events.payloads import Budget, CampaignStarted, LlmConfig, ReviewConfig, RunStarted
+from events.payloads import (
+    AgentConfig,
+    Budget,
+    CampaignStarted,
+    LlmConfig,
+    ReviewConfig,
+    RunStarted,
+)
 from events.payloads.integrity import BudgetName
 from events.payloads.run import BudgetSource
 from events.streams import campaign_stream, lab_run_stream
@@ -47,7 +54,9 @@ class CampaignPlan:
     campaign_budget: Budget = Budget()
     """Limits on the whole campaign (tokens, dollars), summed over its labs."""
     llm: LlmConfig | None = None
-    """Model settings, for `llm` labs."""
+    """Model settings, for labs that call a model (`llm`, `agent`)."""
+    agent: AgentConfig | None = None
+    """What `agent` labs run."""
     sandbox: str | None = None
     """The sandbox backend chosen where the campaign starts (`RunStarted.sandbox`)."""
     deterministic: bool = False
@@ -119,6 +128,7 @@ def start_campaign(
             review_rounds=plan.review.rounds if plan.review else 0,
             papers=plan.papers,
             llm=plan.llm if uses_model(plan.policy) else None,
+            agent=plan.agent,
             sandbox=plan.sandbox,
         )
         events.append(run_started(stream, run, started, now))

@@ -161,12 +161,15 @@ def restore(store: EventStore, root: Path, point: ForkPoint) -> None:
 
 
 def _inherited_returns(store: EventStore, point: ForkPoint) -> list[dict]:
-    """The payloads of `tool.returned` the fork inherits, its ancestors' first."""
+    """The payloads of the events that changed the workspace the fork inherits
+    (`tool.returned`, an agent's `workspace.changed`), its ancestors' first."""
     first = store.read_stream(point.run, limit=1)
     returns: list[dict] = []
     if first and isinstance(first[0].payload, RunStarted) and first[0].payload.forked_from:
         returns += _inherited_returns(store, first[0].payload.forked_from)
-    for record in store.iter_records(stream=point.run, types=["tool.returned"]):
+    for record in store.iter_records(
+        stream=point.run, types=["tool.returned", "workspace.changed"]
+    ):
         if record.version <= point.version:
             returns.append(record.payload)
     return returns

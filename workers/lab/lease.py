@@ -97,6 +97,12 @@ SENT = "sent"
 """The holder of a lease whose take ended after sending its events."""
 IDLE = "idle"
 """The holder of a lease whose take ended having sent nothing: free to the same step."""
+SESSION = "@"
+"""How the token of a session's take begins (`Leases.holding(..., session=True)`): a
+take that sends the run's events itself while it runs (an agent's process), moving its
+lease to each version it sends. Another take of any of those steps finds the run's step
+taken (`Taken`): the session goes on with the run, and should it die, its lease runs out
+and the reaper sends the step again."""
 
 
 class Taken(WorkerError):
@@ -109,8 +115,18 @@ class Taken(WorkerError):
 class Take:
     """A take holding a step's lease (what `Leases.holding` gives its block)."""
 
-    def __init__(self) -> None:
+    def __init__(self, leases: "Leases | None" = None, stream: str = "", token: str = "") -> None:
         self.idle = False
+        self._leases = leases
+        self._stream = stream
+        self._token = token
+
+    def moved_to(self, version: int) -> None:
+        """Say the take sent the run's events up to `version` (a session): its lease is
+        now on the step after it, so the reaper leaves the run alone while it runs."""
+        self.idle = False
+        if self._leases is not None:
+            self._leases.move(self._stream, self._token, version)
 
     def sent_nothing(self) -> None:
         """Say the take published nothing: there is nothing in flight for the lease to
@@ -141,19 +157,20 @@ class Leases:
         self._renewer: threading.Thread | None = None
 
     @contextmanager
-    def holding(self, stream: str, version: int) -> Iterator[Take]:
+    def holding(self, stream: str, version: int, session: bool = False) -> Iterator[Take]:
         """Hold the lease on `stream`'s step after `version` while the block runs; raises
-        `Held` if another take holds it, `Taken` if another took it and sent its events.
-        Given back if the block raises; marked `IDLE` if it says it sent nothing
-        (`Take.sent_nothing`), else `SENT`."""
-        token = uuid.uuid4().hex
+        `Held` if another take holds it, `Taken` if another took it and sent its events
+        or a session holds the run (`SESSION`). Given back if the block raises; marked
+        `IDLE` if it says it sent nothing (`Take.sent_nothing`), else `SENT`.
+        `session`: the block sends the run's events itself (`Take.moved_to`)."""
+        token = (SESSION + uuid.uuid4().hex[1:]) if session else uuid.uuid4().hex
         holder, left = self._take(stream, version, token)
-        if holder == SENT:
+        if holder == SENT or (holder != token and (holder or "").startswith(SESSION)):
             raise Taken(stream, version)
         if holder != token:
             raise Held(stream, version, left)
         self._hold(token, _Held(stream, version, time.monotonic() + self.ttl / 3))
-        take = Take()
+        take = Take(self, stream, token)
         raised = False
         try:
             yield take
@@ -289,6 +306,15 @@ class Leases:
                 .values(expires_at=until)
             )
             return bool(moved.rowcount)
+
+    def move(self, stream: str, token: str, version: int) -> None:
+        """Put `token`'s lease on the step after `version` (a session sent up to it)."""
+        with writing(self.store.engine) as conn:
+            conn.execute(
+                update(STEP_LEASES)
+                .where(STEP_LEASES.c.stream == stream, STEP_LEASES.c.holder == token)
+                .values(version=version)
+            )
 
     def _end(self, stream: str, token: str, how: str | None) -> None:
         """End `token`'s take, if it still holds the lease: given back (`how` None) or

@@ -57,3 +57,15 @@ def review_round(
         weaknesses=list(reviews.weaknesses),
         mean_rating=reviews.mean_rating,
     )
+
+
+def reviews_note(revising: Revise) -> str:
+    """What a lab is told of the reviews it answers: the paper, the decision, the
+    weaknesses the reviewers named (the lab's own words on how to resubmit follow)."""
+    received = revising.received
+    weaknesses = "\n".join(f"- {w}" for w in received.weaknesses) or "- (none named)"
+    return (
+        f"Paper {revising.paper.paper_id} ('{revising.paper.title}'): {received.decision}, "
+        f"mean rating {received.mean_rating:.1f} of 10. Weaknesses the reviewers named:\n"
+        f"{weaknesses}"
+    )

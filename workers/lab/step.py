@@ -44,6 +44,7 @@ from workers.context import WorkerContext
 from workers.errors import RetryLater
 from workers.gym.grading import GraderBroken
 from workers.lab.budget import over_budget, stopped_seconds
+from workers.lab.emitter import Emitter, actor_of
 from workers.lab.lease import Held, Taken
 from workers.lab.policies import StepInput
 from workers.metrics import observe_step
@@ -130,23 +131,26 @@ def _step(
         ended = [over, RunFinished(reason="budget", detail=f"{over.budget} limit")]
         return _send(ctx, state, ended, {}, now)
     if ctx.leases is None:
-        payloads, blobs = _act(ctx, state, after_version, final)
-        return _send(ctx, state, payloads, blobs, now)
+        emitter = Emitter(ctx.bus, state)
+        payloads, blobs = _act(ctx, state, after_version, final, emitter)
+        return _send(ctx, emitter.state, payloads, blobs, now)
     # Held while the step runs and its events are sent: the reaper leaves the run alone,
     # and a second delivery of this step waits (`Held`) instead of running the same tools
     # in the same workspace at once. A take that raises (sending its events included)
     # gives the lease back, so its retry takes the step at once; one that sends nothing
     # (the run moved on meanwhile, or it waits for its paper's decision, whose wake-up
     # is this step again) leaves the step free to its next take.
-    with ctx.leases.holding(stream, after_version) as take:
+    session = bool(getattr(ctx.labs.policies.get(state.started.policy), "runs_alone", False))
+    with ctx.leases.holding(stream, after_version, session=session) as take:
         again = ctx.streams.run_state(stream)
         if again is None or again.version != after_version:
             take.sent_nothing()
             return "skipped"  # the run moved on between the look above and the lease
-        payloads, blobs = _act(ctx, state, after_version, final)
-        if not payloads:
+        emitter = Emitter(ctx.bus, state, take)
+        payloads, blobs = _act(ctx, state, after_version, final, emitter)
+        if not payloads and not emitter.sent:
             take.sent_nothing()
-        return _send(ctx, state, payloads, blobs, now)
+        return _send(ctx, emitter.state, payloads, blobs, now)
 
 
 def _send(
@@ -168,7 +172,7 @@ def _send(
             occurred_at=at,
             causation_id=state.last_id,
             correlation_id=state.campaign,
-            actor=_actor(payload, state),
+            actor=actor_of(payload, state),
             payload=payload,
         )
         for i, (payload, at) in enumerate(zip(payloads, stamps, strict=True))
@@ -198,7 +202,7 @@ def _stamps(payloads: list[Payload], began: datetime, ended: datetime) -> list[d
 
 
 def _act(
-    ctx: WorkerContext, state: RunState, after_version: int, final: bool
+    ctx: WorkerContext, state: RunState, after_version: int, final: bool, emitter: Emitter
 ) -> tuple[list[Payload], dict[str, bytes]]:
     labs = ctx.labs
     assert labs is not None
@@ -221,6 +225,7 @@ def _act(
             inflight=labs.inflight,
             gateway=labs.gateway,
             final=final,
+            emitter=emitter,
         )
         return policy.step(step)
     except RetryLater:
@@ -234,8 +239,3 @@ def _act(
             raise  # the task is retried with backoff; the step is taken again from the log
         log.exception("%s: cannot take a step", state.stream)
         return [RunFinished(reason="error", detail=f"{type(exc).__name__}: {exc}")], {}
-
-
-def _actor(payload: Payload, state: RunState) -> str:
-    """Scores are the grader's word, not the lab's."""
-    return f"grader:{state.task}" if payload.type == "experiment.scored" else state.lab

@@ -45,7 +45,7 @@ def classify(exc: Exception, secrets: tuple[str, ...]) -> Failure:
     if isinstance(exc, openai.APIConnectionError):
         return Failure("connection", True, detail)
     if isinstance(exc, openai.APIStatusError):
-        error, retryable = _by_status(exc.status_code)
+        error, retryable = by_status(exc.status_code)
         wait = retry_after(exc.response.headers)
         return Failure(error, retryable, detail, exc.status_code, wait)
     # A body the SDK cannot read (a proxy's HTML page, a cut-off response): maybe transient.
@@ -64,7 +64,8 @@ def _where(exc: Exception) -> str:
     return f" ({request.method} {request.url}{why})"
 
 
-def _by_status(status: int) -> tuple[ErrorKind, bool]:
+def by_status(status: int) -> tuple[ErrorKind, bool]:
+    """The kind of error an HTTP status says, and whether a retry may help."""
     if status == 429:
         return "rate_limited", True
     if status >= 500:

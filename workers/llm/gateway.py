@@ -31,7 +31,7 @@ from openai.types.chat import ChatCompletion
 from events.blobs import blob_ref
 from events.payloads.model import ModelFailed, ModelResponded, Usage
 from workers.llm.failures import DETAIL, Failure, classify
-from workers.llm.prices import PriceTable, cost_usd
+from workers.llm.prices import PriceTable
 from workers.llm.reply import MalformedResponse, Reply, read_completion
 from workers.llm.request import ModelRequest, PreparedCall, prepare_call
 from workers.llm.scrub import scrub, scrub_bytes
@@ -89,6 +89,12 @@ class Gateway:
             timeout=timeout,
             max_retries=0,
         )
+
+    @property
+    def key(self) -> str | None:
+        """The endpoint's API key, for a caller that sends requests of its own to it (the
+        agent relay, `workers.agent.relay`); never recorded."""
+        return self._secrets[0] if self._secrets else None
 
     def priced_by(self, prices: PriceTable) -> "Gateway":
         """This gateway (its connections shared) pricing with `prices`: a run's recorded
@@ -151,8 +157,7 @@ class Gateway:
         called = prepared.called
         # A lax server may leave `model` out; the SDK does not validate, so look before use.
         model = getattr(completion, "model", None) or called.model
-        price = self.prices.price_of(model) or self.prices.price_of(called.model)
-        cost = cost_usd(usage, price) if usage is not None and price is not None else None
+        price, cost = self.prices.priced(model, called.model, usage)
         data = scrub_bytes(body, self._secrets)
         ref = blob_ref(data)
         event = ModelResponded(

@@ -87,6 +87,16 @@ class PriceTable:
         found = {model: self.price_of(model) for model in models}
         return {model: price for model, price in found.items() if price is not None}
 
+    def priced(
+        self, answered: str, asked: str, usage: Usage | None
+    ) -> tuple[Price | None, float | None]:
+        """The price of an answer and its cost: the price of the model the provider says
+        answered (`answered`), else of the one asked for; the cost None (unknown) when
+        either the price or the usage is missing."""
+        price = self.price_of(answered) or self.price_of(asked)
+        cost = cost_usd(usage, price) if usage is not None and price is not None else None
+        return price, cost
+
     def with_recorded(self, recorded: Mapping[str, Price]) -> "PriceTable":
         """This table with `recorded` (model → price, as a run recorded them) tried first:
         a run is priced as the command that started it priced it."""

@@ -16,6 +16,7 @@ from events.payloads import LlmConfig, Payload
 from runstate import RunState
 from workers.gym.bundle import Bundle
 from workers.lab.campaign_spend import CampaignSpend
+from workers.lab.emitter import Emitter
 from workers.llm import Gateway
 from workers.llm.driver import PreparedCalls
 from workers.stream_cache import StreamCache
@@ -51,6 +52,9 @@ class StepInput:
     final: bool = True
     """False when the bus runs this step again later if the policy raises `RetryLater`
     (to wait without holding a worker); True when it must take the step now."""
+    emitter: Emitter | None = None
+    """Sends the run's events as they happen, for a policy that `runs_alone`; the events
+    it returns then follow those sent."""
 
 
 class Policy(Protocol):
@@ -65,6 +69,10 @@ class Policy(Protocol):
     uses_model: ClassVar[bool]
     """Whether its labs call a model: their runs carry model settings (`RunStarted.llm`),
     which a command gives only to such labs."""
+    runs_alone: ClassVar[bool] = False
+    """Whether one step takes the whole run, sending its events as they happen
+    (`StepInput.emitter`) while no other take of the run's steps starts (an agent's
+    process: `workers.lab.lease.SESSION`)."""
 
     def step(self, step: StepInput) -> StepOutcome:
         """The events of the run's next step and the blobs they reference."""

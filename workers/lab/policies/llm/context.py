@@ -54,7 +54,7 @@ def build(
     schemas = phases.tool_schemas(phase)
     text_mode = config.tool_protocol == "text"
     system = _system(state, card, phase, schemas if text_mode else None)
-    head = [{"role": "system", "content": system}, {"role": "user", "content": _brief(card)}]
+    head = [{"role": "system", "content": system}, {"role": "user", "content": brief(card)}]
     render = partial(group_messages, config=config, read_blob=read_blob, parsed=parsed)
     chars, counts = sizes.cumulative(state.stream, state.exchanges, final, render)
     head_chars = len(orjson.dumps(head))
@@ -170,7 +170,9 @@ def _system(
     return "\n\n".join(parts)
 
 
-def _brief(card: TaskCard) -> str:
+def brief(card: TaskCard) -> str:
+    """The task as a lab is told it: goal, subtasks, the workspace (an `llm` lab's first
+    message, an agent's TASK.md)."""
     subtasks = "\n".join(
         f"- {s.name}: {s.metric}, {s.direction}; baseline {s.baseline}, best known {s.sota}"
         + (" (primary)" if s.name == card.primary else "")

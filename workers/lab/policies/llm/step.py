@@ -41,7 +41,7 @@ from workers.lab.policies.llm import phases
 from workers.lab.policies.llm.context import build
 from workers.lab.policies.llm.history import ParsedResponses, reply_of
 from workers.lab.policies.llm.truncation import ExchangeSizes
-from workers.lab.reviews import WAIT, Revise, review_round
+from workers.lab.reviews import WAIT, Revise, review_round, reviews_note
 from workers.llm import Gateway, ModelRequest, Reply, driver
 from workers.llm.reply import ToolCall
 from workers.tools.invoke import invoke
@@ -109,12 +109,9 @@ def _reviews(step: LlmStep) -> Out:
 
 def _reviews_note(revising: Revise) -> str:
     """What the `revise` phase tells the lab: the paper, the decision, the weaknesses."""
-    received = revising.received
-    weaknesses = "\n".join(f"- {w}" for w in received.weaknesses) or "- (none named)"
     return (
-        f"Paper {revising.paper.paper_id} ('{revising.paper.title}'): {received.decision}, "
-        f"mean rating {received.mean_rating:.1f} of 10. Weaknesses the reviewers named:\n"
-        f"{weaknesses}\nSubmit the new version with revises={revising.paper.paper_id!r}."
+        f"{reviews_note(revising)}\n"
+        f"Submit the new version with revises={revising.paper.paper_id!r}."
     )
 
 

@@ -1,0 +1,208 @@
+"""Reading what an agent's model answered, as it came back through the relay: a chat
+completion or a Responses API answer, whole or streamed (server-sent events).
+
+Usage is what the provider reported, read by the one reader of chat completions
+(`workers.llm.reply.usage_of`) or its Responses API counterpart here; a stream that
+carried no usage (a chat completion streamed without `stream_options.include_usage`)
+has none, and its cost stays unknown.
+"""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from openai.types.chat import ChatCompletion
+
+from events.payloads.model import Usage
+from workers.llm.reply import usage_of
+
+
+@dataclass(frozen=True)
+class AnswerCall:
+    """A tool call the answer asked for."""
+
+    id: str
+    name: str
+    arguments: str
+    """As the model wrote them."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What labrxiv records of one answer."""
+
+    model: str | None
+    usage: Usage | None
+    finish_reason: str | None = None
+    text: str = ""
+    calls: tuple[AnswerCall, ...] = field(default_factory=tuple)
+
+
+class Unreadable(ValueError):
+    """A 200 answer that is neither a chat completion nor a Responses API answer."""
+
+
+def read_answer(api: str, body: bytes, streamed: bool) -> Answer:
+    """The answer of `api` (`chat` or `responses`) in `body`; `Unreadable` if it is none."""
+    if streamed:
+        chunks = list(_sse_data(body))
+        if api == "chat":
+            return _chat(_chat_from_chunks(chunks))
+        done = [c for c in chunks if c.get("type") in ("response.completed", "response.done")]
+        if not done or not isinstance(done[-1].get("response"), dict):
+            incomplete = [c for c in chunks if isinstance(c.get("response"), dict)]
+            if not incomplete:
+                raise Unreadable("the stream carried no response")
+            return _response(incomplete[-1]["response"])
+        return _response(done[-1]["response"])
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise Unreadable(f"the answer is not JSON ({exc}): {body[:200]!r}") from None
+    if not isinstance(data, dict):
+        raise Unreadable(f"the answer is not a JSON object: {body[:200]!r}")
+    return _chat(data) if api == "chat" else _response(data)
+
+
+def _sse_data(body: bytes) -> list[dict[str, Any]]:
+    """The JSON objects of a server-sent event stream's `data:` lines (`[DONE]` left out)."""
+    found = []
+    for line in body.splitlines():
+        if not line.startswith(b"data:"):
+            continue
+        data = line[5:].strip()
+        if not data or data == b"[DONE]":
+            continue
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+    return found
+
+
+def _chat_from_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The chat completion a stream of chunks adds up to."""
+    text: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    finish = None
+    usage = None
+    model = None
+    for chunk in chunks:
+        model = chunk.get("model") or model
+        usage = chunk.get("usage") or usage
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            finish = choice.get("finish_reason") or finish
+            delta = choice.get("delta") or {}
+            if isinstance(delta.get("content"), str):
+                text.append(delta["content"])
+            for part in delta.get("tool_calls") or []:
+                call = calls.setdefault(
+                    part.get("index", 0), {"id": "", "function": {"name": "", "arguments": ""}}
+                )
+                call["id"] = part.get("id") or call["id"]
+                function = part.get("function") or {}
+                call["function"]["name"] += function.get("name") or ""
+                call["function"]["arguments"] += function.get("arguments") or ""
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(text)}
+    if calls:
+        message["tool_calls"] = [{"type": "function", **calls[index]} for index in sorted(calls)]
+    choice = {"index": 0, "message": message, "finish_reason": finish}
+    return {"model": model, "choices": [choice], "usage": usage}
+
+
+def _chat(data: dict[str, Any]) -> Answer:
+    if "choices" not in data:
+        raise Unreadable(f"the answer has no choices: {orjson.dumps(data)[:200]!r}")
+    try:
+        usage = usage_of(ChatCompletion.model_construct(**data))
+    except (AttributeError, TypeError, ValueError):
+        usage = None
+    if usage is None and isinstance(data.get("usage"), dict):
+        usage = _chat_usage(data["usage"])
+    choices = data.get("choices") or []
+    first = choices[0] if choices and isinstance(choices[0], dict) else {}
+    message = first.get("message") or {}
+    calls = tuple(
+        AnswerCall(
+            str(call.get("id", "")),
+            str((call.get("function") or {}).get("name", "")),
+            str((call.get("function") or {}).get("arguments", "")),
+        )
+        for call in message.get("tool_calls") or []
+        if isinstance(call, dict)
+    )
+    content = message.get("content")
+    return Answer(
+        model=data.get("model"),
+        usage=usage,
+        finish_reason=first.get("finish_reason"),
+        text=content if isinstance(content, str) else "",
+        calls=calls,
+    )
+
+
+def _chat_usage(usage: dict[str, Any]) -> Usage | None:
+    """A chat completion's usage read from its JSON (the SDK's objects were not built)."""
+    try:
+        prompt = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+        reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
+        return Usage(
+            input_tokens=usage["prompt_tokens"],
+            cached_input_tokens=prompt,
+            output_tokens=usage["completion_tokens"],
+            reasoning_tokens=reasoning,
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _response(data: dict[str, Any]) -> Answer:
+    """A Responses API answer: `output` items (messages, function calls) and `usage`."""
+    if "output" not in data and "usage" not in data:
+        raise Unreadable(f"the answer has no output: {orjson.dumps(data)[:200]!r}")
+    text: list[str] = []
+    calls = []
+    for item in data.get("output") or []:
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "message":
+            for part in item.get("content") or []:
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    text.append(part["text"])
+        elif item.get("type") == "function_call":
+            calls.append(
+                AnswerCall(
+                    str(item.get("call_id") or item.get("id") or ""),
+                    str(item.get("name", "")),
+                    str(item.get("arguments", "")),
+                )
+            )
+    return Answer(
+        model=data.get("model"),
+        usage=responses_usage(data.get("usage")),
+        finish_reason=data.get("status"),
+        text="".join(text),
+        calls=tuple(calls),
+    )
+
+
+def responses_usage(usage: object) -> Usage | None:
+    """A Responses API `usage` (`input_tokens`, `output_tokens` and their details) as
+    labrxiv counts tokens; None when there is none."""
+    if not isinstance(usage, dict):
+        return None
+    try:
+        cached = (usage.get("input_tokens_details") or {}).get("cached_tokens") or 0
+        reasoning = (usage.get("output_tokens_details") or {}).get("reasoning_tokens") or 0
+        return Usage(
+            input_tokens=usage["input_tokens"],
+            cached_input_tokens=cached,
+            output_tokens=usage["output_tokens"],
+            reasoning_tokens=reasoning,
+        )
+    except (KeyError, TypeError, ValueError):
+        return None

@@ -1,0 +1,221 @@
+"""The recording model endpoint: an agent's model requests, forwarded and recorded.
+
+Inside the sandbox the agent's base URL is on loopback; the launcher relays it to the
+worker over the lab socket (`workers.agent.server`), and this relay forwards each request
+to the run's endpoint with the worker's key (never seen in the sandbox or the log). Each
+request is recorded as the built-in loop records its calls: `model.called` sent to the
+log before the request goes out, then `model.responded` (usage as the provider reported
+it, the price frozen in the event, an unknown cost kept unknown) or `model.failed`. The
+answer goes back to the agent as the provider sent it, a stream chunk by chunk.
+"""
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import httpx2
+import orjson
+
+from events.blobs import blob_ref
+from events.payloads import ModelCalled, ModelFailed, ModelResponded, Payload
+from workers.agent.answers import Answer, Unreadable, read_answer
+from workers.llm.failures import by_status
+from workers.llm.gateway import provider_of
+from workers.llm.prices import PriceTable
+from workers.llm.scrub import scrub, scrub_bytes
+
+API_OF_PATH = {"/chat/completions": "chat", "/responses": "responses"}
+"""The model APIs relayed, by path after the base URL's `/v1`."""
+KEPT_HEADERS = (
+    "content-type",
+    "retry-after",
+    "retry-after-ms",
+    "x-request-id",
+    "x-should-retry",
+)
+"""Headers of the provider's answer passed back to the agent."""
+FAILED_BODY_BYTES = 64 * 1024
+PREVIEW = 4000
+
+
+class Replier(Protocol):
+    """Where the answer goes: the agent's open request."""
+
+    def start(self, status: int, headers: dict[str, str]) -> None: ...
+
+    def write(self, chunk: bytes) -> None: ...
+
+
+def error_body(message: str, kind: str, code: str | None = None) -> bytes:
+    """An error as OpenAI's API writes it (what its clients read)."""
+    return orjson.dumps({"error": {"message": message, "type": kind, "param": None, "code": code}})
+
+
+@dataclass(frozen=True)
+class Relayed:
+    """What one relayed request came to: its events were sent; `answer` when it answered."""
+
+    called: ModelCalled
+    outcome: ModelResponded | ModelFailed
+    answer: Answer | None
+
+
+class ModelRelay:
+    """Forwards an agent's model requests to one endpoint, recording each."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        prices: PriceTable,
+        emit: Callable[[list[Payload], dict[str, bytes]], object],
+        timeout: float = 600.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.provider = provider_of(base_url)
+        self.prices = prices
+        self._emit = emit
+        self._key = api_key
+        self._secrets = (api_key,) if api_key else ()
+        self._clock = clock
+        self._client = httpx2.Client(timeout=httpx2.Timeout(timeout, connect=30.0))
+
+    def close(self) -> None:
+        self._client.close()
+
+    def relay(self, api: str, body: bytes, request_id: str, model: str, reply: Replier) -> Relayed:
+        """Record and send the request `body` (of `api`: `chat` or `responses`) as the
+        call `request_id`; answer the agent through `reply`."""
+        parsed = orjson.loads(body)
+        streamed = bool(parsed.get("stream"))
+        items = parsed.get("messages") if api == "chat" else parsed.get("input")
+        ref = blob_ref(body)
+        called = ModelCalled(
+            call_id=f"{request_id}/1",
+            request_id=request_id,
+            attempt=1,
+            model=str(parsed.get("model") or model),
+            provider=self.provider,
+            messages=len(items) if isinstance(items, list) else 1,
+            request=ref,
+        )
+        self._emit([called], {ref.sha256: body})  # written ahead: sent before the request
+        path = next(p for p, a in API_OF_PATH.items() if a == api)
+        headers = {"content-type": "application/json", "accept-encoding": "identity"}
+        if self._key:
+            headers["authorization"] = f"Bearer {self._key}"
+        started = self._clock()
+        request = self._client.build_request(
+            "POST", self.base_url + path, content=body, headers=headers
+        )
+        try:
+            response = self._client.send(request, stream=True)
+        except httpx2.HTTPError as exc:
+            return self._unreached(called, exc, started, reply)
+        try:
+            kept = {k: v for k, v in response.headers.items() if k.lower() in KEPT_HEADERS}
+            if response.status_code != 200:
+                data = response.read()[:FAILED_BODY_BYTES]
+                reply.start(response.status_code, kept)
+                _write(reply, scrub_bytes(data, self._secrets))
+                return self._failed(called, response.status_code, data, kept, started)
+            reply.start(200, kept)
+            chunks = []
+            try:
+                for chunk in response.iter_raw():
+                    chunks.append(chunk)
+                    _write(reply, chunk)
+            except httpx2.HTTPError as exc:  # the provider broke off: billed, perhaps
+                return self._unreached(called, exc, started, None)
+        finally:
+            response.close()
+        data = b"".join(chunks)
+        return self._answered(api, called, data, streamed, started)
+
+    def _answered(
+        self, api: str, called: ModelCalled, data: bytes, streamed: bool, started: float
+    ) -> Relayed:
+        latency = round(self._clock() - started, 6)
+        try:
+            answer = read_answer(api, data, streamed)
+        except Unreadable as exc:
+            detail = scrub(f"the answer could not be read: {exc}", self._secrets)[:2000]
+            failed = ModelFailed(
+                call_id=called.call_id,
+                error="other",
+                status_code=200,
+                latency_s=latency,
+                detail=detail,
+                will_retry=False,
+            )
+            self._emit([failed], {})
+            return Relayed(called, failed, None)
+        model = answer.model or called.model
+        price, cost = self.prices.priced(model, called.model, answer.usage)
+        kept = scrub_bytes(data, self._secrets)
+        ref = blob_ref(kept)
+        said = answer.text or "".join(f"{c.name}({c.arguments})" for c in answer.calls)
+        responded = ModelResponded(
+            call_id=called.call_id,
+            model=model,
+            usage=answer.usage,
+            latency_s=latency,
+            price=price,
+            cost_usd=cost,
+            cost_known=cost is not None,
+            finish_reason=answer.finish_reason,
+            tool_calls=len(answer.calls),
+            preview=scrub(said, self._secrets)[:PREVIEW],
+            response=ref,
+        )
+        self._emit([responded], {ref.sha256: kept})
+        return Relayed(called, responded, answer)
+
+    def _failed(
+        self, called: ModelCalled, status: int, data: bytes, headers: dict[str, str], started: float
+    ) -> Relayed:
+        error, _ = by_status(status)
+        wait = headers.get("retry-after")
+        try:
+            retry_after = float(wait) if wait is not None else None
+        except ValueError:
+            retry_after = None
+        failed = ModelFailed(
+            call_id=called.call_id,
+            error=error,
+            status_code=status,
+            retry_after_s=retry_after,
+            latency_s=round(self._clock() - started, 6),
+            detail=scrub(data.decode(errors="replace"), self._secrets)[:2000],
+            will_retry=False,
+        )
+        self._emit([failed], {})
+        return Relayed(called, failed, None)
+
+    def _unreached(
+        self, called: ModelCalled, exc: Exception, started: float, reply: Replier | None
+    ) -> Relayed:
+        timeout = isinstance(exc, httpx2.TimeoutException)
+        detail = scrub(f"{type(exc).__name__}: {exc}", self._secrets)[:2000]
+        failed = ModelFailed(
+            call_id=called.call_id,
+            error="timeout" if timeout else "connection",
+            latency_s=round(self._clock() - started, 6),
+            detail=detail,
+            will_retry=False,
+        )
+        self._emit([failed], {})
+        if reply is not None:
+            reply.start(504 if timeout else 502, {"content-type": "application/json"})
+            _write(reply, error_body(f"the model endpoint was not reached: {detail}", "api_error"))
+        return Relayed(called, failed, None)
+
+
+def _write(reply: Replier, chunk: bytes) -> None:
+    """Pass `chunk` on; an agent that hung up misses it, the call is recorded anyway."""
+    try:
+        reply.write(chunk)
+    except OSError:
+        pass

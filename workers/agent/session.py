@@ -1,0 +1,492 @@
+"""An agent's session: its process run in the run's sandbox, everything it does recorded.
+
+One lab step takes the whole session (`AgentPolicy.runs_alone`): it writes TASK.md and the
+`lab` command into the workspace, serves the lab socket (`workers.agent.server`), starts
+the agent through the launcher (`inside/launcher.py`) and sends the run's events as they
+happen (`workers.lab.emitter`):
+- a lab-API call is the built-in tool's call, through the same wrapper
+  (`workers.tools.invoke`), after the workspace's changes since the last look;
+- a model call is recorded and relayed (`workers.agent.relay`) once the run's budgets
+  allow it; the reported tool results its request carries, with the workspace's changes,
+  come first, and the tool calls its answer reports after it;
+- the end: the changes left, `agent.exited`, and the run's end (`done` after `finish`
+  or a paper, `budget` when a limit stopped it, `error` otherwise, with the end of its
+  stderr).
+Calls are taken one at a time, in the order they arrive.
+"""
+
+import logging
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from events.blobs import blob_ref
+from events.ids import utcnow
+from events.payloads import (
+    BudgetExceeded,
+    Payload,
+    RunFinished,
+    ToolInvoked,
+    ToolReturned,
+)
+from events.payloads.agent import AgentConfig, AgentExited, AgentStarted, WorkspaceChanged
+from events.payloads.run import ForkPoint
+from runstate import RunState
+from workers.agent import reported
+from workers.agent.relay import ModelRelay, error_body
+from workers.agent.server import LabSocket, Replier
+from workers.agent.taskfile import TASK_FILE, task_text
+from workers.lab import budget
+from workers.lab.emitter import Emitter
+from workers.lab.fork import restore
+from workers.lab.policies.base import StepInput
+from workers.sandbox.base import Limits
+from workers.sandbox.jail import WORKSPACE_MOUNT
+from workers.tools.changes import Changes, diff
+from workers.tools.contents import kept_contents
+from workers.tools.invoke import invoke
+from workers.tools.look import Snapshot
+
+log = logging.getLogger(__name__)
+
+INSIDE = Path(__file__).with_name("inside")
+"""The files copied into the workspace's `.labrxiv/lib` (the launcher, `lab`, MCP)."""
+LAB_DIR = ".labrxiv"
+SOCKET = f"{LAB_DIR}/lab.sock"
+DEFAULT_WALL = 3600.0
+"""The agent's wall-time limit when the run has none."""
+AGENT_LIMITS = Limits(
+    memory_bytes=8 * 1024**3,
+    processes=512,
+    output_bytes=4 * 1024**2,
+)
+"""The agent's process tree: more memory and processes than a tool call (an agent and its
+interpreter); its output is bounded by the launcher, well within `output_bytes`."""
+TAIL_CHARS = 2000
+LAB_CALLS = {
+    "evaluate": "evaluate",
+    "archive_search": "search_archive",
+    "archive_read": "read_paper",
+    "submit": "submit_paper",
+    "finish": "finish",
+}
+"""The lab API's calls, by the built-in tool each is."""
+SUBMIT_ARGS = (
+    "title",
+    "abstract",
+    "body",
+    "claims",
+    "method",
+    "experiments",
+    "cited",
+    "revises",
+    "answers",
+)
+
+
+@dataclass
+class _Ended:
+    """Why the session stopped the agent, and the events that say so."""
+
+    reason: str
+    events: list[Payload] = field(default_factory=list)
+
+
+class AgentSession:
+    """One start of the agent, for the run in `step`."""
+
+    def __init__(self, step: StepInput, emitter: Emitter, reviews: str = "") -> None:
+        self.step = step
+        self.emitter = emitter
+        config = step.state.started.agent
+        assert config is not None
+        self.config: AgentConfig = config
+        self.reviews = reviews
+        self.sandbox = step.env.sandbox
+        self.root = self.sandbox.root
+        self._serial = threading.Lock()
+        self._stop = threading.Event()
+        self._ended: _Ended | None = None
+        self._finished = False
+        self._pending: list[reported.Pending] = []
+        self._looked: Snapshot | None = None
+        self._lab_calls = 0
+        gateway = step.gateway(step.state.started.llm)
+        self.relay = ModelRelay(gateway.base_url, gateway.key, gateway.prices, self._emit)
+
+    # The session's life.
+
+    def run(
+        self, session: int, restored: bool, detail: str = ""
+    ) -> tuple[list[Payload], dict[str, bytes]]:
+        """Run the agent to its end; the events that end the session (sent by the lab step)."""
+        self._prepare()
+        self._looked = self.sandbox.look()
+        socket = LabSocket(self.root / SOCKET, self)
+        started = time.monotonic()
+        try:
+            command = list(self.config.command)
+            self._emit(
+                [AgentStarted(session=session, command=command, restored=restored, detail=detail)]
+            )
+            result = self.sandbox.exec(
+                [
+                    "python",
+                    f"{WORKSPACE_MOUNT}/{LAB_DIR}/lib/launcher.py",
+                    f"{WORKSPACE_MOUNT}/{SOCKET}",
+                    "--",
+                    *command,
+                ],
+                limits=self._limits(),
+                env=self._env(),
+            )
+        finally:
+            self._stop.set()
+            socket.close()
+            self.relay.close()
+        with self._serial:
+            tail: list[Payload] = []
+            blobs: dict[str, bytes] = {}
+            for pending in self._pending:
+                tail.append(
+                    ToolReturned(
+                        call_id=pending.call_id,
+                        tool=pending.tool,
+                        exit_code=1,
+                        duration_s=0.0,
+                        preview="(the agent reported no result before it ended)",
+                        reported=True,
+                    )
+                )
+            changed, kept = self._changes()
+            if changed is not None:
+                tail.append(self._changed("end", changed))
+                blobs |= kept
+            outputs = {}
+            for name in ("stdout", "stderr"):
+                data = getattr(result, name).encode()
+                if data:
+                    ref = blob_ref(data)
+                    blobs[ref.sha256] = data
+                    outputs[name] = ref
+            stopped = self._ended.reason if self._ended else None
+            tail.append(
+                AgentExited(
+                    session=session,
+                    exit_code=result.exit_code,
+                    duration_s=round(time.monotonic() - started, 3),
+                    stopped=stopped,
+                    limit=result.limit,
+                    stdout=outputs.get("stdout"),
+                    stderr=outputs.get("stderr"),
+                    stderr_tail=result.stderr[-TAIL_CHARS:],
+                )
+            )
+            return tail + self._end(result.exit_code, result.limit, result.stderr), blobs
+
+    def _end(self, code: int, limit: str | None, stderr: str) -> list[Payload]:
+        state = self.emitter.state
+        if self._ended is not None:
+            return self._ended.events
+        if limit == "time":
+            wall = state.started.budget.wall_seconds
+            if wall is not None:
+                over = budget.over_budget(state, utcnow())
+                events: list[Payload] = [over] if over is not None else []
+                return [*events, RunFinished(reason="budget", detail="wall_seconds limit")]
+        if self._finished or state.papers:
+            if state.started.review_rounds and state.papers and not self._finished:
+                return []  # its papers' reviews come next (`AgentPolicy`)
+            return [RunFinished(reason="done", detail=f"the agent exited with {code}")]
+        said = stderr.strip().splitlines()
+        why = said[-1][:300] if said else "no output on stderr"
+        stopped = f" ({limit} limit)" if limit else ""
+        detail = (
+            f"the agent exited with {code}{stopped} before finishing or submitting a paper: {why}"
+        )
+        return [RunFinished(reason="error", detail=detail)]
+
+    def _prepare(self) -> None:
+        """TASK.md, the `lab` command and the launcher, in the workspace."""
+        card = self.step.bundle.card
+        self.sandbox.write(TASK_FILE, task_text(card, self.emitter.state, self.reviews).encode())
+        lab = self.root / LAB_DIR
+        for folder in (lab, lab / "lib", lab / "bin"):
+            folder.mkdir(exist_ok=True)
+            folder.chmod(0o755)
+        for source in INSIDE.glob("*.py"):
+            target = lab / "lib" / source.name
+            shutil.copyfile(source, target)
+            target.chmod(0o644)
+        python = getattr(self.sandbox, "python", "python3")
+        for name, script in (("lab", "lab.py"), ("lab-mcp", "lab_mcp.py")):
+            target = lab / "bin" / name
+            target.write_text(
+                f'#!/bin/sh\nexec {python} {WORKSPACE_MOUNT}/{LAB_DIR}/lib/{script} "$@"\n'
+            )
+            target.chmod(0o755)
+        if self.config.install:
+            self.sandbox.show(Path(self.config.install))
+        self.sandbox.loopback = True
+
+    def _env(self) -> dict[str, str]:
+        python_dir = str(Path(getattr(self.sandbox, "python", "/usr/bin/python3")).parent)
+        path = [f"{WORKSPACE_MOUNT}/{LAB_DIR}/bin"]
+        if self.config.install:
+            path.append(f"{self.config.install}/bin")
+        path += [python_dir, "/usr/local/bin", "/usr/bin", "/bin"]
+        llm = self.emitter.state.started.llm
+        return {
+            **self.config.env,
+            "PATH": ":".join(path),
+            "HOME": WORKSPACE_MOUNT,
+            "OPENAI_API_KEY": "labrxiv",
+            "OPENAI_MODEL": llm.model if llm else "",
+            "LABRXIV_LAB_SOCKET": f"{WORKSPACE_MOUNT}/{SOCKET}",
+            "LABRXIV_LAB_MCP": f"{WORKSPACE_MOUNT}/{LAB_DIR}/lib/lab_mcp.py",
+            "LABRXIV_TASK": f"{WORKSPACE_MOUNT}/{TASK_FILE}",
+        }
+
+    def _limits(self) -> Limits:
+        state = self.emitter.state
+        wall = state.started.budget.wall_seconds
+        if wall is None:
+            seconds = DEFAULT_WALL
+        else:
+            used = (utcnow() - state.started_at).total_seconds()
+            seconds = max(1.0, wall - used)
+        return Limits(
+            wall_seconds=seconds,
+            cpu_seconds=int(seconds) * 4 + 60,
+            memory_bytes=AGENT_LIMITS.memory_bytes,
+            file_bytes=self.sandbox.limits.file_bytes,
+            output_bytes=AGENT_LIMITS.output_bytes,
+            processes=AGENT_LIMITS.processes,
+            disk_bytes=self.sandbox.limits.disk_bytes,
+        )
+
+    # What the socket serves (`workers.agent.server.Session`).
+
+    def models(self) -> list[str]:
+        llm = self.emitter.state.started.llm
+        return [llm.model] if llm else []
+
+    def wait_stop(self) -> None:
+        self._stop.wait()
+
+    def model_call(self, api: str, body: bytes, reply: Replier) -> None:
+        with self._serial:
+            refused = self._model_refusal()
+            if refused is not None:
+                reply.start(429, {"content-type": "application/json", "x-should-retry": "false"})
+                reply.write(error_body(refused, "insufficient_quota", "insufficient_quota"))
+                return
+            state = self.emitter.state
+            self._report_results(api, body)
+            request_id = f"{state.stream}:agent:{len(state.calls) + 1}"
+            llm = state.started.llm
+            relayed = self.relay.relay(api, body, request_id, llm.model if llm else "", reply)
+            if relayed.answer is not None:
+                events, pending = reported.invoked(self.config.reports, relayed.answer, request_id)
+                self._emit(list(events))
+                self._pending += pending
+
+    def lab_call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        if name != "budget" and name not in LAB_CALLS:
+            known = ", ".join(sorted([*LAB_CALLS, "budget"]))
+            return {"error": f"no lab call {name!r}; the calls are {known}"}
+        with self._serial:
+            if self._ended is not None or self._finished:
+                return {
+                    "output": "the run has finished: nothing more can be done in it",
+                    "exit_code": 3,
+                    "finished": True,
+                }
+            over = self._run_refusal(name)
+            if over is not None:
+                return {"output": over, "exit_code": 3, "finished": True}
+            self._flush("lab_call")
+            self._lab_calls += 1
+            call_id = f"lab-{self._lab_calls}@{self.emitter.state.version + 1}"
+            if name == "budget":
+                text = self._budget_left()
+                self._emit(
+                    [
+                        ToolInvoked(call_id=call_id, tool="budget", args={}),
+                        ToolReturned(
+                            call_id=call_id,
+                            tool="budget",
+                            exit_code=0,
+                            duration_s=0.0,
+                            preview=text,
+                        ),
+                    ]
+                )
+                return {"output": text, "exit_code": 0, "finished": False}
+            tool = LAB_CALLS[name]
+            env = self.step.env
+            state = self.emitter.state
+            env.run.attempts, env.run.papers = len(state.attempts), len(state.papers)
+            outcome = invoke(env, tool, _tool_args(name, args), call_id=call_id)
+            self._emit(outcome.payloads, outcome.blobs)
+            self._looked = self.sandbox.look()
+            code = next((p.exit_code for p in outcome.payloads if isinstance(p, ToolReturned)), 1)
+            if outcome.finish:
+                self._finished = True
+                self._stop.set()
+            return {"output": outcome.output, "exit_code": code, "finished": outcome.finish}
+
+    # Budgets.
+
+    def _run_refusal(self, name: str) -> str | None:
+        """Why the run cannot take the call `name` (its wall time, steps or attempts are
+        spent: the run ends `budget` and the agent is stopped); None when it can."""
+        state = self.emitter.state
+        over = budget.over_budget(state, utcnow())
+        if over is not None:
+            self._stop_for(
+                over.budget, [over, RunFinished(reason="budget", detail=f"{over.budget} limit")]
+            )
+            return f"the run's {over.budget} budget is spent: the run has ended"
+        if name == "evaluate":
+            ended = budget.out_of_attempts(state)
+            if ended is not None:
+                self._stop_for("attempts", ended)
+                return "the run's attempts budget is spent: the run has ended"
+        return None
+
+    def _model_refusal(self) -> str | None:
+        """Why the next model call is refused (the run has ended, or a budget of the run or
+        its campaign is spent: the run then ends); None when it may be made."""
+        if self._ended is not None or self._finished:
+            return "labrxiv: the run has ended; no more model calls are made for it"
+        state = self.emitter.state
+        over = budget.over_budget(state, utcnow())
+        if over is not None:
+            self._stop_for(
+                over.budget, [over, RunFinished(reason="budget", detail=f"{over.budget} limit")]
+            )
+            return f"labrxiv: the run's {over.budget} budget is spent"
+        campaign = (
+            budget.campaign_budget(self.step.streams, self.step.spend, state.campaign, state.stream)
+            if state.campaign
+            else None
+        )
+        llm = state.started.llm
+        model = llm.model if llm else ""
+        unpriced = model if self.relay.prices.price_of(model) is None else None
+        ended = budget.over_model_budget(state, self.step.state, campaign, unpriced)
+        if ended is None:
+            return None
+        said = next((p for p in ended if isinstance(p, BudgetExceeded)), None)
+        reason = said.budget if said else "model"
+        self._stop_for(reason, ended)
+        finished = next((p for p in ended if isinstance(p, RunFinished)), None)
+        return f"labrxiv: {finished.detail if finished else reason}"
+
+    def _stop_for(self, reason: str, events: list[Payload]) -> None:
+        self._ended = _Ended(reason, events)
+        self._stop.set()
+
+    def _budget_left(self) -> str:
+        state = self.emitter.state
+        limits = state.started.budget
+        elapsed = (utcnow() - state.started_at).total_seconds()
+        used = {
+            "attempts": len(state.attempts),
+            "wall_seconds": round(elapsed, 1),
+            "tokens": state.spend.tokens,
+            "dollars": round(state.spend.dollars, 6),
+            "steps": state.steps,
+        }
+        lines = []
+        for name, value in used.items():
+            limit = getattr(limits, name)
+            left = "no limit" if limit is None else f"{max(0, limit - value):g} left of {limit:g}"
+            lines.append(f"{name}: used {value:g}; {left}")
+        if state.spend.unknown_cost:
+            lines.append(f"model calls of unknown cost: {state.spend.unknown_cost}")
+        return "\n".join(lines)
+
+    # The workspace and the log.
+
+    def _report_results(self, api: str, body: bytes) -> None:
+        """Record the results of reported calls that `body` carries, the workspace's
+        changes since the last look with the last of them (or on their own)."""
+        found = reported.results(api, body, self._pending)
+        changed, kept = self._changes()
+        events: list[Payload] = []
+        now = time.monotonic()
+        for index, result in enumerate(found):
+            self._pending.remove(result.pending)
+            last = index == len(found) - 1
+            events.append(
+                ToolReturned(
+                    call_id=result.pending.call_id,
+                    tool=result.pending.tool,
+                    exit_code=0,
+                    duration_s=round(max(0.0, now - result.pending.asked_at), 3),
+                    preview=result.output[:4000],
+                    files_written=list(changed.written) if last and changed else [],
+                    files_deleted=list(changed.deleted) if last and changed else [],
+                    files_unlisted=changed.unlisted if last and changed else 0,
+                    reported=True,
+                )
+            )
+        if changed is not None and not found:
+            events.append(self._changed("model_call", changed))
+        self._emit(events, kept if changed is not None else {})
+
+    def _flush(self, at: Literal["lab_call", "model_call", "end"]) -> None:
+        changed, kept = self._changes()
+        if changed is not None:
+            self._emit([self._changed(at, changed)], kept)
+
+    def _changes(self) -> tuple[Changes | None, dict[str, bytes]]:
+        """What changed since the last look (None: nothing), with the contents kept."""
+        after = self.sandbox.look()
+        before = self._looked if self._looked is not None else after
+        changes = diff(self.root, before, after)
+        self._looked = after
+        if not changes.written and not changes.deleted and not changes.unlisted:
+            return None, {}
+        return changes, kept_contents(self.root, changes.written)
+
+    @staticmethod
+    def _changed(
+        at: Literal["lab_call", "model_call", "end"], changes: Changes
+    ) -> WorkspaceChanged:
+        return WorkspaceChanged(
+            at=at,
+            files_written=list(changes.written),
+            files_deleted=list(changes.deleted),
+            files_unlisted=changes.unlisted,
+        )
+
+    def _emit(self, payloads: list[Payload], blobs: dict[str, bytes] | None = None) -> RunState:
+        return self.emitter.emit(payloads, blobs)
+
+
+def _tool_args(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """The built-in tool's arguments for lab call `name` (unknown ones are the tool's to
+    refuse, with its own words)."""
+    if name == "archive_search":
+        return {k: v for k, v in args.items() if k in ("query", "k")} | {
+            k: v for k, v in args.items() if k not in ("query", "k")
+        }
+    if name == "submit":
+        return {k: v for k, v in args.items() if v is not None or k not in SUBMIT_ARGS}
+    return args
+
+
+def rebuild_workspace(step: StepInput, state: RunState) -> None:
+    """The run's workspace as its log has it: the starter, then every change recorded."""
+    root = step.env.sandbox.root
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(step.bundle.workspace_dir, root)
+    restore(step.store, root, ForkPoint(run=state.stream, step=0, version=state.version))
+    (root / ".labrxiv-ready").write_text(state.stream)
+    step.env.sandbox.prepare()
