@@ -35,7 +35,7 @@ from events.payloads import (
 from events.payloads.agent import AgentConfig, AgentExited, AgentStarted, WorkspaceChanged
 from events.payloads.run import ForkPoint
 from runstate import RunState
-from workers.agent import reported
+from workers.agent import inside, reported
 from workers.agent.relay import ModelRelay, error_body
 from workers.agent.server import LabSocket, Replier
 from workers.agent.taskfile import TASK_FILE, task_text
@@ -52,8 +52,6 @@ from workers.tools.look import Snapshot
 
 log = logging.getLogger(__name__)
 
-INSIDE = Path(__file__).with_name("inside")
-"""The files copied into the workspace's `.labrxiv/lib` (the launcher, `lab`, MCP)."""
 LAB_DIR = ".labrxiv"
 SOCKET = f"{LAB_DIR}/lab.sock"
 DEFAULT_WALL = 3600.0
@@ -217,9 +215,9 @@ class AgentSession:
         for folder in (lab, lab / "lib", lab / "bin"):
             folder.mkdir(exist_ok=True)
             folder.chmod(0o755)
-        for source in INSIDE.glob("*.py"):
-            target = lab / "lib" / source.name
-            shutil.copyfile(source, target)
+        for name in inside.FILES:
+            target = lab / "lib" / name
+            shutil.copyfile(inside.FOLDER / name, target)
             target.chmod(0o644)
         python = getattr(self.sandbox, "python", "python3")
         for name, script in (("lab", "lab.py"), ("lab-mcp", "lab_mcp.py")):
