@@ -6,6 +6,7 @@ tests/workers/test_sandbox_conformance.py and tests/workers/test_sandbox_escape.
 Events about sandbox work are emitted by the tool layer that wraps a sandbox, never here.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal, Protocol
@@ -83,13 +84,32 @@ class Sandbox(Protocol):
     processes in the sandbox reach nothing outside it."""
     limits: Limits
     """The limits a command runs under unless it is given others."""
+    loopback: bool
+    """Commands get a loopback (127.0.0.1, ::1) of the sandbox's own, on which their
+    processes reach one another (an agent and the model endpoint it is given on loopback)
+    and nothing of the machine's; off (the default), there is no network at all. May be
+    set at any time; it holds from the next command."""
 
     def prepare(self) -> None:
         """Make a new workspace ready for processes (after the starter files are copied
         in); raises `SandboxUnavailable` saying why where none can run here."""
 
-    def exec(self, argv: list[str], limits: Limits | None = None, stdin: str = "") -> ExecResult:
-        """Run `argv` with cwd at the root, under `limits`, with no network."""
+    def exec(
+        self,
+        argv: list[str],
+        limits: Limits | None = None,
+        stdin: str = "",
+        env: Mapping[str, str] | None = None,
+    ) -> ExecResult:
+        """Run `argv` with cwd at the root, under `limits`, with no network (but the
+        sandbox's own loopback if `loopback`); `env`: variables added to the sandbox's
+        fixed environment for this command alone (its `PATH` replaces the default one),
+        never the worker's own."""
+
+    def show(self, path: Path) -> None:
+        """Show the existing folder `path` (an agent's virtual environment) to processes,
+        read-only, at the same path, from the next command on; `ValueError` for what is not
+        a folder or holds the workspace, `SandboxUnavailable` where the backend cannot."""
 
     def read(self, path: str, max_bytes: int | None = None) -> bytes:
         """The content of a workspace file (relative path)."""

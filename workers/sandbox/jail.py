@@ -1,10 +1,12 @@
 """The process jail: its own root, mount, network and PID namespaces, an unprivileged user.
 
-`unshare --mount --net --pid` gives the process no network (not even loopback), its own
-process table and its own mount table. In that mount table `jail_init.py` builds a
-fresh root and pivots into it: the system (`/usr`, `/etc`, the library folders) and the
-interpreter's folders read-only, the workspace read-write at /mnt/workspace, a private
-/tmp, /dev/shm and /proc, and nothing else. What the jail must not see is simply not
+`unshare --mount --net --pid` gives the process no network (not even loopback, unless
+the sandbox asks for it: then a loopback of the jail's own, which reaches nothing of the
+machine's), its own process table and its own mount table. In that mount table
+`jail_init.py` builds a fresh root and pivots into it: the system (`/usr`, `/etc`, the
+library folders), the interpreter's folders and those the sandbox shows (an agent's)
+read-only, the workspace read-write at /mnt/workspace, a private /tmp, /dev/shm and
+/proc, and nothing else. What the jail must not see is simply not
 there: not the task bundles, the data folder or other runs' workspaces, and not their
 copies either (the hidden data is also in the repository's git objects, which a list of
 covered paths would miss). A path to hide that lies inside a folder shown is
@@ -55,22 +57,26 @@ def jail_argv(
     runtime: Sequence[Path] = (),
     status_fd: int | None = None,
     python: str | None = None,
+    loopback: bool = False,
 ) -> list[str]:
     """The argv that runs `command` jailed in `workspace`.
 
-    `runtime`: further folders to show read-only (the interpreter's); `hidden`: paths to
-    cover if one of those folders holds them; `status_fd`: where the init writes the
-    command's wait status; `python`: the interpreter that runs the init.
+    `runtime`: further folders to show read-only (the interpreter's, an agent's);
+    `hidden`: paths to cover if one of those folders holds them; `status_fd`: where the
+    init writes the command's wait status; `python`: the interpreter that runs the init;
+    `loopback`: the jail's own loopback is up.
     """
     check_available()
     drop = [
-        "setpriv", f"--reuid={SANDBOX_USER}", f"--regid={SANDBOX_GROUP}", "--clear-groups",
-        "--no-new-privs", "--",
+        located("setpriv"), f"--reuid={SANDBOX_USER}", f"--regid={SANDBOX_GROUP}",
+        "--clear-groups", "--no-new-privs", "--",
     ]  # fmt: skip
+    init = init_argv(
+        [*drop, *command], workspace, hidden, runtime, status_fd, python, loopback=loopback
+    )
     return [
-        "unshare", "--mount", "--net", "--pid", "--fork", "--kill-child",
-        "--propagation", "private", "--",
-        *init_argv([*drop, *command], workspace, hidden, runtime, status_fd, python),
+        located("unshare"), "--mount", "--net", "--pid", "--fork", "--kill-child",
+        "--propagation", "private", "--", *init,
     ]  # fmt: skip
 
 
@@ -82,16 +88,25 @@ def init_argv(
     status_fd: int | None = None,
     python: str | None = None,
     user: tuple[int, int, int] | None = None,
+    loopback: bool = False,
 ) -> list[str]:
     """The argv of the jail's init (`jail_init.py`), which builds the jail's root in the
     namespaces it was started in and runs `command` there (as `user`: uid, gid and
-    process limit, in a user namespace of its own, if given)."""
+    process limit, in a user namespace of its own, if given; with the network
+    namespace's loopback up if `loopback`)."""
     readonly = [*SYSTEM, *(str(path) for path in runtime)]
     enter = ["--enter-user", *map(str, user)] if user else []
+    up = ["--loopback"] if loopback else []
     return [
-        python or sys.executable, "-I", "-S", str(INIT), *enter, str(workspace),
+        python or sys.executable, "-I", "-S", str(INIT), *up, *enter, str(workspace),
         str(status_fd or 2), *readonly, "--", *map(str, hidden), "--", *command,
     ]  # fmt: skip
+
+
+def located(tool: str) -> str:
+    """The full path of `tool` on the worker's PATH: the jail's wrappers are found there,
+    not on the PATH a command is given (`LocalSandbox.exec`'s `env`)."""
+    return shutil.which(tool) or tool
 
 
 def interpreter_folders(python: str) -> list[Path]:

@@ -1,9 +1,12 @@
 """PID 1 of a jail: builds the jail's root, runs the command as its child, reports its end.
 
-`jail.py` runs it as root, as `python -I -S jail_init.py WORKSPACE STATUS_FD READONLY...
--- HIDDEN... -- COMMAND...`, in fresh mount, network and PID namespaces (`unshare
---fork`): READONLY are the folders to show read-only, HIDDEN the paths to cover if one
-of those folders holds them. The rootless backend (`backends/userns.py`) runs it as the
+`jail.py` runs it as root, as `python -I -S jail_init.py [--loopback] WORKSPACE STATUS_FD
+READONLY... -- HIDDEN... -- COMMAND...`, in fresh mount, network and PID namespaces
+(`unshare --fork`): READONLY are the folders to show read-only, HIDDEN the paths to
+cover if one of those folders holds them. `--loopback` brings the network namespace's
+own `lo` up (only its owner can, so before the command drops to its user): processes of
+the jail then reach one another on 127.0.0.1, and still nothing of the machine's. The
+rootless backend (`backends/userns.py`) runs it as the
 root of a fresh user namespace, with `--enter-user UID GID NPROC` first: the command
 then runs as UID and GID in a user namespace of its own nested in that one (so it holds
 no capability over the jail's mounts, which belong to the outer one), with at most
@@ -111,6 +114,26 @@ def build(workspace: str, readonly: list[str], hidden: list[str]) -> None:
     os.chdir(WORKSPACE)
 
 
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+
+
+def loopback_up() -> None:
+    """Bring `lo` of this network namespace up (a fresh namespace's is down), which
+    gives it 127.0.0.1 and ::1."""
+    import fcntl  # only a jail with loopback needs these
+    import socket
+    import struct
+
+    ifreq = "16sh22x"  # struct ifreq: the interface's name, then its flags
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            asked = fcntl.ioctl(sock, SIOCGIFFLAGS, struct.pack(ifreq, b"lo", 0))
+            flags = struct.unpack(ifreq, asked)[1] | IFF_UP
+            fcntl.ioctl(sock, SIOCSIFFLAGS, struct.pack(ifreq, b"lo", flags))
+    except OSError as exc:
+        raise OSError(exc.errno, f"bring up lo: {exc.strerror}") from None
+
+
 CLONE_NEWUSER = 0x10000000
 PR_SET_NO_NEW_PRIVS = 38
 
@@ -164,14 +187,18 @@ def run(command: list[str], status_fd: int, user: tuple[int, int, int] | None = 
 
 
 def main(argv: list[str]) -> None:
-    user = None
-    if argv[0] == "--enter-user":
-        user = (int(argv[1]), int(argv[2]), int(argv[3]))
-        argv = argv[4:]
+    user, loopback = None, False
+    while argv[0] in ("--enter-user", "--loopback"):
+        if argv[0] == "--loopback":
+            loopback, argv = True, argv[1:]
+        else:
+            user, argv = (int(argv[1]), int(argv[2]), int(argv[3])), argv[4:]
     workspace, status_fd, rest = argv[0], int(argv[1]), argv[2:]
     first = rest.index("--")
     second = rest.index("--", first + 1)
     try:
+        if loopback:
+            loopback_up()
         build(workspace, rest[:first], rest[first + 1 : second])
     except OSError as exc:
         os.write(2, f"labrxiv-jail: {exc}\n".encode())

@@ -4,7 +4,8 @@
 workspace is a folder of this machine shares (the file operations, the limits' watch,
 the capture of output) lives here; a backend changes how a command is wrapped
 (`_argv`), what is set before it execs (`_preexec`), who owns the workspace
-(`_owner_ids`) and how it checks that it works (`check`).
+(`_owner_ids`), which folders it may show (`show`) and how it checks that it works
+(`check`).
 """
 
 import errno
@@ -17,7 +18,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, ClassVar
 
@@ -52,7 +53,8 @@ _ENV = {
     "MKL_NUM_THREADS": "1",
     "MPLBACKEND": "Agg",
 }
-"""The whole environment a sandboxed process gets: no secrets, no proxies."""
+"""The environment every sandboxed process gets: no secrets, no proxies (a command adds
+only what its caller gives it: `LocalSandbox.exec`'s `env`)."""
 
 _FILE_FLAGS = os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
 """Opening a workspace file as root: a FIFO the lab made must not block the worker, and
@@ -60,7 +62,8 @@ a link swapped in must not be followed."""
 
 
 class LocalSandbox:
-    """A workspace at `root`; processes run jailed with `hidden` paths covered."""
+    """A workspace at `root`; processes run jailed with `hidden` paths covered, on a
+    loopback of their own if `loopback`."""
 
     backend: ClassVar[str] = "jail"
     strength: ClassVar[int] = 2
@@ -73,6 +76,7 @@ class LocalSandbox:
         hidden: Sequence[Path] = (),
         limits: Limits | None = None,
         python: str | None = None,
+        loopback: bool = False,
     ) -> None:
         self.root = Path(root).resolve()
         self.hidden = [Path(p).resolve() for p in hidden]
@@ -80,6 +84,11 @@ class LocalSandbox:
         self.python = python or _interpreter()
         self.runtime = interpreter_folders(self.python)
         """Folders the jail shows read-only besides the system: the interpreter's."""
+        self.shown: list[Path] = []
+        """Further folders the jail shows read-only (`show`)."""
+        self.loopback = loopback
+        """Processes get a loopback (127.0.0.1, ::1) of the jail's own: those of one
+        command reach one another, never the machine's; off, there is no network at all."""
         self.root.mkdir(parents=True, exist_ok=True)
 
     @classmethod
@@ -94,9 +103,39 @@ class LocalSandbox:
         self.check()
         hand_to_sandbox_user(self.root)
 
+    def show(self, path: Path) -> None:
+        """Show the folder `path` (an agent's virtual environment or install folder) to
+        processes, read-only, at its own path and at its real one (a link's target);
+        programs in it run, nothing in it can be written.
+
+        A folder that holds the workspace is refused (`ValueError`): it holds other runs'
+        workspaces too; so is what is not a folder, and (`SandboxUnavailable`) a folder
+        the backend's jail cannot reach. A hidden path inside the folder is still covered."""
+        given = Path(os.path.abspath(path))
+        real = Path(os.path.realpath(given))
+        if not real.is_dir():
+            raise ValueError(f"cannot show {path}: not a folder")
+        if any(folder == self.root or folder in self.root.parents for folder in (given, real)):
+            raise ValueError(f"cannot show {path}: it holds the workspace")
+        for folder in dict.fromkeys((given, real)):
+            self._may_show(folder)
+        for folder in dict.fromkeys((given, real)):
+            if folder not in self.shown:
+                self.shown.append(folder)
+
+    def _may_show(self, folder: Path) -> None:
+        """Raise `SandboxUnavailable` where this backend's jail cannot show `folder`."""
+
+    def _readonly(self) -> list[Path]:
+        """Every folder the jail shows read-only besides the system."""
+        return [*self.runtime, *self.shown]
+
     def _argv(self, command: list[str], status_fd: int, limits: Limits) -> list[str]:
         """The argv that runs `command` in this backend's jail, under `limits`."""
-        return jail_argv(command, self.root, self.hidden, self.runtime, status_fd, self.python)
+        return jail_argv(
+            command, self.root, self.hidden, self._readonly(), status_fd, self.python,
+            self.loopback,
+        )  # fmt: skip
 
     def _preexec(self, limits: Limits, group: TreeGroup | None) -> Callable[[], None]:
         """What the jail's first process does before it execs (limits, its cgroup)."""
@@ -106,10 +145,18 @@ class LocalSandbox:
         """The uid and gid that sandboxed processes write the workspace as."""
         return sandbox_ids()
 
-    def exec(self, argv: list[str], limits: Limits | None = None, stdin: str = "") -> ExecResult:
+    def exec(
+        self,
+        argv: list[str],
+        limits: Limits | None = None,
+        stdin: str = "",
+        env: Mapping[str, str] | None = None,
+    ) -> ExecResult:
         """Run `argv` jailed, in the workspace (seen inside as /mnt/workspace).
 
-        `python` as the first word means this project's interpreter.
+        `python` as the first word means this project's interpreter. `env`: variables
+        added to the sandbox's fixed environment for this command (its `PATH` replaces
+        the default one).
         """
         limits = limits or self.limits
         command = [self.python if argv and argv[0] == "python" else argv[0], *argv[1:]]
@@ -122,15 +169,7 @@ class LocalSandbox:
             proc = subprocess.Popen(
                 self._argv(command, status_write, limits),
                 cwd=self.root,
-                env=dict(
-                    _ENV,
-                    # `python` in a shell is the project's interpreter, as for the python
-                    # tool: a lab running `python solution.py` from bash found no python
-                    # (or the system's, without numpy).
-                    PATH=f"{Path(self.python).parent}:{_ENV['PATH']}",
-                    HOME=WORKSPACE_MOUNT,
-                    TMPDIR=f"{WORKSPACE_MOUNT}/.tmp",
-                ),
+                env=self._environment(env or {}),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -172,6 +211,19 @@ class LocalSandbox:
             limit=limit,
             truncated=capture.truncated,
         )
+
+    def _environment(self, extra: Mapping[str, str]) -> dict[str, str]:
+        """The environment of one command: the fixed one, then `extra`."""
+        return {
+            **_ENV,
+            # `python` in a shell is the project's interpreter, as for the python tool: a
+            # lab running `python solution.py` from bash found no python (or the
+            # system's, without numpy).
+            "PATH": f"{Path(self.python).parent}:{_ENV['PATH']}",
+            "HOME": WORKSPACE_MOUNT,
+            "TMPDIR": f"{WORKSPACE_MOUNT}/.tmp",
+            **extra,
+        }
 
     def _wait(
         self, proc: subprocess.Popen[bytes], status_fd: int, deadline: float, disk: "_DiskWatch"

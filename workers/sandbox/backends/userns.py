@@ -3,8 +3,9 @@ namespace, so that any user can run labs.
 
 `unshare --user --map-root-user --mount --net --pid --fork` makes the worker's user the
 root of a fresh user namespace, which owns fresh mount, network and PID namespaces; in
-them the root jail's init (`jail_init.py`) builds the same fresh root (the system and the
-interpreter read-only, the workspace read-write, nothing else) and pivots into it. The
+them the root jail's init (`jail_init.py`) builds the same fresh root (the system, the
+interpreter and the folders shown read-only, the workspace read-write, nothing else) and
+pivots into it, with the same loopback of its own when asked for. The
 command then runs in a second user namespace nested in the first, as the worker's own
 uid (`nobody` when the worker is root), with no capability over the jail's mounts and
 no way to gain one (`no_new_privs`), and at most `Limits.processes` processes counted in
@@ -38,6 +39,7 @@ from workers.sandbox.jail import (
     SANDBOX_USER,
     hand_to_sandbox_user,
     init_argv,
+    located,
     preexec,
     sandbox_ids,
 )
@@ -72,14 +74,26 @@ class UsernsSandbox(LocalSandbox):
         if os.geteuid() == 0:
             for path in (self.root, *self.runtime):
                 _reachable_by_others(path)
+            for path in self.shown:
+                _reachable_by_others(path, itself=True)
             hand_to_sandbox_user(self.root)
+
+    def _may_show(self, folder: Path) -> None:
+        """Started by root, a folder `nobody` cannot reach is refused."""
+        if os.geteuid() == 0:
+            _reachable_by_others(folder, itself=True)
 
     def _argv(self, command: list[str], status_fd: int, limits: Limits) -> list[str]:
         user = (*self._owner_ids(), limits.processes)
         init = init_argv(
-            command, self.root, self.hidden, self.runtime, status_fd, self.python, user
-        )
-        return [*(AS_NOBODY if os.geteuid() == 0 else ()), *NAMESPACES, *init]
+            command, self.root, self.hidden, self._readonly(), status_fd, self.python, user,
+            self.loopback,
+        )  # fmt: skip
+        # Full paths: the command's own PATH (`exec`'s `env`) may lack the system's.
+        namespaces = [located(NAMESPACES[0]), *NAMESPACES[1:]]
+        if os.geteuid() == 0:
+            return [located(AS_NOBODY[0]), *AS_NOBODY[1:], *namespaces, *init]
+        return [*namespaces, *init]
 
     def _preexec(self, limits: Limits, group: TreeGroup | None) -> Callable[[], None]:
         return preexec(limits, group, processes=False)
@@ -88,10 +102,10 @@ class UsernsSandbox(LocalSandbox):
         return sandbox_ids() if os.geteuid() == 0 else (os.getuid(), os.getgid())
 
 
-def _reachable_by_others(path: Path) -> None:
-    """Refuse a path (the workspace, the interpreter) that `nobody` cannot reach: a folder
-    on its way is closed to others."""
-    for folder in reversed(path.parents):
+def _reachable_by_others(path: Path, itself: bool = False) -> None:
+    """Refuse a path (the workspace, the interpreter, a folder shown) that `nobody` cannot
+    reach: a folder on its way (or, `itself`, the path itself) is closed to others."""
+    for folder in [*reversed(path.parents), *([path] if itself else [])]:
         if not os.stat(folder).st_mode & stat.S_IXOTH:
             raise SandboxUnavailable(
                 f"the rootless sandbox started by root runs as {SANDBOX_USER}, who cannot "
