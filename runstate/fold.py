@@ -161,6 +161,11 @@ def _changed(state: RunState, changes: dict[str, Any]) -> RunState:
 
 
 def _invoked(state: RunState, payload: ToolInvoked) -> dict[str, Any]:
+    """A tool call: a step (an attempt, for `evaluate`). A call an agent reports (its own
+    tool ran it, `reported`) is the record of what it did, not a step of the lab's: the
+    lab's steps and attempts are the calls labrxiv ran (an agent's lab-API calls)."""
+    if payload.reported:
+        return {}
     changes: dict[str, Any] = {"steps": state.steps + 1, "pending_tool": payload.tool}
     if payload.tool == "write_file" and payload.args.get("path") == "config.json":
         changes["config"] = _parse(payload.args.get("content"))

@@ -90,7 +90,7 @@ def agent_config(agent: str, model: str, env: Path | None, reports: str | None) 
             command=command,
             env=profile.env,
             install=install,
-            reports=reports or profile.reports,  # type: ignore[arg-type]
+            reports=reports or profile.reports,
         )
     try:
         command = shlex.split(agent)
@@ -108,5 +108,5 @@ def agent_config(agent: str, model: str, env: Path | None, reports: str | None) 
         name=COMMAND,
         command=command,
         install=install,
-        reports=reports or "functions",  # type: ignore[arg-type]
+        reports=reports or "functions",
     )

@@ -64,6 +64,8 @@ AGENT_LIMITS = Limits(
 """The agent's process tree: more memory and processes than a tool call (an agent and its
 interpreter); its output is bounded by the launcher, well within `output_bytes`."""
 TAIL_CHARS = 2000
+FINISH_GRACE = 10.0
+"""Seconds an agent has to exit by itself after `lab finish` before it is stopped."""
 LAB_CALLS = {
     "evaluate": "evaluate",
     "archive_search": "search_archive",
@@ -198,7 +200,8 @@ class AgentSession:
         if self._finished or state.papers:
             if state.started.review_rounds and state.papers and not self._finished:
                 return []  # its papers' reviews come next (`AgentPolicy`)
-            return [RunFinished(reason="done", detail=f"the agent exited with {code}")]
+            how = "finished" if self._finished else f"{len(state.papers)} papers submitted"
+            return [RunFinished(reason="done", detail=f"{how}; the agent exited with {code}")]
         said = stderr.strip().splitlines()
         why = said[-1][:300] if said else "no output on stderr"
         stopped = f" ({limit} limit)" if limit else ""
@@ -334,7 +337,9 @@ class AgentSession:
             code = next((p.exit_code for p in outcome.payloads if isinstance(p, ToolReturned)), 1)
             if outcome.finish:
                 self._finished = True
-                self._stop.set()
+                grace = threading.Timer(FINISH_GRACE, self._stop.set)
+                grace.daemon = True
+                grace.start()
             return {"output": outcome.output, "exit_code": code, "finished": outcome.finish}
 
     # Budgets.
