@@ -11,9 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.llm.fake_server import Received, Scripted, completion, usage
-
 from events import EventStore
+from tests.llm.fake_server import Received, Scripted, completion, usage
 
 LABRXIV = Path(sys.executable).with_name("labrxiv")
 EXAMPLES = Path(__file__).resolve().parents[2] / "workers" / "agent" / "examples"

@@ -8,7 +8,6 @@ from tests.agent.agent_support import KEY, USAGE, agent_folder, researcher, run_
 from tests.llm.fake_server import FakeServer
 
 
-
 def test_a_function_calling_agent_on_the_mcp_tools_runs_a_lab_to_a_verified_paper(
     tmp_path: Path,
 ) -> None:

@@ -80,7 +80,8 @@ def relayed(tmp_path: Path) -> Iterator[tuple[Upstream, Recorded, openai.OpenAI]
 def _completion(text: str, usage: dict[str, Any] | None) -> Canned:
     body = {
         "id": "c1", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": text}}],
     }  # fmt: skip
     if usage is not None:
         body["usage"] = usage
@@ -154,7 +155,8 @@ def test_the_responses_api_is_relayed_and_its_usage_recorded(relayed) -> None:
     body = {
         "id": "resp_1", "object": "response", "created_at": 1, "status": "completed",
         "model": "gpt-4o-mini", "output": [{"type": "message", "id": "m1", "role": "assistant",
-        "status": "completed", "content": [{"type": "output_text", "text": "fine", "annotations": []}]}],
+        "status": "completed",
+        "content": [{"type": "output_text", "text": "fine", "annotations": []}]}],
         "usage": {"input_tokens": 40, "output_tokens": 5, "total_tokens": 45,
                   "input_tokens_details": {"cached_tokens": 10},
                   "output_tokens_details": {"reasoning_tokens": 2}},

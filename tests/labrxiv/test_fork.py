@@ -102,7 +102,10 @@ def test_what_cannot_be_forked_is_one_line(parent: tuple[str, Path], cli: Cli) -
     for args, words in [
         (("fork", "run-nope", "--at", "1"), "no run"),
         (("fork", run, "--at", "999"), "has no step 999"),
-        (("fork", run, "--at", "2", "--policy", "nope"), "no policy 'nope' (known: agent, llm, search)"),
+        (
+            ("fork", run, "--at", "2", "--policy", "nope"),
+            "no policy 'nope' (known: agent, llm, search)",
+        ),
         (("fork", run, "--at", "2", "--dollars", "-1"), "--dollars -1.0: Input should be"),
         (
             ("fork", run, "--at", "2", "--policy", "llm", "--model", "m", "--base-url", "x"),

@@ -134,7 +134,8 @@ def test_a_lab_that_inflates_its_claims_is_rated_unsound_and_rejected(
     folder = shutil.copytree(GYM / "continual-digits", gym / "digits-inflated")
     card = (folder / "task.toml").read_text().replace('"continual-digits"', '"digits-inflated"')
     policies_line = 'policies = ["search", "inflating"]'
-    (folder / "task.toml").write_text(card.replace('policies = ["search", "llm", "agent"]', policies_line))
+    shipped = 'policies = ["search", "llm", "agent"]'
+    (folder / "task.toml").write_text(card.replace(shipped, policies_line))
     settings = load_settings(data_dir=tmp_path / "data", gym_path=[gym])
     system = open_embedded(settings, threads=3)
     try:
