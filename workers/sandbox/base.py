@@ -85,7 +85,7 @@ class Sandbox(Protocol):
     limits: Limits
     """The limits a command runs under unless it is given others."""
     loopback: bool
-    """Commands get a loopback (127.0.0.1, ::1) of the sandbox's own, on which their
+    """Commands get a loopback (127.0.0.1) of the sandbox's own, on which their
     processes reach one another (an agent and the model endpoint it is given on loopback)
     and nothing of the machine's; off (the default), there is no network at all. May be
     set at any time; it holds from the next command."""

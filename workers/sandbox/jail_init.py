@@ -119,7 +119,7 @@ SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 
 def loopback_up() -> None:
     """Bring `lo` of this network namespace up (a fresh namespace's is down), which
-    gives it 127.0.0.1 and ::1."""
+    gives it 127.0.0.1 (and ::1 where IPv6 is on)."""
     import fcntl  # only a jail with loopback needs these
     import socket
     import struct

@@ -87,7 +87,7 @@ class LocalSandbox:
         self.shown: list[Path] = []
         """Further folders the jail shows read-only (`show`)."""
         self.loopback = loopback
-        """Processes get a loopback (127.0.0.1, ::1) of the jail's own: those of one
+        """Processes get a loopback (127.0.0.1) of the jail's own: those of one
         command reach one another, never the machine's; off, there is no network at all."""
         self.root.mkdir(parents=True, exist_ok=True)
 
