@@ -39,6 +39,9 @@ class AgentConfig(BaseModel):
     interpreter."""
     reports: Reports = "functions"
     """How its actions show in its model traffic (recorded as reported tool calls)."""
+    files: dict[str, str] = {}
+    """Files written into the workspace's `.labrxiv/agent/` before it starts (a profile's
+    configuration), by name: what the agent read is in the log."""
 
 
 class AgentStarted(Payload):

@@ -414,7 +414,10 @@ def test_a_policy_is_named_against_the_registry_and_the_task(
     code, out = invoke("campaign", "--task", "continual-digits", "--policy", "foo")
     assert code == 2 and said(out) == "no policy 'foo' (known: agent, llm, search)", out
     code, out = invoke("campaign", "--task", "math-prompting", "--policy", "search")
-    assert code == 2 and said(out) == "task math-prompting is for the llm policy, not search", out
+    assert (
+        code == 2
+        and said(out) == "task math-prompting is for the llm and agent policies, not search"
+    ), out
     # A bundle never validated, whose card names search but gives it nothing to search.
     gym = tmp_path / "gym"
     shutil.copytree(Path(__file__).parents[2] / "gym" / "continual-digits", gym / "bare")

@@ -54,7 +54,7 @@ class Blocking:
         self.release = threading.Event()
 
     def __call__(
-        self, _ctx: WorkerContext, _state: RunState, version: int, _final: bool
+        self, _ctx: WorkerContext, _state: RunState, version: int, _final: bool, _emitter: object
     ) -> tuple[list[Payload], dict[str, bytes]]:
         self.takes += 1
         if self.takes == 1:
@@ -148,7 +148,7 @@ def test_a_take_that_sent_nothing_leaves_the_step_free_at_once(
     takes: list[bool] = []
 
     def waiting_then_decided(
-        _ctx: WorkerContext, _state: RunState, version: int, _final: bool
+        _ctx: WorkerContext, _state: RunState, version: int, _final: bool, _emitter: object
     ) -> tuple[list[Payload], dict[str, bytes]]:
         takes.append(True)
         if len(takes) == 1:

@@ -1,10 +1,14 @@
 """Agent profiles: the settings an agent people use needs, by name
 (`workers/agent/profiles/<name>.toml`), and a command given as it is.
 
-A profile has `description`, `command` (the argv; `{model}` and `{task}` are filled in),
-`env` (further environment variables: never secrets, they are recorded), `reports`
-(how its tool calls show in its model traffic: `functions`, `bash_blocks`, `none`),
-and `install` (how to make the folder `--agent-env` names, in one line).
+A profile has `description`, `command` (the argv; `{model}`, `{task}` (the path of
+TASK.md), `{install_dir}` (the folder `--agent-env` names), `{config}` (the path of its
+`config` file as the agent sees it), `{version}` and `{step_limit}` (0: the run's budgets
+are its limits) are filled in), `env` (further environment variables: never secrets,
+they are recorded), `reports` (how its tool calls show in its model traffic:
+`functions`, `bash_blocks`, `none`), `install` (how to make the folder `--agent-env`
+names, in one line, with the same placeholders), `version`, and `config` (a file beside
+the profile, written into the workspace's `.labrxiv/agent/` for the agent to read).
 """
 
 import shlex
@@ -18,6 +22,8 @@ from events.payloads.agent import AgentConfig, Reports
 from workers.sandbox.jail import WORKSPACE_MOUNT
 
 PROFILES = Path(__file__).with_name("profiles")
+AGENT_FILES = ".labrxiv/agent"
+"""Where a profile's files are written in the workspace."""
 COMMAND = "command"
 """The name an agent given as a command is recorded under."""
 
@@ -36,6 +42,10 @@ class Profile(BaseModel):
     """Whether the agent runs from a folder of its own (`--agent-env`, required)."""
     finish_marker: str | None = None
     """What the agent prints when it ends its own work (documentation)."""
+    version: str = ""
+    """The version of the agent the profile was written for (`install` installs it)."""
+    config: str | None = None
+    """A file beside the profile the agent reads (`{config}`)."""
 
 
 class AgentError(ValueError):
@@ -71,14 +81,24 @@ def agent_config(agent: str, model: str, env: Path | None, reports: str | None) 
         if not folder.is_dir():
             raise AgentError(f"--agent-env {env}: not a folder")
         install = str(folder)
-    fill = {"model": model, "task": f"{WORKSPACE_MOUNT}/TASK.md"}
+    fill = {"model": model, "task": f"{WORKSPACE_MOUNT}/TASK.md", "step_limit": "0"}
     if agent in profile_names():
         profile = load_profile(agent)
+        fill |= {"install_dir": install or "", "version": profile.version}
         if profile.needs_env and install is None:
+            how = profile.install.format_map(fill | {"install_dir": "DIR"})
             raise AgentError(
-                f"--agent {agent} needs --agent-env DIR, the folder it is installed in "
-                f"({profile.install})"
+                f"--agent {agent} needs --agent-env DIR, the folder it is installed in ({how})"
             )
+        files = {}
+        if profile.config is not None:
+            try:
+                files[profile.config] = (PROFILES / profile.config).read_text()
+            except OSError as exc:
+                raise AgentError(
+                    f"the agent profile {agent!r} lacks {profile.config}: {exc.strerror}"
+                ) from None
+            fill["config"] = f"{WORKSPACE_MOUNT}/{AGENT_FILES}/{profile.config}"
         try:
             command = [part.format(**fill) for part in profile.command]
         except (KeyError, IndexError) as exc:
@@ -91,6 +111,7 @@ def agent_config(agent: str, model: str, env: Path | None, reports: str | None) 
             env=profile.env,
             install=install,
             reports=reports or profile.reports,
+            files=files,
         )
     try:
         command = shlex.split(agent)

@@ -36,6 +36,7 @@ from events.payloads.agent import AgentConfig, AgentExited, AgentStarted, Worksp
 from events.payloads.run import ForkPoint
 from runstate import RunState
 from workers.agent import inside, reported
+from workers.agent.profile import AGENT_FILES
 from workers.agent.relay import ModelRelay, error_body
 from workers.agent.server import LabSocket, Replier
 from workers.agent.taskfile import TASK_FILE, task_text
@@ -44,7 +45,7 @@ from workers.lab.emitter import Emitter
 from workers.lab.fork import restore
 from workers.lab.policies.base import StepInput
 from workers.sandbox.base import Limits
-from workers.sandbox.jail import WORKSPACE_MOUNT
+from workers.sandbox.jail import WORKSPACE_MOUNT, interpreter_folders
 from workers.tools.changes import Changes, diff
 from workers.tools.contents import kept_contents
 from workers.tools.invoke import invoke
@@ -229,16 +230,31 @@ class AgentSession:
                 f'#!/bin/sh\nexec {python} {WORKSPACE_MOUNT}/{LAB_DIR}/lib/{script} "$@"\n'
             )
             target.chmod(0o755)
+        if self.config.files:
+            folder = self.root / AGENT_FILES
+            folder.mkdir(parents=True, exist_ok=True)
+            folder.chmod(0o755)
+            for name, text in self.config.files.items():
+                (folder / Path(name).name).write_text(text)
+                (folder / Path(name).name).chmod(0o644)
         if self.config.install:
-            self.sandbox.show(Path(self.config.install))
+            install = Path(self.config.install)
+            self.sandbox.show(install)
+            if (install / "pyvenv.cfg").is_file():  # its programs run the Python it points at
+                for folder in interpreter_folders(str(install / "bin" / "python")):
+                    if folder != install.resolve() and folder.is_dir():
+                        self.sandbox.show(folder)
         self.sandbox.loopback = True
 
     def _env(self) -> dict[str, str]:
         python_dir = str(Path(getattr(self.sandbox, "python", "/usr/bin/python3")).parent)
-        path = [f"{WORKSPACE_MOUNT}/{LAB_DIR}/bin"]
-        if self.config.install:
-            path.append(f"{self.config.install}/bin")
-        path += [python_dir, "/usr/local/bin", "/usr/bin", "/bin"]
+        path = [
+            f"{WORKSPACE_MOUNT}/{LAB_DIR}/bin",
+            python_dir,
+            "/usr/local/bin",
+            "/usr/bin",
+            "/bin",
+        ]
         llm = self.emitter.state.started.llm
         return {
             **self.config.env,
