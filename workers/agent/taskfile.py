@@ -40,9 +40,23 @@ def task_text(card: TaskCard, state: RunState, reviews: str = "") -> str:
         "reports and the attempt that measured each\n"
         "- `lab budget` — what is left of your budgets\n"
         "- `lab finish SUMMARY` — end the run\n\n"
-        f"Write {papers} paper{'s' if papers != 1 else ''}, then finish. {RULE}\n\n"
+        f"Write {papers} paper{'s' if papers != 1 else ''}, then {_then(state)} {RULE}\n\n"
         "## Budgets\n" + ("\n".join(limits) if limits else "- none") + "\n"
     )
     if reviews:
         text += f"\n## Reviews of your paper\n{reviews}\n"
     return text
+
+
+def _then(state: RunState) -> str:
+    """How the agent ends its work: `lab finish`, or, where its paper is reviewed and it
+    may revise it, by ending its process (it is started again with the reviews)."""
+    rounds = state.started.review_rounds
+    if not rounds:
+        return "finish (`lab finish`)."
+    return (
+        "end your process without `lab finish`: reviewers read your last paper, and you "
+        f"are started again with their reviews in TASK.md to revise it (up to {rounds} "
+        "time" + ("s" if rounds != 1 else "") + "; `lab finish` ends the run at once)."
+    )
+
