@@ -14,12 +14,13 @@ still covered with an empty read-only tmpfs.
 
 The same init (PID 1 of the namespace) runs the command as its child, under `setpriv`
 as the `nobody` user with no capabilities, and reports the child's wait status on a
-pipe. When the command ends, or the jail is killed, the kernel kills every process left
-in the namespace: nothing a lab starts outlives its tool call (a `setsid` or `nohup`
-process included), and no process of one run can see, signal or enter
-(`/proc/<pid>/cwd`, `/proc/<pid>/root`) a process of another run, though both run as
-`nobody`. Limits are rlimits set before exec and inherited, plus a cgroup per process
-tree where one can be made (`cgroup.py`).
+pipe. When the command ends, or the jail is killed, or the worker thread that started
+it dies (`preexec`), the kernel kills every process left in the namespace: nothing a lab
+starts outlives its tool call or its worker (a `setsid` or `nohup` process included),
+and no process of one run can see, signal or enter (`/proc/<pid>/cwd`,
+`/proc/<pid>/root`) a process of another run, though both run as `nobody`. Limits are
+rlimits set before exec and inherited, plus a cgroup per process tree where one can be
+made (`cgroup.py`).
 """
 
 import ctypes
