@@ -8,7 +8,9 @@ Why these settings (see ../shared/REFERENCE.md, "Celery on Redis"):
   threads worker): the message stays unacked until the visibility timeout.
 - `visibility_timeout`: how long an unacked message waits before redelivery. A task
   that runs longer is delivered twice (kombu #337, celery #4400): handlers are
-  idempotent, so that costs time, not correctness.
+  idempotent, so that costs time, not correctness. An agent's session is one task for
+  up to the run's whole wall time: its second delivery finds the run moved on, or the
+  session's lease (`workers.lab.lease.SESSION`: `Taken`), and does nothing.
 - Not covered: a worker killed after kombu's BRPOP took a message and before it
   recorded it as unacked loses it (measured: ~40% of kills in the ~30 ms after a
   1.7 MB batch commits; tests/workers/measure_brpop_window.py). The log, not the

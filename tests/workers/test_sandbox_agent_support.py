@@ -4,12 +4,18 @@ environment, a further folder shown read-only. The root jail runs as root, the r
 one as a normal user (run as root, this file runs itself again as one:
 `test_the_rootless_backend_passes_as_a_normal_user`)."""
 
+import functools
 import os
 import shutil
+import signal
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
-from collections.abc import Iterator
+import time
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -63,6 +69,18 @@ connection.sendall(connection.recv(16).upper())
 connection.close()
 sys.exit(other.wait())
 """
+
+KILLED_WORKER = """
+import sys
+from pathlib import Path
+from workers.sandbox.backends import choose
+from workers.sandbox.base import Limits
+limits = Limits(wall_seconds=300, cpu_seconds=300, memory_bytes=512 * 1024**2, output_bytes=8192)
+box = choose(sys.argv[1])(Path(sys.argv[2]), limits=limits)
+box.prepare()
+box.exec(["sh", "-c", "sleep 300; : " + sys.argv[3]])
+"""
+"""A worker: runs a jailed command that would outlive it by minutes (marked by argv[3])."""
 
 
 @pytest.fixture(params=backend_names())
@@ -222,6 +240,51 @@ def test_show_refuses_what_is_not_a_folder_and_what_holds_the_workspace(
         with pytest.raises(ValueError):
             sandbox.show(wrong)
     assert sandbox.shown == []
+
+
+def _marked(marker: str, but: int = 0) -> list[int]:
+    """The processes whose command line holds `marker`, but process `but`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == but:
+            continue
+        try:
+            if marker.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue  # it ended meanwhile
+    return found
+
+
+def _until(condition: Callable[[], bool], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_a_jail_dies_with_the_worker_killed_while_it_runs(backend: Backend, tmp_path: Path) -> None:
+    """A worker SIGKILLed mid-command (its whole process group) takes its jail with it:
+    nothing of a killed step runs on beside the next take in the same workspace."""
+    marker = f"labrxiv-orphan-{uuid.uuid4().hex}"
+    worker = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WORKER, backend.backend, str(tmp_path / "ws"), marker],
+        start_new_session=True,
+    )
+    try:
+        jailed = functools.partial(_marked, marker, but=worker.pid)
+        assert _until(lambda: bool(jailed()), 60), "the jailed command never started"
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=10)
+        assert _until(lambda: not jailed(), 10), f"left running: {jailed()}"
+    finally:
+        if worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait(timeout=10)
+        for pid in _marked(marker):
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_rootless_show_refuses_a_folder_nobody_cannot_reach() -> None:

@@ -14,6 +14,7 @@ A malformed request is answered 400 with an OpenAI-style error and recorded nowh
 import os
 import socket
 import socketserver
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -62,6 +63,12 @@ class Session(Protocol):
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     session: Session
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """An agent gone before its answer is expected (the launcher's wait on
+        `/lab/_stop` ends with the agent), not a traceback in the worker's log."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

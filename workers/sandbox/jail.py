@@ -14,20 +14,23 @@ still covered with an empty read-only tmpfs.
 
 The same init (PID 1 of the namespace) runs the command as its child, under `setpriv`
 as the `nobody` user with no capabilities, and reports the child's wait status on a
-pipe. When the command ends, or the jail is killed, the kernel kills every process left
-in the namespace: nothing a lab starts outlives its tool call (a `setsid` or `nohup`
-process included), and no process of one run can see, signal or enter
-(`/proc/<pid>/cwd`, `/proc/<pid>/root`) a process of another run, though both run as
-`nobody`. Limits are rlimits set before exec and inherited, plus a cgroup per process
-tree where one can be made (`cgroup.py`).
+pipe. When the command ends, or the jail is killed, or the worker thread that started
+it dies (`preexec`), the kernel kills every process left in the namespace: nothing a lab
+starts outlives its tool call or its worker (a `setsid` or `nohup` process included),
+and no process of one run can see, signal or enter (`/proc/<pid>/cwd`,
+`/proc/<pid>/root`) a process of another run, though both run as `nobody`. Limits are
+rlimits set before exec and inherited, plus a cgroup per process tree where one can be
+made (`cgroup.py`).
 """
 
+import ctypes
 import functools
 import grp
 import os
 import pwd
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -48,6 +51,10 @@ system, is copied as a symlink)."""
 
 INIT = Path(__file__).with_name("jail_init.py")
 """PID 1 of every jail: builds its root, runs the command, reports how it ended."""
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+"""Loaded before any fork: a `preexec_fn` only calls it."""
+_PR_SET_PDEATHSIG = 1
 
 
 def jail_argv(
@@ -136,9 +143,19 @@ def preexec(limits: Limits, group: TreeGroup | None, processes: bool = True) -> 
     jail's forks fail for as long as it lasted ("sh: Cannot fork" in another run's
     `evaluate`: a lab test failed beside the escape suite's fork bombs). `processes`
     False: RLIMIT_NPROC is left to the jail's init, which sets it in the command's own
-    user namespace (the rootless backend)."""
+    user namespace (the rootless backend).
+
+    The child is killed when the thread that started it dies (`PR_SET_PDEATHSIG`): the
+    jail's first process (`unshare`, in a session of its own) then dies, and with it, by
+    `--kill-child`, the jail's init and every process of its PID namespace. A worker
+    SIGKILLed mid-command left its jail running unparented, in the workspace the step's
+    next take rebuilds and runs in (an agent's session: two agents in one workspace)."""
+    parent = os.getpid()
 
     def apply() -> None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # it died before the signal was asked for
+            os.kill(os.getpid(), signal.SIGKILL)
         if group is not None:
             group.enter()
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 5))
