@@ -5,10 +5,11 @@ The agent reaches it through the `lab` command, the MCP server, or its model bas
 - `POST /v1/chat/completions`, `POST /v1/responses` (and without `/v1`): model calls,
   recorded and relayed (`workers.agent.relay`); `GET /v1/models`: the run's model;
 - `POST /lab/<name>` with a JSON object: a lab-API call, answered with
-  `{"output", "exit_code", "finished"}`;
+  `{"output", "exit_code", "finished"}`, or `{"error"}` (one line: 400 for a body that
+  is not a JSON object, 404 for no such call);
 - `GET /lab/_stop`: answered when the worker wants the agent stopped (the launcher waits
   on it).
-A malformed request is answered 400 with an OpenAI-style error and recorded nowhere.
+A malformed model request is answered 400 with an OpenAI-style error and recorded nowhere.
 """
 
 import os
@@ -106,10 +107,10 @@ class _Handler(BaseHTTPRequestHandler):
             try:
                 args = orjson.loads(body or b"{}")
             except orjson.JSONDecodeError as exc:
-                self._error(400, f"the request is not JSON: {exc}")
+                self._json(400, {"error": f"the request is not JSON: {exc}"})
                 return
             if not isinstance(args, dict):
-                self._error(400, "the request is not a JSON object")
+                self._json(400, {"error": "the request is not a JSON object"})
                 return
             answer = self.server.session.lab_call(path.removeprefix("/lab/"), args)
             self._json(404 if "error" in answer else 200, answer)
