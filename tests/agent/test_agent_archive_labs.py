@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 from tests.agent.agent_support import (
+    SCORE,
     USAGE,
     agent_folder,
     conversation_of,
@@ -58,7 +59,7 @@ class TwoConversations:
                 delay_s=0.25 if told else 0.0,
             )
         found = sorted({p for text in told for p in PAPER_ID.findall(text)})
-        scores = [m for text in told for m in re.findall(r"attempt (\d+): final_accuracy=([0-9.eE+-]+)", text)]
+        scores = [m for text in told for m in SCORE.findall(text)]
         if not scores:
             return completion(tool_calls=[("evaluate", "{}")], usage=spent)
         if not any(t.startswith("submitted") for t in told):

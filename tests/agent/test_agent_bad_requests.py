@@ -63,7 +63,7 @@ except urllib.error.HTTPError as exc:
 Path("paper.md").write_text("# A paper\\n\\nIts abstract.\\n\\nIts body.\\n")
 claims = [{"subtask": "final_accuracy", "metric": "accuracy", "value": "high", "attempt": 1}]
 Path("claims.json").write_text(json.dumps(claims))
-for name, claims_file in (("submit bad claim", "claims.json"), ("submit no claims file", "none.json")):
+for name, claims_file in (("submit bad claim", "claims.json"), ("submit no file", "none.json")):
     done = subprocess.run(
         ["lab", "submit", "paper.md", "--claims", claims_file], capture_output=True, text=True
     )
@@ -128,7 +128,7 @@ def test_malformed_requests_are_refused_at_the_socket_and_the_run_goes_on(
     bad = tries["submit bad claim"]
     assert bad["status"] == 1 and bad["body"].startswith("error: "), bad
     assert "malformed" in bad["body"] or "bad arguments" in bad["body"], bad
-    assert tries["submit no claims file"]["status"] == 2, tries["submit no claims file"]
+    assert tries["submit no file"]["status"] == 2, tries["submit no file"]
     assert tries["budget"]["status"] == 0
     # None of the malformed model requests is recorded; the run went on to its finish.
     types = [e.type for e in events]

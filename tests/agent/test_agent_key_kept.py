@@ -64,7 +64,7 @@ def test_the_key_is_nowhere_but_in_the_providers_requests(tmp_path: Path) -> Non
         )  # fmt: skip
         requests = server.completions()
     assert said.returncode == 0, said.stdout[-3000:] + said.stderr[-3000:]
-    assert [r.headers["authorization"] for r in requests] == [f"Bearer {KEY}"], said.stderr[-5000:]
+    assert [r.headers["authorization"] for r in requests] == [f"Bearer {KEY}"]
     ((run, events),) = run_events(tmp_path).items()
     assert events[-1].payload.reason == "done", events[-1].payload
     # What the agent saw: its own environment and every one it could read.
@@ -73,7 +73,7 @@ def test_the_key_is_nowhere_but_in_the_providers_requests(tmp_path: Path) -> Non
     seen = json.loads(seen_file.read_text())
     assert seen["environ"]["OPENAI_API_KEY"] == "labrxiv"
     readable = {path: text for path, text in seen["files"].items() if text is not None}
-    assert "/proc/self/environ" in readable and "LABRXIV_LAB_SOCKET" in readable["/proc/self/environ"]
+    assert "LABRXIV_LAB_SOCKET" in readable["/proc/self/environ"]
     assert len(readable) >= 2  # its own, and its launcher's
     assert KEY not in json.dumps(seen)
     # The log: every payload, every blob referenced, every blob stored.
