@@ -56,7 +56,7 @@ class TwoConversations:
             return completion(
                 tool_calls=[("archive_search", query)],
                 usage=spent,
-                delay_s=0.25 if told else 0.0,
+                delay_s=0.5 if told else 0.0,
             )
         found = sorted({p for text in told for p in PAPER_ID.findall(text)})
         scores = [m for text in told for m in SCORE.findall(text)]

@@ -64,6 +64,7 @@ def test_the_key_is_nowhere_but_in_the_providers_requests(tmp_path: Path) -> Non
         )  # fmt: skip
         requests = server.completions()
     assert said.returncode == 0, said.stdout[-3000:] + said.stderr[-3000:]
+    assert KEY not in said.stdout + said.stderr
     assert [r.headers["authorization"] for r in requests] == [f"Bearer {KEY}"]
     ((run, events),) = run_events(tmp_path).items()
     assert events[-1].payload.reason == "done", events[-1].payload
