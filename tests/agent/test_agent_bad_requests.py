@@ -50,6 +50,24 @@ BAD = {
 for name, (path, body) in BAD.items():
     status, text = post(path, body)
     print(json.dumps({"try": name, "status": status, "body": text}), flush=True)
+RAW = {
+    "bad chunk size": b"transfer-encoding: chunked\\r\\n\\r\\nzz\\r\\n{}\\r\\n0\\r\\n\\r\\n",
+    "negative chunk size": b"transfer-encoding: chunked\\r\\n\\r\\n-5\\r\\n",
+    "bad content-length": b"content-length: many\\r\\n\\r\\n{}",
+    "negative content-length": b"content-length: -1\\r\\n\\r\\n{}",
+}
+for name, rest in RAW.items():
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as raw:
+        raw.settimeout(60)  # the connection stays open: only an answer ends the wait
+        raw.connect(os.environ["LABRXIV_LAB_SOCKET"])
+        raw.sendall(b"POST /v1/chat/completions HTTP/1.1\\r\\nhost: lab\\r\\n" + rest)
+        answer = http.client.HTTPResponse(raw)
+        try:
+            answer.begin()
+            status, text = answer.status, answer.read().decode()
+        except (OSError, http.client.HTTPException) as exc:
+            status, text = 0, repr(exc)
+    print(json.dumps({"try": name, "status": status, "body": text}), flush=True)
 request = urllib.request.Request(
     os.environ["OPENAI_BASE_URL"] + "/chat/completions",
     data=b"not json either",
@@ -112,6 +130,10 @@ def test_malformed_requests_are_refused_at_the_socket_and_the_run_goes_on(
         "responses a number",
         "model not a string",
         "base url not json",
+        "bad chunk size",
+        "negative chunk size",
+        "bad content-length",
+        "negative content-length",
     ]
     for name in model_tries:
         assert tries[name]["status"] == 400, tries[name]

@@ -122,7 +122,14 @@ class _Handler(BaseHTTPRequestHandler):
             parts = []
             total = 0
             while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                line = self.rfile.readline(1024).split(b";")[0].strip()
+                try:
+                    size = int(line or b"0", 16)
+                except ValueError:
+                    size = -1
+                if size < 0:
+                    self._error(400, f"a bad chunk size {line[:20]!r}")
+                    return None
                 if size == 0:
                     self.rfile.readline()
                     break
@@ -136,6 +143,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             length = int(self.headers.get("content-length") or 0)
         except ValueError:
+            length = -1
+        if length < 0:
             self._error(400, "a bad content-length")
             return None
         if length > MAX_BODY:
