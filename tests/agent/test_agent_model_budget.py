@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from events.payloads import ModelResponded
 from tests.agent.agent_support import run_campaign, run_events, script_folder, store_of
 from tests.llm.fake_server import FakeServer, completion, usage
 
@@ -32,15 +33,24 @@ for number in range(1, 50):
 '''
 
 
+def spent_of(budget: str, answer: ModelResponded) -> float:
+    """What one answer used of a `budget` (tokens or dollars)."""
+    if budget == "tokens":
+        assert answer.usage is not None
+        return answer.usage.input_tokens + answer.usage.output_tokens
+    assert answer.cost_usd is not None
+    return answer.cost_usd
+
+
 @pytest.mark.parametrize(
-    ("budget", "limit", "answer", "spent"),
+    ("budget", "limit", "answer"),
     [
-        ("tokens", "500", (200, 30), lambda r: r.usage.input_tokens + r.usage.output_tokens),
-        ("dollars", "0.1", (200_000, 30_000), lambda r: r.cost_usd),
+        ("tokens", "500", (200, 30)),  # 230 tokens an answer: the third passes 500
+        ("dollars", "0.1", (200_000, 30_000)),  # $0.048 an answer at gpt-4o-mini's price
     ],
 )
 def test_a_model_budget_stops_the_agent_at_the_endpoint(
-    tmp_path: Path, budget: str, limit: str, answer: tuple[int, int], spent: object
+    tmp_path: Path, budget: str, limit: str, answer: tuple[int, int]
 ) -> None:
     folder = script_folder(tmp_path, "spender.py", AGENT)
     reply = completion(text="ok", usage=usage(*answer))
@@ -67,8 +77,8 @@ def test_a_model_budget_stops_the_agent_at_the_endpoint(
     responded = [e.payload for e in events if e.type == "model.responded"]
     assert len(requests) == len(responded) == types.count("model.called") == 3
     assert "model.failed" not in types
-    used = sum(spent(r) for r in responded)  # type: ignore[operator]
-    one = max(spent(r) for r in responded)  # type: ignore[operator]
+    used = sum(spent_of(budget, r) for r in responded)
+    one = max(spent_of(budget, r) for r in responded)
     assert float(limit) <= used <= float(limit) + one
     assert over.used == pytest.approx(used) and over.limit == float(limit)
     # The agent was told why (429, insufficient_quota), and the session says it stopped it.
