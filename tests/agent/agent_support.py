@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -100,3 +101,47 @@ def researcher(attempts: int = 1, search: str | None = None) -> Callable[[Receiv
         )
 
     return answer
+
+
+def script_folder(tmp_path: Path, name: str, text: str) -> Path:
+    """A folder the sandbox user can read, holding one agent script `name` of `text`."""
+    folder = tmp_path / "agent"
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_text(text)
+    (folder / name).chmod(0o644)
+    folder.chmod(0o755)
+    return folder
+
+
+def run_events(tmp_path: Path) -> dict[str, list[Any]]:
+    """Each run's events (the log as `labrxiv campaign` left it), by run stream."""
+    store = store_of(tmp_path)
+    try:
+        runs = sorted({r.stream for r in store.iter_records(types=["run.started"])})
+        return {run: store.read_stream(run) for run in runs}
+    finally:
+        store.engine.dispose()
+
+
+def numbered(scripted: Scripted, conversation: int, step: int) -> Scripted:
+    """`scripted` with its tool calls' ids naming the conversation: `c<conversation>_<step>`
+    (then `_<n>` for a second call of the same answer)."""
+    assert isinstance(scripted.body, dict)
+    body = json.loads(json.dumps(scripted.body))
+    for index, call in enumerate(body["choices"][0]["message"].get("tool_calls") or ()):
+        call["id"] = f"c{conversation}_{step}" + (f"_{index + 1}" if index else "")
+    return replace(scripted, body=body)
+
+
+CALL_ID = re.compile(r"^c(\d+)_\d+")
+
+
+def conversation_of(body: Any) -> int | None:
+    """The conversation a chat request belongs to, by its tool messages' call ids (None:
+    a new conversation, with no tool message yet)."""
+    for message in body.get("messages", []):
+        if message.get("role") == "tool":
+            found = CALL_ID.match(str(message.get("tool_call_id")))
+            if found:
+                return int(found.group(1))
+    return None

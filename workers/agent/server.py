@@ -5,10 +5,11 @@ The agent reaches it through the `lab` command, the MCP server, or its model bas
 - `POST /v1/chat/completions`, `POST /v1/responses` (and without `/v1`): model calls,
   recorded and relayed (`workers.agent.relay`); `GET /v1/models`: the run's model;
 - `POST /lab/<name>` with a JSON object: a lab-API call, answered with
-  `{"output", "exit_code", "finished"}`;
+  `{"output", "exit_code", "finished"}`, or `{"error"}` (one line: 400 for a body that
+  is not a JSON object, 404 for no such call);
 - `GET /lab/_stop`: answered when the worker wants the agent stopped (the launcher waits
   on it).
-A malformed request is answered 400 with an OpenAI-style error and recorded nowhere.
+A malformed model request is answered 400 with an OpenAI-style error and recorded nowhere.
 """
 
 import os
@@ -113,10 +114,10 @@ class _Handler(BaseHTTPRequestHandler):
             try:
                 args = orjson.loads(body or b"{}")
             except orjson.JSONDecodeError as exc:
-                self._error(400, f"the request is not JSON: {exc}")
+                self._json(400, {"error": f"the request is not JSON: {exc}"})
                 return
             if not isinstance(args, dict):
-                self._error(400, "the request is not a JSON object")
+                self._json(400, {"error": "the request is not a JSON object"})
                 return
             answer = self.server.session.lab_call(path.removeprefix("/lab/"), args)
             self._json(404 if "error" in answer else 200, answer)
@@ -128,7 +129,14 @@ class _Handler(BaseHTTPRequestHandler):
             parts = []
             total = 0
             while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                line = self.rfile.readline(1024).split(b";")[0].strip()
+                try:
+                    size = int(line or b"0", 16)
+                except ValueError:
+                    size = -1
+                if size < 0:
+                    self._error(400, f"a bad chunk size {line[:20]!r}")
+                    return None
                 if size == 0:
                     self.rfile.readline()
                     break
@@ -142,6 +150,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             length = int(self.headers.get("content-length") or 0)
         except ValueError:
+            length = -1
+        if length < 0:
             self._error(400, "a bad content-length")
             return None
         if length > MAX_BODY:
