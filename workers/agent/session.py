@@ -40,9 +40,11 @@ from workers.agent.profile import AGENT_FILES
 from workers.agent.relay import ModelRelay, error_body
 from workers.agent.server import LabSocket, Replier
 from workers.agent.taskfile import TASK_FILE, task_text
+from workers.bus.base import BusStopped
 from workers.lab import budget
 from workers.lab.emitter import Emitter
 from workers.lab.fork import restore
+from workers.lab.lease import LeaseLost
 from workers.lab.policies.base import StepInput
 from workers.sandbox.base import Limits
 from workers.sandbox.jail import WORKSPACE_MOUNT, interpreter_folders
@@ -88,6 +90,10 @@ SUBMIT_ARGS = (
 )
 
 
+class Halted(Exception):
+    """The session may send nothing more: its lease was lost or the bus stopped."""
+
+
 @dataclass
 class _Ended:
     """Why the session stopped the agent, and the events that say so."""
@@ -115,6 +121,8 @@ class AgentSession:
         self._pending: list[reported.Pending] = []
         self._looked: Snapshot | None = None
         self._lab_calls = 0
+        self._halted: Exception | None = None
+        """Why the session may send nothing more (its lease lost, the bus stopped)."""
         gateway = step.gateway(step.state.started.llm)
         self.relay = ModelRelay(gateway.base_url, gateway.key, gateway.prices, self._emit)
 
@@ -123,16 +131,19 @@ class AgentSession:
     def run(
         self, session: int, restored: bool, detail: str = ""
     ) -> tuple[list[Payload], dict[str, bytes]]:
-        """Run the agent to its end; the events that end the session (sent by the lab step)."""
+        """Run the agent to its end, sending everything it does and how it ended; nothing is
+        left for the lab step to send."""
         self._prepare()
         self._looked = self.sandbox.look()
         socket = LabSocket(self.root / SOCKET, self)
         started = time.monotonic()
         try:
             command = list(self.config.command)
-            self._emit(
-                [AgentStarted(session=session, command=command, restored=restored, detail=detail)]
-            )
+            began = AgentStarted(session=session, command=command, restored=restored, detail=detail)
+            try:
+                self._emit([began])
+            except Halted:
+                return [], {}
             result = self.sandbox.exec(
                 [
                     "python",
@@ -148,6 +159,8 @@ class AgentSession:
             self._stop.set()
             socket.close()
             self.relay.close()
+        if self._halted is not None:  # another take has the run, or the bus stopped
+            return [], {}
         with self._serial:
             tail: list[Payload] = []
             blobs: dict[str, bytes] = {}
@@ -186,7 +199,12 @@ class AgentSession:
                     stderr_tail=result.stderr[-TAIL_CHARS:],
                 )
             )
-            return tail + self._end(result.exit_code, result.limit, result.stderr), blobs
+            ending = tail + self._end(result.exit_code, result.limit, result.stderr)
+            try:  # through the emitter: sent only while the session holds the run
+                self._emit(ending, blobs)
+            except Halted:
+                pass
+            return [], {}
 
     def _end(self, code: int, limit: str | None, stderr: str) -> list[Payload]:
         state = self.emitter.state
@@ -295,6 +313,14 @@ class AgentSession:
         self._stop.wait()
 
     def model_call(self, api: str, body: bytes, reply: Replier) -> None:
+        try:
+            self._model_call(api, body, reply)
+        except Halted as exc:
+            if not reply.started:
+                reply.start(503, {"content-type": "application/json", "x-should-retry": "false"})
+                reply.write(error_body(f"labrxiv: the lab stopped: {exc}", "api_error"))
+
+    def _model_call(self, api: str, body: bytes, reply: Replier) -> None:
         with self._serial:
             refused = self._model_refusal()
             if refused is not None:
@@ -312,6 +338,12 @@ class AgentSession:
                 self._pending += pending
 
     def lab_call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self._lab_call(name, args)
+        except Halted as exc:
+            return {"output": f"the lab stopped: {exc}", "exit_code": 3, "finished": True}
+
+    def _lab_call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         if name != "budget" and name not in LAB_CALLS:
             known = ", ".join(sorted([*LAB_CALLS, "budget"]))
             return {"error": f"no lab call {name!r}; the calls are {known}"}
@@ -486,7 +518,16 @@ class AgentSession:
         )
 
     def _emit(self, payloads: list[Payload], blobs: dict[str, bytes] | None = None) -> RunState:
-        return self.emitter.emit(payloads, blobs)
+        """Send events; once the session may send nothing more (`Halted`), stop the agent."""
+        if self._halted is not None:
+            raise Halted(str(self._halted))
+        try:
+            return self.emitter.emit(payloads, blobs)
+        except (LeaseLost, BusStopped) as exc:
+            self._halted = exc
+            self._stop.set()
+            log.warning("%s: %s; stopping the agent", self.emitter.state.stream, exc)
+            raise Halted(str(exc)) from exc
 
 
 def _tool_args(name: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -59,4 +59,3 @@ def _then(state: RunState) -> str:
         f"are started again with their reviews in TASK.md to revise it (up to {rounds} "
         "time" + ("s" if rounds != 1 else "") + "; `lab finish` ends the run at once)."
     )
-

@@ -10,8 +10,10 @@ last version before it sends, so no other take of the run's steps starts meanwhi
 (`workers.lab.lease.SESSION`).
 """
 
+import logging
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 from events import Event
 from events.ids import utcnow
@@ -19,8 +21,13 @@ from events.payloads import Payload
 from events.streams import event_id_at
 from runstate import RunState
 from runstate.fold import apply
-from workers.bus.base import Bus, publish
+from workers.bus.base import Bus, BusStopped, publish
 from workers.lab.lease import Take
+
+log = logging.getLogger(__name__)
+
+SAY_EVERY = 30.0
+"""Seconds between the lines that say a batch is still not in the log (a recorder away)."""
 
 
 def actor_of(payload: Payload, state: RunState) -> str:
@@ -31,9 +38,16 @@ def actor_of(payload: Payload, state: RunState) -> str:
 class Emitter:
     """Sends a run's events in order, one batch at a time, from any thread."""
 
-    def __init__(self, bus: Bus, state: RunState, take: Take | None = None) -> None:
+    def __init__(
+        self,
+        bus: Bus,
+        state: RunState,
+        take: Take | None = None,
+        recorded: Callable[[str], int] | None = None,
+    ) -> None:
         self._bus = bus
         self._take = take
+        self._recorded = recorded
         self._lock = threading.Lock()
         self.state = state
         """The run with every event sent so far folded in."""
@@ -68,4 +82,20 @@ class Emitter:
             publish(self._bus, events, blobs or {})
             self.state = state
             self.sent += len(events)
+            self._wait_recorded(state.stream, state.version)
             return state
+
+    def _wait_recorded(self, stream: str, version: int) -> None:
+        """Wait until the log holds `stream` up to `version` (no reader: return at once)."""
+        if self._recorded is None:
+            return
+        pause, began, said = 0.002, time.monotonic(), time.monotonic()
+        while self._recorded(stream) < version:
+            if self._bus.stopped:
+                raise BusStopped(f"{stream}: the bus stopped before version {version} was recorded")
+            if time.monotonic() - said > SAY_EVERY:
+                waited = time.monotonic() - began
+                log.warning("%s: version %d not in the log after %.0fs", stream, version, waited)
+                said = time.monotonic()
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)

@@ -105,6 +105,16 @@ taken (`Taken`): the session goes on with the run, and should it die, its lease 
 and the reaper sends the step again."""
 
 
+class LeaseLost(WorkerError):
+    """A session's lease ran out and another take has the run: the session stops."""
+
+    def __init__(self, stream: str, version: int) -> None:
+        super().__init__(
+            f"the session of {stream} lost its lease before version {version}: another "
+            "take has the run"
+        )
+
+
 class Taken(WorkerError):
     """This step was taken already and its events sent: nothing is left to do."""
 
@@ -122,11 +132,13 @@ class Take:
         self._token = token
 
     def moved_to(self, version: int) -> None:
-        """Say the take sent the run's events up to `version` (a session): its lease is
-        now on the step after it, so the reaper leaves the run alone while it runs."""
+        """Say the take is sending the run's events up to `version` (a session): its lease
+        is now on the step after it, so the reaper leaves the run alone while it runs.
+        `LeaseLost` when the take no longer holds it (it ran out in a stall longer than
+        its time to live, and another take has the run): nothing must be sent then."""
         self.idle = False
-        if self._leases is not None:
-            self._leases.move(self._stream, self._token, version)
+        if self._leases is not None and not self._leases.move(self._stream, self._token, version):
+            raise LeaseLost(self._stream, version)
 
     def sent_nothing(self) -> None:
         """Say the take published nothing: there is nothing in flight for the lease to
@@ -307,14 +319,16 @@ class Leases:
             )
             return bool(moved.rowcount)
 
-    def move(self, stream: str, token: str, version: int) -> None:
-        """Put `token`'s lease on the step after `version` (a session sent up to it)."""
+    def move(self, stream: str, token: str, version: int) -> bool:
+        """Put `token`'s lease on the step after `version` (a session sends up to it);
+        whether `token` still holds it."""
         with writing(self.store.engine) as conn:
-            conn.execute(
+            moved = conn.execute(
                 update(STEP_LEASES)
                 .where(STEP_LEASES.c.stream == stream, STEP_LEASES.c.holder == token)
                 .values(version=version)
             )
+            return bool(moved.rowcount)
 
     def _end(self, stream: str, token: str, how: str | None) -> None:
         """End `token`'s take, if it still holds the lease: given back (`how` None) or
