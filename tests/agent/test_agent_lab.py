@@ -24,6 +24,8 @@ def test_a_function_calling_agent_on_the_mcp_tools_runs_a_lab_to_a_verified_pape
         )  # fmt: skip
         requests = server.completions()
     assert said.returncode == 0, said.stdout[-3000:] + said.stderr[-3000:]
+    for noise in ("Traceback", "dead letter", "WARNING", "ERROR"):
+        assert noise not in said.stdout + said.stderr, said.stderr[-3000:]
     store = store_of(tmp_path)
     (run,) = {r.stream for r in store.iter_records(types=["run.started"])}
     events = store.read_stream(run)
