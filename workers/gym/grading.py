@@ -13,13 +13,16 @@ import hashlib
 import json
 import math
 import os
+import shutil
+import stat
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from workers.gym.card import TaskCard
-from workers.sandbox.base import ExecResult, Limits, Sandbox
+from workers.sandbox.base import ExecResult, Limits, Sandbox, SandboxViolation
 
 
 class GradingFailed(Exception):
@@ -70,10 +73,44 @@ def grade(sandbox: Sandbox, card: TaskCard, bundle: Path, limits: Limits | None 
         raise GradingFailed(f"{reason}:\n{solution.stderr[-2000:]}")
     # The grader runs as root outside the jail and follows links: it may only read
     # outputs that stay inside the workspace (a solution that links `outputs` to another
-    # run's would be graded on them). A link out is refused as a violation.
+    # run's would be graded on them). A link out is refused as a violation. It reads a
+    # private copy: a process still running in the workspace (an agent's) could swap a
+    # file for a link between that check and the grader's read.
     sandbox.confine_tree("outputs")
-    out = run_grader(card, bundle, sandbox.root)
+    with tempfile.TemporaryDirectory(prefix="labrxiv-grading-") as private:
+        copy_outputs(sandbox.root / "outputs", Path(private) / "outputs")
+        out = run_grader(card, bundle, Path(private))
     return Grade(out.scores, out.notes, solution, out.usage, out.model)
+
+
+def copy_outputs(source: Path, target: Path) -> None:
+    """Copy the folder `source` (a workspace's outputs/) to `target`: folders and regular
+    files only, never through a link; a link found (put there since the last check) is
+    refused as a violation, and other kinds of file (a FIFO, a socket) are left out."""
+    target.mkdir(mode=0o700)
+    try:
+        entries = sorted(os.scandir(source), key=lambda e: e.name)
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        if entry.is_symlink():
+            relative = f"outputs/{entry.name}" if source.name == "outputs" else entry.path
+            raise SandboxViolation(
+                "symlink_escape",
+                f"{relative} is a link (made while the attempt was graded)",
+                relative,
+            )
+        if entry.is_dir(follow_symlinks=False):
+            copy_outputs(Path(entry.path), target / entry.name)
+        elif entry.is_file(follow_symlinks=False):
+            try:
+                fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            except OSError:  # replaced by a link or removed meanwhile: not graded
+                continue
+            with os.fdopen(fd, "rb") as handle:
+                if stat.S_ISREG(os.fstat(fd).st_mode):
+                    with open(target / entry.name, "wb") as copy:
+                        shutil.copyfileobj(handle, copy)
 
 
 def grader_env(card: TaskCard) -> dict[str, str]:
