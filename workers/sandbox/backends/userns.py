@@ -52,9 +52,12 @@ NAMESPACES = (
 )  # fmt: skip
 """The jail's namespaces, made by the worker's own user."""
 AS_NOBODY = (
-    "setpriv", f"--reuid={SANDBOX_USER}", f"--regid={SANDBOX_GROUP}", "--clear-groups", "--",
+    "setpriv", f"--reuid={SANDBOX_USER}", f"--regid={SANDBOX_GROUP}", "--clear-groups",
+    "--pdeathsig=KILL", "--",
 )  # fmt: skip
-"""Started by root, the rootless jail is made by `nobody`: root's files stay out of reach."""
+"""Started by root, the rootless jail is made by `nobody`: root's files stay out of reach.
+Changing the user clears the parent-death signal the worker set (`jail.py`): it is set
+again, so the jail still dies with the worker."""
 
 
 class UsernsSandbox(LocalSandbox):
