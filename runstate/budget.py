@@ -3,9 +3,26 @@ steps, wall time, tokens and dollars, its campaign's, its reviewers', its inspec
 a lab step, a reviewer, the inspector and the analysis never disagree on where a limit is."""
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from events.payloads.integrity import BudgetExceeded, BudgetName
 from events.spend import Spend
+
+if TYPE_CHECKING:
+    from runstate.state import RunState
+
+
+def run_used(state: "RunState", elapsed_s: float) -> dict[BudgetName, float]:
+    """What the run has used of each limit it can have, `elapsed_s` its wall time so far
+    (less the time it stood stopped): attempts made, steps taken (tool calls labrxiv ran),
+    model tokens and dollars counted by `events.spend`."""
+    return {
+        "attempts": len(state.attempts),
+        "wall_seconds": elapsed_s,
+        "tokens": state.spend.tokens,
+        "dollars": state.spend.dollars,
+        "steps": state.steps,
+    }
 
 
 def exceeded(name: BudgetName, limit: float | None, used: float) -> BudgetExceeded | None:

@@ -35,6 +35,7 @@ from events.payloads import (
 from events.payloads.agent import AgentConfig, AgentExited, AgentStarted, WorkspaceChanged
 from events.payloads.run import ForkPoint
 from runstate import RunState
+from runstate.budget import run_used
 from workers.agent import inside, reported
 from workers.agent.profile import AGENT_FILES
 from workers.agent.relay import ModelRelay, error_body
@@ -445,19 +446,13 @@ class AgentSession:
     def _budget_left(self) -> str:
         state = self.emitter.state
         limits = state.started.budget
-        elapsed = (utcnow() - state.started_at).total_seconds()
-        used = {
-            "attempts": len(state.attempts),
-            "wall_seconds": round(elapsed, 1),
-            "tokens": state.spend.tokens,
-            "dollars": round(state.spend.dollars, 6),
-            "steps": state.steps,
-        }
+        used = run_used(state, (utcnow() - state.started_at).total_seconds())
         lines = []
         for name, value in used.items():
             limit = getattr(limits, name)
-            left = "no limit" if limit is None else f"{max(0, limit - value):g} left of {limit:g}"
-            lines.append(f"{name}: used {value:g}; {left}")
+            shown = f"{value:.6g}"
+            left = "no limit" if limit is None else f"{max(0, limit - value):.6g} left of {limit:g}"
+            lines.append(f"{name}: used {shown}; {left}")
         if state.spend.unknown_cost:
             lines.append(f"model calls of unknown cost: {state.spend.unknown_cost}")
         return "\n".join(lines)

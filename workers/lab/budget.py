@@ -26,7 +26,7 @@ from events.payloads.run import BudgetSource
 from events.spend import Spend
 from events.streams import campaign_stream
 from runstate import RunState
-from runstate.budget import ModelBudget, ModelBudgetSpent, exceeded, model_budget_spent
+from runstate.budget import ModelBudget, ModelBudgetSpent, exceeded, model_budget_spent, run_used
 from workers.gym.card import Budgets
 from workers.lab.campaign_spend import CampaignSpend
 from workers.stream_cache import StreamCache
@@ -103,9 +103,9 @@ def over_budget(state: RunState, now: datetime, stopped: float = 0.0) -> BudgetE
     """The first of the run's wall-time and step limits it has used up. `stopped`: the
     seconds the run stood stopped (`stopped_seconds`), which its wall time leaves out."""
     budget = state.started.budget
-    elapsed = (now - state.started_at).total_seconds() - stopped
-    return exceeded("wall_seconds", budget.wall_seconds, elapsed) or exceeded(
-        "steps", budget.steps, state.steps
+    used = run_used(state, (now - state.started_at).total_seconds() - stopped)
+    return exceeded("wall_seconds", budget.wall_seconds, used["wall_seconds"]) or exceeded(
+        "steps", budget.steps, used["steps"]
     )
 
 
