@@ -12,7 +12,9 @@ happen (`workers.lab.emitter`):
 - the end: the changes left, `agent.exited`, and the run's end (`done` after `finish`
   or a paper, `budget` when a limit stopped it, `error` otherwise, with the end of its
   stderr).
-Calls are taken one at a time, in the order they arrive.
+Calls are taken one at a time, in the order they arrive. A fork's first session
+answers the calls its parent made before the fork point from the log first
+(`workers.agent.replay`).
 """
 
 import logging
@@ -22,6 +24,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+import orjson
 
 from events.blobs import blob_ref
 from events.ids import utcnow
@@ -36,7 +40,9 @@ from events.payloads.agent import AgentConfig, AgentExited, AgentStarted, Worksp
 from events.payloads.run import ForkPoint
 from runstate import RunState
 from workers.agent import inside, reported
+from workers.agent.answers import Unreadable, read_answer
 from workers.agent.relay import ModelRelay, error_body
+from workers.agent.replay import LabAnswer, ModelAnswer, Replay
 from workers.agent.server import LabSocket, Replier
 from workers.agent.taskfile import TASK_FILE, task_text
 from workers.lab import budget
@@ -98,8 +104,11 @@ class _Ended:
 class AgentSession:
     """One start of the agent, for the run in `step`."""
 
-    def __init__(self, step: StepInput, emitter: Emitter, reviews: str = "") -> None:
+    def __init__(
+        self, step: StepInput, emitter: Emitter, reviews: str = "", replay: Replay | None = None
+    ) -> None:
         self.step = step
+        self.replay = replay
         self.emitter = emitter
         config = step.state.started.agent
         assert config is not None
@@ -280,6 +289,8 @@ class AgentSession:
 
     def model_call(self, api: str, body: bytes, reply: Replier) -> None:
         with self._serial:
+            if self.replay is not None and self._replayed_model(api, body, reply):
+                return
             refused = self._model_refusal()
             if refused is not None:
                 reply.start(429, {"content-type": "application/json", "x-should-retry": "false"})
@@ -306,6 +317,10 @@ class AgentSession:
                     "exit_code": 3,
                     "finished": True,
                 }
+            if self.replay is not None:
+                replayed = self._replayed_lab(name, args)
+                if replayed is not None:
+                    return replayed
             over = self._run_refusal(name)
             if over is not None:
                 return {"output": over, "exit_code": 3, "finished": True}
@@ -336,11 +351,64 @@ class AgentSession:
             self._looked = self.sandbox.look()
             code = next((p.exit_code for p in outcome.payloads if isinstance(p, ToolReturned)), 1)
             if outcome.finish:
-                self._finished = True
-                grace = threading.Timer(FINISH_GRACE, self._stop.set)
-                grace.daemon = True
-                grace.start()
+                self._finish()
             return {"output": outcome.output, "exit_code": code, "finished": outcome.finish}
+
+    def _finish(self) -> None:
+        """The agent called `finish`: it has `FINISH_GRACE` seconds to exit by itself."""
+        self._finished = True
+        grace = threading.Timer(FINISH_GRACE, self._stop.set)
+        grace.daemon = True
+        grace.start()
+
+    # A fork's replay (`workers.agent.replay`): its parent's calls answered from the log.
+
+    def _replayed_model(self, api: str, body: bytes, reply: Replier) -> bool:
+        """Answer the model request `body` from the parent's log when it is the request
+        recorded next (True); record a divergence, or do nothing, when it goes live."""
+        assert self.replay is not None
+        taken = self.replay.model(body)
+        if not isinstance(taken, ModelAnswer):
+            if taken is not None:
+                self._emit([taken])
+            return False
+        # What the request reports and what changed before it are inherited already.
+        for result in reported.results(api, body, self._pending):
+            self._pending.remove(result.pending)
+        self._looked = self.sandbox.look()
+        streamed = bool(orjson.loads(body).get("stream"))
+        kind = "text/event-stream" if streamed else "application/json"
+        reply.start(200, {"content-type": kind})
+        try:
+            reply.write(taken.response)
+        except OSError:
+            pass
+        try:
+            answer = read_answer(api, taken.response, streamed)
+        except Unreadable:
+            return True
+        events, pending = reported.invoked(self.config.reports, answer, taken.request_id)
+        # The fork point may fall between an answer and the calls it reported.
+        self._emit([e for e in events if e.call_id not in self.replay.reported])
+        self._pending += pending
+        return True
+
+    def _replayed_lab(self, name: str, args: dict[str, Any]) -> dict[str, Any] | None:
+        """The parent's recorded answer to lab call `name` when it is the call recorded
+        next; None (after recording a divergence, if it is one) when it goes live."""
+        assert self.replay is not None
+        tool = LAB_CALLS.get(name, name)
+        taken = self.replay.lab(tool, {} if name == "budget" else _tool_args(name, args))
+        if not isinstance(taken, LabAnswer):
+            if taken is not None:
+                self._emit([taken])
+            return None
+        self._lab_calls += 1
+        self._looked = self.sandbox.look()
+        finished = tool == "finish" and taken.exit_code == 0
+        if finished:
+            self._finish()
+        return {"output": taken.output, "exit_code": taken.exit_code, "finished": finished}
 
     # Budgets.
 
@@ -485,11 +553,13 @@ def _tool_args(name: str, args: dict[str, Any]) -> dict[str, Any]:
     return args
 
 
-def rebuild_workspace(step: StepInput, state: RunState) -> None:
-    """The run's workspace as its log has it: the starter, then every change recorded."""
+def rebuild_workspace(step: StepInput, state: RunState, changes: bool = True) -> None:
+    """The run's workspace as its log has it: the starter, then every change recorded
+    (`changes`; without, the starter alone: a fork's agent redoes its own changes)."""
     root = step.env.sandbox.root
     shutil.rmtree(root, ignore_errors=True)
     shutil.copytree(step.bundle.workspace_dir, root)
-    restore(step.store, root, ForkPoint(run=state.stream, step=0, version=state.version))
+    if changes:
+        restore(step.store, root, ForkPoint(run=state.stream, step=0, version=state.version))
     (root / ".labrxiv-ready").write_text(state.stream)
     step.env.sandbox.prepare()
