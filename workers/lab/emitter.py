@@ -8,10 +8,16 @@ run and the version, folds it into the run's state (what the session checks budg
 and counts attempts on) and, where the step holds a lease, moves the lease to the new
 last version before it sends, so no other take of the run's steps starts meanwhile
 (`workers.lab.lease.SESSION`).
+
+A batch is sent once the one before it is in the log (`settle`): the bus's threads (the
+embedded bus runs several) record two batches sent close together in either order, and
+the recorder refuses a batch that comes before its predecessor as a version conflict
+(seen as an agent lab whose session lost its events and was taken over, under load).
 """
 
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 from events import Event
 from events.ids import utcnow
@@ -22,6 +28,9 @@ from runstate.fold import apply
 from workers.bus.base import Bus, publish
 from workers.lab.lease import Take
 
+SETTLE_SECONDS = 10.0
+"""How long a batch waits at most for the one before it to be recorded."""
+
 
 def actor_of(payload: Payload, state: RunState) -> str:
     """Who an event of the run is by: scores are the grader's word, not the lab's."""
@@ -31,9 +40,18 @@ def actor_of(payload: Payload, state: RunState) -> str:
 class Emitter:
     """Sends a run's events in order, one batch at a time, from any thread."""
 
-    def __init__(self, bus: Bus, state: RunState, take: Take | None = None) -> None:
+    def __init__(
+        self,
+        bus: Bus,
+        state: RunState,
+        take: Take | None = None,
+        recorded: Callable[[str], int] | None = None,
+    ) -> None:
         self._bus = bus
         self._take = take
+        self._recorded = recorded
+        """A stream's last version in the log (`EventStore.stream_version`); None: the
+        batches are sent without waiting."""
         self._lock = threading.Lock()
         self.state = state
         """The run with every event sent so far folded in."""
@@ -46,6 +64,7 @@ class Emitter:
         if not payloads:
             return self.state
         with self._lock:
+            self._settle()
             state = self.state
             now = utcnow()
             events = []
@@ -69,3 +88,20 @@ class Emitter:
             self.state = state
             self.sent += len(events)
             return state
+
+    def settle(self) -> None:
+        """Wait until the log holds every event sent (at most `SETTLE_SECONDS`: past
+        them, the recorder's own retry is left to sort it out)."""
+        with self._lock:
+            self._settle()
+
+    def _settle(self) -> None:
+        if self._recorded is None or not self.sent:
+            return
+        deadline = time.monotonic() + SETTLE_SECONDS
+        pause = 0.001
+        while self._recorded(self.state.stream) < self.state.version:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)

@@ -131,8 +131,9 @@ def _step(
         ended = [over, RunFinished(reason="budget", detail=f"{over.budget} limit")]
         return _send(ctx, state, ended, {}, now)
     if ctx.leases is None:
-        emitter = Emitter(ctx.bus, state)
+        emitter = Emitter(ctx.bus, state, recorded=ctx.store.stream_version)
         payloads, blobs = _act(ctx, state, after_version, final, emitter)
+        emitter.settle()
         return _send(ctx, emitter.state, payloads, blobs, now)
     # Held while the step runs and its events are sent: the reaper leaves the run alone,
     # and a second delivery of this step waits (`Held`) instead of running the same tools
@@ -146,10 +147,11 @@ def _step(
         if again is None or again.version != after_version:
             take.sent_nothing()
             return "skipped"  # the run moved on between the look above and the lease
-        emitter = Emitter(ctx.bus, state, take)
+        emitter = Emitter(ctx.bus, state, take, ctx.store.stream_version)
         payloads, blobs = _act(ctx, state, after_version, final, emitter)
         if not payloads and not emitter.sent:
             take.sent_nothing()
+        emitter.settle()
         return _send(ctx, emitter.state, payloads, blobs, now)
 
 
