@@ -8,7 +8,13 @@ from typing import Annotated, get_args
 
 from pydantic import Field
 
-from events.payloads.agent import AgentConfig, AgentExited, AgentStarted, WorkspaceChanged
+from events.payloads.agent import (
+    AgentConfig,
+    AgentDiverged,
+    AgentExited,
+    AgentStarted,
+    WorkspaceChanged,
+)
 from events.payloads.base import Payload
 from events.payloads.campaign import CampaignFinished, CampaignInterrupted, CampaignStarted
 from events.payloads.experiment import ExperimentScored
@@ -78,6 +84,7 @@ AnyPayload = Annotated[
     | InspectionStopped
     | AgentStarted
     | AgentExited
+    | AgentDiverged
     | WorkspaceChanged,
     Field(discriminator="type"),
 ]
@@ -93,6 +100,7 @@ __all__ = [
     "BY_TYPE",
     "Budget",
     "AgentConfig",
+    "AgentDiverged",
     "AgentExited",
     "AgentStarted",
     "BudgetExceeded",

@@ -55,7 +55,8 @@ class AgentStarted(Payload):
     restored: bool = False
     """The workspace was rebuilt from the log before this start (a run taken over)."""
     detail: str = ""
-    """Why it started again, for a later session."""
+    """Why it started again, for a later session; for a fork's first session, where it
+    forks and how many of its parent's model calls are answered from the log."""
 
 
 class AgentExited(Payload):
@@ -88,3 +89,21 @@ class WorkspaceChanged(Payload):
     files_written: list[FileDigest] = []
     files_deleted: list[str] = []
     files_unlisted: int = Field(default=0, ge=0)
+
+
+class AgentDiverged(Payload):
+    """A fork's agent, redoing its parent's trajectory from the log, made a call other
+    than the one recorded next: from this call on, every call is live (made and recorded)."""
+
+    type: Literal["agent.diverged"] = "agent.diverged"
+    call: int = Field(ge=1)
+    """The agent's call that differed: its number among the calls of the session (model
+    requests and lab-API calls together, in order)."""
+    kind: Literal["model", "lab"]
+    """What the call was: a model request or a lab-API call."""
+    model_calls: int = Field(ge=0)
+    """Model calls answered from the parent's log before it."""
+    lab_calls: int = Field(ge=0)
+    """Lab-API calls answered from the parent's log before it."""
+    detail: str = Field(max_length=500)
+    """What differed from the parent's call."""

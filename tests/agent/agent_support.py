@@ -37,6 +37,18 @@ def run_campaign(
     tmp_path: Path, base_url: str, *args: str, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
     """`labrxiv campaign ARGS` on the embedded defaults, the key in the environment."""
+    return run_labrxiv(
+        tmp_path,
+        base_url,
+        "campaign", "--task", "continual-digits", "--policy", "agent", *args,
+        timeout=timeout,
+    )  # fmt: skip
+
+
+def run_labrxiv(
+    tmp_path: Path, base_url: str, *args: str, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """`labrxiv ARGS` on the embedded defaults, the key in the environment."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LABRXIV_", "OPENAI_"))}
     env |= {
         "OPENAI_API_KEY": KEY,
@@ -45,11 +57,7 @@ def run_campaign(
         "COLUMNS": "120",
     }
     return subprocess.run(
-        [str(LABRXIV), "campaign", "--task", "continual-digits", "--policy", "agent", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
+        [str(LABRXIV), *args], env=env, capture_output=True, text=True, timeout=timeout
     )
 
 

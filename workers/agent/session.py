@@ -12,16 +12,21 @@ happen (`workers.lab.emitter`):
 - the end: the changes left, `agent.exited`, and the run's end (`done` after `finish`
   or a paper, `budget` when a limit stopped it, `error` otherwise, with the end of its
   stderr).
-Calls are taken one at a time, in the order they arrive.
+Calls are taken one at a time, in the order they arrive. A fork's first session
+answers the calls its parent made before the fork point from the log first
+(`workers.agent.replay`).
 """
 
 import logging
+import os
 import shutil
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+import orjson
 
 from events.blobs import blob_ref
 from events.ids import utcnow
@@ -37,8 +42,9 @@ from events.payloads.run import ForkPoint
 from runstate import RunState
 from runstate.budget import run_used
 from workers.agent import inside, reported
-from workers.agent.profile import AGENT_FILES
+from workers.agent.answers import Unreadable, read_answer
 from workers.agent.relay import ModelRelay, error_body
+from workers.agent.replay import LabAnswer, ModelAnswer, Replay
 from workers.agent.server import LabSocket, Replier
 from workers.agent.taskfile import TASK_FILE, task_text
 from workers.bus.base import BusStopped
@@ -106,8 +112,11 @@ class _Ended:
 class AgentSession:
     """One start of the agent, for the run in `step`."""
 
-    def __init__(self, step: StepInput, emitter: Emitter, reviews: str = "") -> None:
+    def __init__(
+        self, step: StepInput, emitter: Emitter, reviews: str = "", replay: Replay | None = None
+    ) -> None:
         self.step = step
+        self.replay = replay
         self.emitter = emitter
         config = step.state.started.agent
         assert config is not None
@@ -231,31 +240,36 @@ class AgentSession:
         return [RunFinished(reason="error", detail=detail)]
 
     def _prepare(self) -> None:
-        """TASK.md, the `lab` command and the launcher, in the workspace."""
+        """TASK.md, the `lab` command, the launcher and the profile's files, in the workspace.
+
+        No process of the run is alive now (a session's jail dies with it), but an earlier
+        session's agent may have left `.labrxiv` a link, or links inside it, for the worker
+        to write through: it is removed and made afresh, folders with `mkdir` that refuses
+        what is there, files with `O_EXCL | O_NOFOLLOW`."""
         card = self.step.bundle.card
         self.sandbox.write(TASK_FILE, task_text(card, self.emitter.state, self.reviews).encode())
         lab = self.root / LAB_DIR
-        for folder in (lab, lab / "lib", lab / "bin"):
-            folder.mkdir(exist_ok=True)
-            folder.chmod(0o755)
-        for name in inside.FILES:
-            target = lab / "lib" / name
-            shutil.copyfile(inside.FOLDER / name, target)
-            target.chmod(0o644)
+        if lab.is_symlink() or (lab.exists() and not lab.is_dir()):
+            lab.unlink()
+        elif lab.exists():
+            shutil.rmtree(lab)
         python = getattr(self.sandbox, "python", "python3")
+        files: dict[str, tuple[bytes, int]] = {
+            f"lib/{name}": ((inside.FOLDER / name).read_bytes(), 0o644) for name in inside.FILES
+        }
         for name, script in (("lab", "lab.py"), ("lab-mcp", "lab_mcp.py")):
-            target = lab / "bin" / name
-            target.write_text(
-                f'#!/bin/sh\nexec {python} {WORKSPACE_MOUNT}/{LAB_DIR}/lib/{script} "$@"\n'
-            )
-            target.chmod(0o755)
-        if self.config.files:
-            folder = self.root / AGENT_FILES
-            folder.mkdir(parents=True, exist_ok=True)
-            folder.chmod(0o755)
-            for name, text in self.config.files.items():
-                (folder / Path(name).name).write_text(text)
-                (folder / Path(name).name).chmod(0o644)
+            text = f'#!/bin/sh\nexec {python} {WORKSPACE_MOUNT}/{LAB_DIR}/lib/{script} "$@"\n'
+            files[f"bin/{name}"] = (text.encode(), 0o755)
+        for name, text in self.config.files.items():
+            files[f"agent/{Path(name).name}"] = (text.encode(), 0o644)
+        for sub in ("", "lib", "bin", *(["agent"] if self.config.files else [])):
+            (lab / sub).mkdir(mode=0o755)
+            (lab / sub).chmod(0o755)  # whatever the umask
+        for relative, (data, mode) in files.items():
+            fd = os.open(lab / relative, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.chmod(lab / relative, mode, follow_symlinks=False)
         if self.config.install:
             install = Path(self.config.install)
             self.sandbox.show(install)
@@ -323,6 +337,8 @@ class AgentSession:
 
     def _model_call(self, api: str, body: bytes, reply: Replier) -> None:
         with self._serial:
+            if self.replay is not None and self._replayed_model(api, body, reply):
+                return
             refused = self._model_refusal()
             if refused is not None:
                 reply.start(429, {"content-type": "application/json", "x-should-retry": "false"})
@@ -355,6 +371,10 @@ class AgentSession:
                     "exit_code": 3,
                     "finished": True,
                 }
+            if self.replay is not None:
+                replayed = self._replayed_lab(name, args)
+                if replayed is not None:
+                    return replayed
             over = self._run_refusal(name)
             if over is not None:
                 return {"output": over, "exit_code": 3, "finished": True}
@@ -385,11 +405,64 @@ class AgentSession:
             self._looked = self.sandbox.look()
             code = next((p.exit_code for p in outcome.payloads if isinstance(p, ToolReturned)), 1)
             if outcome.finish:
-                self._finished = True
-                grace = threading.Timer(FINISH_GRACE, self._stop.set)
-                grace.daemon = True
-                grace.start()
+                self._finish()
             return {"output": outcome.output, "exit_code": code, "finished": outcome.finish}
+
+    def _finish(self) -> None:
+        """The agent called `finish`: it has `FINISH_GRACE` seconds to exit by itself."""
+        self._finished = True
+        grace = threading.Timer(FINISH_GRACE, self._stop.set)
+        grace.daemon = True
+        grace.start()
+
+    # A fork's replay (`workers.agent.replay`): its parent's calls answered from the log.
+
+    def _replayed_model(self, api: str, body: bytes, reply: Replier) -> bool:
+        """Answer the model request `body` from the parent's log when it is the request
+        recorded next (True); record a divergence, or do nothing, when it goes live."""
+        assert self.replay is not None
+        taken = self.replay.model(body)
+        if not isinstance(taken, ModelAnswer):
+            if taken is not None:
+                self._emit([taken])
+            return False
+        # What the request reports and what changed before it are inherited already.
+        for result in reported.results(api, body, self._pending):
+            self._pending.remove(result.pending)
+        self._looked = self.sandbox.look()
+        streamed = bool(orjson.loads(body).get("stream"))
+        kind = "text/event-stream" if streamed else "application/json"
+        reply.start(200, {"content-type": kind})
+        try:
+            reply.write(taken.response)
+        except OSError:
+            pass
+        try:
+            answer = read_answer(api, taken.response, streamed)
+        except Unreadable:
+            return True
+        events, pending = reported.invoked(self.config.reports, answer, taken.request_id)
+        # The fork point may fall between an answer and the calls it reported.
+        self._emit([e for e in events if e.call_id not in self.replay.reported])
+        self._pending += pending
+        return True
+
+    def _replayed_lab(self, name: str, args: dict[str, Any]) -> dict[str, Any] | None:
+        """The parent's recorded answer to lab call `name` when it is the call recorded
+        next; None (after recording a divergence, if it is one) when it goes live."""
+        assert self.replay is not None
+        tool = LAB_CALLS.get(name, name)
+        taken = self.replay.lab(tool, {} if name == "budget" else _tool_args(name, args))
+        if not isinstance(taken, LabAnswer):
+            if taken is not None:
+                self._emit([taken])
+            return None
+        self._lab_calls += 1
+        self._looked = self.sandbox.look()
+        finished = tool == "finish" and taken.exit_code == 0
+        if finished:
+            self._finish()
+        return {"output": taken.output, "exit_code": taken.exit_code, "finished": finished}
 
     # Budgets.
 
@@ -537,11 +610,13 @@ def _tool_args(name: str, args: dict[str, Any]) -> dict[str, Any]:
     return args
 
 
-def rebuild_workspace(step: StepInput, state: RunState) -> None:
-    """The run's workspace as its log has it: the starter, then every change recorded."""
+def rebuild_workspace(step: StepInput, state: RunState, changes: bool = True) -> None:
+    """The run's workspace as its log has it: the starter, then every change recorded
+    (`changes`; without, the starter alone: a fork's agent redoes its own changes)."""
     root = step.env.sandbox.root
     shutil.rmtree(root, ignore_errors=True)
     shutil.copytree(step.bundle.workspace_dir, root)
-    restore(step.store, root, ForkPoint(run=state.stream, step=0, version=state.version))
+    if changes:
+        restore(step.store, root, ForkPoint(run=state.stream, step=0, version=state.version))
     (root / ".labrxiv-ready").write_text(state.stream)
     step.env.sandbox.prepare()

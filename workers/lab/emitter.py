@@ -8,6 +8,11 @@ run and the version, folds it into the run's state (what the session checks budg
 and counts attempts on) and, where the step holds a lease, moves the lease to the new
 last version before it sends, so no other take of the run's steps starts meanwhile
 (`workers.lab.lease.SESSION`).
+
+A batch is sent once the one before it is in the log (`settle`): the bus's threads (the
+embedded bus runs several) record two batches sent close together in either order, and
+the recorder refuses a batch that comes before its predecessor as a version conflict
+(seen as an agent lab whose session lost its events and was taken over, under load).
 """
 
 import logging

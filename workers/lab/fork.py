@@ -115,6 +115,7 @@ def start_fork(
         archive_reads=parent.archive_reads,
         papers=parent.papers,
         llm=(llm or parent.llm) if uses_model(chosen) else None,
+        agent=parent.agent if chosen == "agent" else None,
         forked_from=point,
         sandbox=sandbox,
     )

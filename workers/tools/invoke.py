@@ -67,7 +67,8 @@ def invoke(env: ToolEnv, name: str, args: dict[str, Any], call_id: str) -> Invoc
     # A NUL cannot be stored in PostgreSQL text: binary output is shown escaped.
     output = result.output.replace("\x00", "\\x00")
     data = output.encode()
-    blobs = {} if len(output) <= PREVIEW else {blob_ref(data).sha256: data}
+    long = len(output) > PREVIEW
+    blobs = {blob_ref(data).sha256: data} if long else {}
     duration_s = round(time.monotonic() - started, 3)  # the tool's own time, not the looks'
     changes = watch.finish(result.files_written) if watch else Changes(tuple(result.files_written))
     if watch:  # what a fork needs to rebuild the workspace without running the tool again
@@ -78,7 +79,7 @@ def invoke(env: ToolEnv, name: str, args: dict[str, Any], call_id: str) -> Invoc
         exit_code=result.exit_code,
         duration_s=duration_s,
         preview=output[:PREVIEW],
-        output=blob_ref(data) if blobs else None,
+        output=blob_ref(data) if long else None,
         files_written=list(changes.written),
         files_deleted=list(changes.deleted),
         files_unlisted=changes.unlisted,

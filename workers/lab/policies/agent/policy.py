@@ -1,7 +1,8 @@
 """The `agent` policy as the lab step sees it: one step runs a whole session of the agent.
 
 What the run's log says decides what the step does:
-- no session yet: start the agent;
+- no session yet: start the agent (a fork's on the starter workspace, its parent's
+  calls up to the fork point answered from the log: `workers.agent.replay`);
 - a session started and never ended (its worker died): rebuild the workspace from the
   log and start the agent again, saying so in `agent.started`;
 - the last session ended with papers and review rounds left: wait for the reviews, then
@@ -10,6 +11,7 @@ What the run's log says decides what the step does:
 """
 
 from events.payloads import Payload, ReviewAwaited, ReviewReceived, RunFinished
+from workers.agent.replay import replay_of
 from workers.agent.session import AgentSession, rebuild_workspace
 from workers.lab.policies.base import StepInput, StepOutcome
 from workers.lab.reviews import WAIT, Revise, review_round, reviews_note
@@ -47,6 +49,17 @@ class AgentPolicy:
                 "the log and the agent started again (its own memory is not kept)"
             )
             return AgentSession(step, emitter).run(started + 1, restored=True, detail=detail)
+        point = state.started.forked_from
+        if started == 0 and point is not None:
+            first = step.store.read_stream(state.stream, limit=1)
+            replay = replay_of(step.store, first[0])
+            rebuild_workspace(step, state, changes=False)
+            detail = (
+                f"a fork of {point.run} after its step {point.step}: the agent starts again "
+                f"on the starter workspace; its first {replay.model_calls} model calls and "
+                f"the lab calls among them are answered from the log"
+            )
+            return AgentSession(step, emitter, replay=replay).run(1, restored=False, detail=detail)
         if started == 0:
             return AgentSession(step, emitter).run(1, restored=False)
         after = review_round(state, step.archive)
