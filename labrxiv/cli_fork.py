@@ -55,7 +55,7 @@ def fork(
     conversation, spend) and its workspace as it was then, rebuilt from the log; budgets
     count the inherited part too (unset ones are the run's). An agent run's fork starts
     its agent again on the starter workspace, its parent's calls up to step K answered
-    from the log (docs/agent-fork.md). Exit codes as `campaign`'s."""
+    from the log (docs/agents.md, "Fork"). Exit codes as `campaign`'s."""
     require_shared_database(settings_or_exit(), "fork")
     settings, store = open_found_log(with_gym_path(settings_or_exit(), gym_path))
     runs = {r.stream for r in store.iter_records(types=["run.started"])}
