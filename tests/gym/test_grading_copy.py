@@ -18,7 +18,7 @@ def test_outputs_are_copied_files_and_folders_only(tmp_path: Path) -> None:
     (outputs / "sub" / "b.json").write_text("{}")
     os.mkfifo(outputs / "pipe")
     (tmp_path / "private").mkdir()
-    copy_outputs(outputs, tmp_path / "private" / "outputs")
+    copy_outputs(tmp_path / "ws", tmp_path / "private" / "outputs")
     copied = sorted(
         str(p.relative_to(tmp_path / "private")) for p in (tmp_path / "private").rglob("*")
     )
@@ -36,8 +36,19 @@ def test_a_link_swapped_in_after_the_check_is_a_violation(tmp_path: Path, where:
     (tmp_path / "ws" / where / "predictions.npy").symlink_to(hidden)
     (tmp_path / "private").mkdir()
     with pytest.raises(SandboxViolation) as refused:
-        copy_outputs(outputs, tmp_path / "private" / "outputs")
+        copy_outputs(tmp_path / "ws", tmp_path / "private" / "outputs")
     assert refused.value.kind == "symlink_escape"
     assert "is a link" in refused.value.detail
     found = [p.read_bytes() for p in (tmp_path / "private").rglob("*.npy")]
     assert b"the answers" not in found
+
+
+def test_outputs_swapped_for_a_link_is_a_violation(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "other-run" / "outputs"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "predictions.npy").write_bytes(b"another run's")
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws" / "outputs").symlink_to(elsewhere)
+    (tmp_path / "private").mkdir()
+    with pytest.raises(SandboxViolation):
+        copy_outputs(tmp_path / "ws", tmp_path / "private" / "outputs")

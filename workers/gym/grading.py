@@ -23,6 +23,7 @@ from pathlib import Path
 
 from workers.gym.card import TaskCard
 from workers.sandbox.base import ExecResult, Limits, Sandbox, SandboxViolation
+from workers.sandbox.beneath import FOLDER_FLAGS, open_beneath
 
 
 class GradingFailed(Exception):
@@ -78,34 +79,56 @@ def grade(sandbox: Sandbox, card: TaskCard, bundle: Path, limits: Limits | None 
     # file for a link between that check and the grader's read.
     sandbox.confine_tree("outputs")
     with tempfile.TemporaryDirectory(prefix="labrxiv-grading-") as private:
-        copy_outputs(sandbox.root / "outputs", Path(private) / "outputs")
+        copy_outputs(sandbox.root, Path(private) / "outputs")
         out = run_grader(card, bundle, Path(private))
     return Grade(out.scores, out.notes, solution, out.usage, out.model)
 
 
-def copy_outputs(source: Path, target: Path) -> None:
-    """Copy the folder `source` (a workspace's outputs/) to `target`: folders and regular
-    files only, never through a link; a link found (put there since the last check) is
-    refused as a violation, and other kinds of file (a FIFO, a socket) are left out."""
-    target.mkdir(mode=0o700)
+def copy_outputs(root: Path, target: Path) -> None:
+    """Copy the workspace `root`'s outputs/ to `target`: folders and regular files only,
+    each opened from its folder's descriptor without following a link
+    (`workers.sandbox.beneath`), so a process still running in the workspace cannot swap
+    a link in on the way; a link found is refused as a violation, other kinds of file
+    (a FIFO, a socket) are left out, and no outputs/ is an empty copy."""
     try:
-        entries = sorted(os.scandir(source), key=lambda e: e.name)
+        folder = open_beneath(root, "outputs", FOLDER_FLAGS)
     except FileNotFoundError:
+        target.mkdir(mode=0o700)
         return
-    for entry in entries:
+    except OSError as exc:
+        raise SandboxViolation(
+            "symlink_escape",
+            f"outputs is not a folder of the workspace ({exc.strerror})",
+            "outputs",
+        ) from None
+    try:
+        _copy_folder(folder, target, "outputs")
+    finally:
+        os.close(folder)
+
+
+def _copy_folder(folder: int, target: Path, shown: str) -> None:
+    target.mkdir(mode=0o700)
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        where = f"{shown}/{entry.name}"
         if entry.is_symlink():
-            relative = f"outputs/{entry.name}" if source.name == "outputs" else entry.path
             raise SandboxViolation(
-                "symlink_escape",
-                f"{relative} is a link (made while the attempt was graded)",
-                relative,
+                "symlink_escape", f"{where} is a link (made while the attempt was graded)", where
             )
         if entry.is_dir(follow_symlinks=False):
-            copy_outputs(Path(entry.path), target / entry.name)
-        elif entry.is_file(follow_symlinks=False):
             try:
-                fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-            except OSError:  # replaced by a link or removed meanwhile: not graded
+                inner = os.open(entry.name, FOLDER_FLAGS, dir_fd=folder)
+            except OSError:  # swapped or removed meanwhile: not graded
+                continue
+            try:
+                _copy_folder(inner, target / entry.name, where)
+            finally:
+                os.close(inner)
+        elif entry.is_file(follow_symlinks=False):
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+            try:
+                fd = os.open(entry.name, flags, dir_fd=folder)
+            except OSError:
                 continue
             with os.fdopen(fd, "rb") as handle:
                 if stat.S_ISREG(os.fstat(fd).st_mode):

@@ -117,7 +117,7 @@ def _hash(root: Path, path: str, seen: Seen, budget: list[int]) -> str | None:
     if seen.kind != "file" or seen.size > HASH_MAX_BYTES or seen.size > budget[0]:
         return None
     budget[0] -= seen.size
-    return file_sha256(root / path)
+    return file_sha256(root / path, root)
 
 
 def _digest(path: str, seen: Seen, sha256: str | None) -> FileDigest:

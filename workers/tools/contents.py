@@ -9,11 +9,14 @@ over `FILE_CAP` or past `CALL_CAP` for the call is listed with its digest but it
 content is not kept, and a fork past that step says which file it cannot restore.
 """
 
+import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
 from events.blobs import digest
 from events.payloads import FileDigest
+from workers.sandbox.beneath import open_beneath
 
 FILE_CAP = 1 << 20
 """Bytes of one file's content kept at most (1 MiB)."""
@@ -31,11 +34,28 @@ def kept_contents(root: Path, written: Iterable[FileDigest]) -> dict[str, bytes]
             continue
         if item.size > FILE_CAP or total + item.size > CALL_CAP or item.sha256 in kept:
             continue
-        try:
-            data = (root / item.path).read_bytes()
-        except OSError:  # gone or unreadable since the look: nothing to keep
+        data = _read(root, item.path, item.size)
+        if data is None:  # gone, unreadable or swapped since the look: nothing to keep
             continue
         if digest(data) == item.sha256:  # the bytes the event lists, not later ones
             kept[item.sha256] = data
             total += len(data)
     return kept
+
+
+def _read(root: Path, path: str, size: int) -> bytes | None:
+    """The regular file `path` under `root` (at most `size` bytes and one more), read
+    without following a link on the way (`workers.sandbox.beneath`); None if it is not
+    one any more."""
+    try:
+        fd = open_beneath(root, path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, size + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)

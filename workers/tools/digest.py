@@ -4,19 +4,25 @@ import hashlib
 import os
 import stat
 
+from workers.sandbox.beneath import open_beneath
+
 HASH_MAX_BYTES = 64 * 1024**2
 """Files larger than this are listed with their size, not hashed: the same as the
 default cap on any single file a sandboxed process may write (`Limits.file_bytes`)."""
 
-_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_FLAGS = os.O_RDONLY | os.O_NONBLOCK
 _CHUNK = 1024 * 1024
 
 
-def file_sha256(path: bytes | str | os.PathLike[str]) -> str | None:
-    """The hex sha256 of a regular file's content; None if it is not one (any more), is
-    larger than `HASH_MAX_BYTES`, or cannot be read."""
+def file_sha256(
+    path: bytes | str | os.PathLike[str], root: bytes | str | os.PathLike[str]
+) -> str | None:
+    """The hex sha256 of the regular file `path` under the workspace `root`; None if it is
+    not one (any more), is larger than `HASH_MAX_BYTES`, or cannot be read. No link is
+    followed on the way (`workers.sandbox.beneath`): the lab's processes may be running."""
     try:
-        fd = os.open(path, _FLAGS)
+        relative = os.path.relpath(os.fsencode(path), os.fsencode(root))
+        fd = open_beneath(os.fsencode(root), relative, _FLAGS)
     except OSError:
         return None  # gone, or a symlink or FIFO swapped in since the look
     try:

@@ -87,11 +87,11 @@ def look(root: Path, hidden: Sequence[Path] = ()) -> Snapshot:
             if stat.S_ISDIR(info.st_mode):
                 stack.append(entry.path)
                 continue
-            seen[_display(entry.path[cut:])] = _seen(entry.path, info, began)
+            seen[_display(entry.path[cut:])] = _seen(entry.path, top, info, began)
     return seen
 
 
-def _seen(path: bytes, info: os.stat_result, began_ns: int) -> Seen:
+def _seen(path: bytes, top: bytes, info: os.stat_result, began_ns: int) -> Seen:
     if stat.S_ISLNK(info.st_mode):
         try:
             target = _display(os.readlink(path))
@@ -102,7 +102,7 @@ def _seen(path: bytes, info: os.stat_result, began_ns: int) -> Seen:
         )
     kind: Kind = "file" if stat.S_ISREG(info.st_mode) else "other"
     racy = kind == "file" and info.st_ctime_ns >= began_ns - RACY_NS
-    digest = file_sha256(path) if racy and info.st_size <= HASH_MAX_BYTES else None
+    digest = file_sha256(path, top) if racy and info.st_size <= HASH_MAX_BYTES else None
     return Seen(
         kind, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, None, digest, racy
     )
