@@ -99,7 +99,9 @@ def follow(
     from labrxiv.wiring import open_bus, open_embedded, open_runner
 
     if settings.embedded:
-        system = open_embedded(settings, threads=2)
+        # A run may be an agent's session, which holds a thread to its end: the recorder,
+        # the reactor and the other runs' steps need their own.
+        system = open_embedded(settings, threads=max(2, len(until)) + len(until) + 1)
         try:
             with ctrl_c_between_ticks():
                 outcome = _watch(

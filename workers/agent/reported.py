@@ -90,10 +90,12 @@ def results(api: str, body: bytes, pending: list[Pending]) -> list[Result]:
     for item in items:
         if not isinstance(item, dict):
             continue
-        if item.get("role") == "tool" and item.get("tool_call_id") in by_id:
-            found.append(Result(by_id.pop(item["tool_call_id"]), _text(item.get("content"))))
-        elif item.get("type") == "function_call_output" and item.get("call_id") in by_id:
-            found.append(Result(by_id.pop(item["call_id"]), _text(item.get("output"))))
+        answered = item.get("tool_call_id") if item.get("role") == "tool" else None
+        if item.get("type") == "function_call_output":
+            answered = item.get("call_id")
+        if isinstance(answered, str) and answered in by_id:
+            output = item.get("content") if item.get("role") == "tool" else item.get("output")
+            found.append(Result(by_id.pop(answered), _text(output)))
     blocks = [p for p in pending if not p.answer_id]
     users = [i for i in items if isinstance(i, dict) and i.get("role") == "user"]
     if blocks and users:

@@ -15,6 +15,7 @@ A malformed model request is answered 400 with an OpenAI-style error and recorde
 import os
 import socket
 import socketserver
+import struct
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler
@@ -25,8 +26,9 @@ import orjson
 
 from workers.agent.relay import error_body
 
-MAX_BODY = 32 * 1024 * 1024
-"""Bytes of a request body at most (a model request with a long conversation)."""
+MAX_BODY = 8 * 1024 * 1024
+"""Bytes of a request body at most (a model request with a long conversation): its blob
+travels in one message to the recorder, whose bound is 16 MiB by default."""
 
 
 class Replier:
@@ -64,6 +66,14 @@ class Session(Protocol):
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     session: Session
+    allowed: frozenset[int] = frozenset()
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        """Only the sandbox's user (and the worker's) may call: the socket's folder may be
+        reachable by others (the rootless sandbox needs the workspace open to them)."""
+        creds = request.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        _pid, uid, _gid = struct.unpack("3i", creds)
+        return uid in self.allowed
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """An agent gone before its answer is expected (the launcher's wait on
@@ -192,7 +202,9 @@ def _request_problem(body: bytes) -> str:
 class LabSocket:
     """The socket served on its own threads until `close`."""
 
-    def __init__(self, path: Path, session: Session) -> None:
+    def __init__(self, path: Path, session: Session, allowed: frozenset[int] | None = None) -> None:
+        """Serve `session` at `path`, to processes of the users `allowed` (default: the
+        worker's own and the folder's owner, the sandbox's user)."""
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists() or path.is_symlink():
@@ -211,6 +223,9 @@ class LabSocket:
             os.close(folder)
         os.chmod(path, 0o777)  # the sandbox user connects (`nobody` under the root jail)
         self._server.session = session
+        self._server.allowed = (
+            allowed if allowed is not None else frozenset({os.geteuid(), path.parent.stat().st_uid})
+        )
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="agent lab socket", daemon=True
         )

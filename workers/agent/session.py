@@ -131,6 +131,10 @@ class AgentSession:
         self._pending: list[reported.Pending] = []
         self._looked: Snapshot | None = None
         self._lab_calls = 0
+        self._closed = False
+        """The agent has ended: calls still queued are refused."""
+        self._papers_before = len(step.state.papers)
+        """Papers of the run before this session (a revision must add one)."""
         self._halted: Exception | None = None
         """Why the session may send nothing more (its lease lost, the bus stopped)."""
         gateway = step.gateway(step.state.started.llm)
@@ -145,7 +149,9 @@ class AgentSession:
         left for the lab step to send."""
         self._prepare()
         self._looked = self.sandbox.look()
-        socket = LabSocket(self.root / SOCKET, self)
+        socket = LabSocket(
+            self.root / SOCKET, self, frozenset({os.geteuid(), self.root.stat().st_uid})
+        )
         started = time.monotonic()
         try:
             command = list(self.config.command)
@@ -172,6 +178,7 @@ class AgentSession:
         if self._halted is not None:  # another take has the run, or the bus stopped
             return [], {}
         with self._serial:
+            self._closed = True
             tail: list[Payload] = []
             blobs: dict[str, bytes] = {}
             for pending in self._pending:
@@ -226,9 +233,10 @@ class AgentSession:
                 over = budget.over_budget(state, utcnow())
                 events: list[Payload] = [over] if over is not None else []
                 return [*events, RunFinished(reason="budget", detail="wall_seconds limit")]
-        if self._finished or state.papers:
-            if state.started.review_rounds and state.papers and not self._finished:
-                return []  # its papers' reviews come next (`AgentPolicy`)
+        wrote = len(state.papers) > self._papers_before
+        if self._finished or wrote:
+            if state.started.review_rounds and wrote and not self._finished:
+                return []  # its paper's reviews come next (`AgentPolicy`)
             how = "finished" if self._finished else f"{len(state.papers)} papers submitted"
             return [RunFinished(reason="done", detail=f"{how}; the agent exited with {code}")]
         said = stderr.strip().splitlines()
@@ -337,6 +345,15 @@ class AgentSession:
 
     def _model_call(self, api: str, body: bytes, reply: Replier) -> None:
         with self._serial:
+            if self._closed:
+                reply.start(503, {"content-type": "application/json", "x-should-retry": "false"})
+                reply.write(error_body("labrxiv: the agent's session has ended", "api_error"))
+                return
+            other = self._other_model(body)
+            if other is not None:
+                reply.start(400, {"content-type": "application/json"})
+                reply.write(error_body(other, "invalid_request_error", "model_not_found"))
+                return
             if self.replay is not None and self._replayed_model(api, body, reply):
                 return
             refused = self._model_refusal()
@@ -360,12 +377,23 @@ class AgentSession:
         except Halted as exc:
             return {"output": f"the lab stopped: {exc}", "exit_code": 3, "finished": True}
 
+    def _other_model(self, body: bytes) -> str | None:
+        """Why a request for a model that is not the run's is refused (None: it is the
+        run's, or names none): the worker's key pays for it, and the budgets price the
+        run's models."""
+        llm = self.emitter.state.started.llm
+        asked = orjson.loads(body).get("model")
+        allowed = {llm.model, *llm.phase_models.values()} if llm else set()
+        if asked is None or not allowed or asked in allowed:
+            return None
+        return f"labrxiv: this lab's model is {', '.join(sorted(allowed))}, not {asked!r}"
+
     def _lab_call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         if name != "budget" and name not in LAB_CALLS:
             known = ", ".join(sorted([*LAB_CALLS, "budget"]))
             return {"error": f"no lab call {name!r}; the calls are {known}"}
         with self._serial:
-            if self._ended is not None or self._finished:
+            if self._ended is not None or self._finished or self._closed:
                 return {
                     "output": "the run has finished: nothing more can be done in it",
                     "exit_code": 3,

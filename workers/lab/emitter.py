@@ -19,6 +19,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from events import Event
 from events.ids import utcnow
@@ -59,6 +60,11 @@ class Emitter:
         self.sent = 0
         """Events sent."""
 
+    @property
+    def leased(self) -> bool:
+        """Whether the step holds a lease on the run (no other take starts meanwhile)."""
+        return self._take is not None
+
     def emit(self, payloads: Sequence[Payload], blobs: dict[str, bytes] | None = None) -> RunState:
         """Send `payloads` (and the blobs they reference) as the run's next events; the
         run's state after them."""
@@ -68,7 +74,7 @@ class Emitter:
             state = self.state
             now = utcnow()
             events = []
-            for payload in payloads:
+            for payload in map(_storable, payloads):
                 version = state.version + 1
                 event = Event(
                     id=event_id_at(state.stream, version, state.last_at),
@@ -104,3 +110,22 @@ class Emitter:
                 said = time.monotonic()
             time.sleep(pause)
             pause = min(pause * 2, 0.05)
+
+
+def _storable(payload: Payload) -> Payload:
+    """`payload` with every NUL character in its text written `\\x00`: the log cannot
+    store one (PostgreSQL text), and a session's text comes from an agent (its stderr, a
+    command's output it reported, its arguments)."""
+    data = payload.model_dump(mode="json")
+    clean = _without_nul(data)
+    return payload if clean == data else type(payload).model_validate(clean)
+
+
+def _without_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "\\x00")
+    if isinstance(value, list):
+        return [_without_nul(item) for item in value]
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    return value

@@ -148,7 +148,9 @@ def _step(
             return "skipped"  # the run moved on between the look above and the lease
         emitter = Emitter(ctx.bus, state, take, ctx.store.stream_version)
         payloads, blobs = _act(ctx, state, after_version, final, emitter)
-        if not payloads and not emitter.sent:
+        # A session's events are in the log before it returns: nothing is in flight for
+        # the lease to cover, and the run's next step (a review round) is free at once.
+        if (not payloads and not emitter.sent) or (session and not payloads):
             take.sent_nothing()
         return _send(ctx, emitter.state, payloads, blobs, now)
 

@@ -18,6 +18,8 @@ HEAD = 1 << 20
 """Bytes of each of the agent's outputs passed on from the start."""
 TAIL = 64 << 10
 """Bytes of each output kept from the end, past the head."""
+PUMP_GRACE = 5.0
+"""Seconds the output is still passed on after the agent exited."""
 STOP_GRACE = 5.0
 """Seconds between SIGTERM and SIGKILL when the worker stops the agent."""
 
@@ -142,8 +144,14 @@ def main(argv: list[str]) -> int:
         pump.start()
     threading.Thread(target=_stop_when_asked, args=(path, agent), daemon=True).start()
     code = agent.wait()
+    # What the agent left running in the background (a server, `cmd &`) goes with it: it
+    # would hold the output pipes open, and the launcher with them, to the run's end.
+    try:
+        os.killpg(agent.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
     for pump in pumps:
-        pump.join()
+        pump.join(PUMP_GRACE)
     return 128 - code if code < 0 else code
 
 

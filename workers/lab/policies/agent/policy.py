@@ -32,8 +32,8 @@ class AgentPolicy:
             detail = "an agent run needs its agent and model settings (labrxiv campaign --agent)"
             return [RunFinished(reason="error", detail=detail)], {}
         emitter = step.emitter
-        if emitter is None:
-            detail = "an agent run's step needs the lab step's emitter"
+        if emitter is None or not emitter.leased:
+            detail = "an agent run needs a worker that holds step leases (labrxiv's own)"
             return [RunFinished(reason="error", detail=detail)], {}
         kinds = [
             r.type
