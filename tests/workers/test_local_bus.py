@@ -53,7 +53,7 @@ def test_a_step_taken_as_the_bus_stops_gives_its_step_back(
     inside, release = threading.Event(), threading.Event()
 
     def work(
-        _ctx: WorkerContext, _state: RunState, version: int, _final: bool
+        _ctx: WorkerContext, _state: RunState, version: int, _final: bool, _emitter: object
     ) -> tuple[list[Payload], dict[str, bytes]]:
         inside.set()
         assert release.wait(30), "the test never released the step"
@@ -143,7 +143,7 @@ def test_a_second_take_waiting_in_place_takes_nothing_once_the_bus_stopped(
     takes: list[int] = []
 
     def work(
-        _ctx: WorkerContext, _state: RunState, version: int, _final: bool
+        _ctx: WorkerContext, _state: RunState, version: int, _final: bool, _emitter: object
     ) -> tuple[list[Payload], dict[str, bytes]]:
         takes.append(version)
         return [], {}
