@@ -75,7 +75,9 @@ def invoked(
 
 
 def results(api: str, body: bytes, pending: list[Pending]) -> list[Result]:
-    """The results of `pending` calls that the request `body` (of `api`) carries."""
+    """The results of `pending` calls that the request `body` (of `api`) carries, in the
+    order they were asked; of messages answering the same id (a server that reuses its
+    ids from one answer to the next), the latest."""
     if not pending:
         return []
     try:
@@ -87,13 +89,14 @@ def results(api: str, body: bytes, pending: list[Pending]) -> list[Result]:
         return []
     by_id = {p.answer_id: p for p in pending if p.answer_id}
     found: list[Result] = []
-    for item in items:
+    for item in reversed(items):  # the latest first: servers reuse their ids
         if not isinstance(item, dict):
             continue
         if item.get("role") == "tool" and item.get("tool_call_id") in by_id:
             found.append(Result(by_id.pop(item["tool_call_id"]), _text(item.get("content"))))
         elif item.get("type") == "function_call_output" and item.get("call_id") in by_id:
             found.append(Result(by_id.pop(item["call_id"]), _text(item.get("output"))))
+    found.sort(key=lambda result: pending.index(result.pending))
     blocks = [p for p in pending if not p.answer_id]
     users = [i for i in items if isinstance(i, dict) and i.get("role") == "user"]
     if blocks and users:
