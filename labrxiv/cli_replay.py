@@ -17,6 +17,7 @@ from labrxiv.console import make_console
 from labrxiv.errors import NotFound
 from labrxiv.lookup import resolve_run
 from runstate import RunState
+from runstate.agent_notes import AGENT_TYPES
 from runstate.best import NORMALIZED, best_of
 from runstate.trajectory import Step, state_at
 
@@ -110,8 +111,6 @@ def trajectory_table(stream: str, taken: list[Step]) -> Table:
 
 REPORTED = "(agent)"
 """What marks a reported call in the table."""
-AGENT_TYPES = ("agent.started", "agent.exited", "workspace.changed")
-"""Event types a step shows as its notes (`Step.notes`), not by name."""
 
 
 def _cells(item: Step) -> list[str | Text]:

@@ -6,6 +6,8 @@ changed where no call it reported carried them."""
 from events.payloads import AgentExited, AgentStarted, WorkspaceChanged
 from events.payloads.base import Payload
 
+AGENT_TYPES = ("agent.started", "agent.exited", "workspace.changed")
+"""The event types `note_of` describes: a step shows them as their notes, not by name."""
 FILES_SHOWN = 8
 """Paths named per `workspace.changed`; the rest are counted."""
 STDERR_LINES = 3
