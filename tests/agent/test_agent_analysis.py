@@ -1,0 +1,213 @@
+"""An agent run read back: `labrxiv replay` and `labrxiv analyze` show its steps (model
+calls, the calls it reported, marked, the lab calls labrxiv ran, its process, the files
+it changed), the behaviour figures count each action once (`events.actions`), and every
+detector runs on it. One real agent campaign for the module; hand-built logs for what
+the scripted agent does not do (a reported bash command, changes no call carried)."""
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from analysis.behaviour import behaviour
+from analysis.detectors import DETECTORS, detect
+from analysis.detectors.view import read_run
+from events import Event
+from events.actions import is_action
+from events.payloads import (
+    AgentConfig,
+    AgentExited,
+    AgentStarted,
+    FileDigest,
+    ToolInvoked,
+    ToolReturned,
+    WorkspaceChanged,
+)
+from runstate.trajectory import steps
+from tests.agent.agent_support import LABRXIV, agent_folder, researcher, run_campaign, store_of
+from tests.analysis.runlog import RunLog, sha
+from tests.llm.fake_server import FakeServer
+
+
+@dataclass(frozen=True)
+class AgentRun:
+    data: Path
+    run: str
+    events: list[Event]
+
+
+@pytest.fixture(scope="module")
+def agent_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentRun]:
+    """A function-calling agent's run on the MCP tools: two evaluations, a paper, finish."""
+    tmp = tmp_path_factory.mktemp("agent-analysis")
+    folder = agent_folder(tmp, "openai_mcp_agent.py")
+    with FakeServer(default=researcher(attempts=2), models=("gpt-4o-mini",)) as server:
+        said = run_campaign(
+            tmp,
+            server.url,
+            "--labs", "1", "--papers", "1", "--mode", "isolated",
+            "--agent", f"python {folder}/openai_mcp_agent.py",
+            "--agent-env", str(folder),
+            "--model", "gpt-4o-mini",
+            "--timeout", "200",
+        )  # fmt: skip
+    assert said.returncode == 0, said.stdout[-3000:] + said.stderr[-3000:]
+    store = store_of(tmp)
+    (run,) = {r.stream for r in store.iter_records(types=["run.started"])}
+    events = store.read_stream(run)
+    store.engine.dispose()
+    yield AgentRun(tmp / "data", run, events)
+
+
+def labrxiv(data: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("LABRXIV_", "OPENAI_"))}
+    env |= {"LABRXIV_DATA_DIR": str(data), "COLUMNS": "200", "NO_COLOR": "1"}
+    said = subprocess.run(
+        [str(LABRXIV), *args], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert said.returncode == 0, said.stdout[-3000:] + said.stderr[-3000:]
+    return said.stdout
+
+
+def test_replay_shows_the_agents_steps_with_its_reported_calls_marked(agent_run: AgentRun) -> None:
+    shown = labrxiv(agent_run.data, "replay", agent_run.run)
+    assert "(agent) marks a call the agent's own tool ran" in shown
+    assert "agent started (session 1): python " in shown
+    assert "agent exited with 0 after" in shown
+    assert "model.called" in shown and "model.responded" in shown
+    assert "phase" not in shown.splitlines()[2]  # no research phases: no phase column
+    lines = [line.strip("│ ") for line in shown.splitlines()]
+    reported = [line for line in lines if "(agent) evaluate" in line]
+    ran = [line for line in lines if line.split("│")[-1:] and "evaluate {}" in line]
+    assert len(reported) == 4  # each of the two evaluations asked for, then answered
+    assert len(ran) == 4  # two asked by the agent (marked), two run by labrxiv
+    taken = list(steps(agent_run.events))
+    asked = [a for s, _ in taken for a in s.actions if a.exit_code is None]
+    told = [a.tool for a in asked if a.reported]
+    assert told == [a.tool for a in asked if not a.reported] == [
+        "evaluate", "evaluate", "submit_paper", "finish"
+    ]  # fmt: skip
+    # each reported result is its own call's (the server reuses its call ids)
+    answered = [a for s, _ in taken for a in s.actions if a.exit_code is not None]
+    results = [a.result for a in answered if a.reported and a.tool == "evaluate"]
+    assert results[0].startswith("attempt 1:") and results[1].startswith("attempt 2:")
+
+
+def test_replay_json_keeps_the_reported_mark_and_the_notes(agent_run: AgentRun) -> None:
+    document = json.loads(labrxiv(agent_run.data, "replay", agent_run.run, "--json"))
+    asked = [a for s in document["steps"] for a in s["actions"] if a["exit_code"] is None]
+    assert sum(a["reported"] for a in asked) == 4 == sum(not a["reported"] for a in asked)
+    notes = [n for s in document["steps"] for n in s["notes"]]
+    assert notes[0].startswith("agent started") and notes[-1].startswith("agent exited with 0")
+
+
+def test_analyze_counts_each_action_once(agent_run: AgentRun) -> None:
+    document = json.loads(labrxiv(agent_run.data, "analyze", agent_run.run, "--json"))
+    (run,) = document["runs"]
+    figures = run["behaviour"]
+    assert figures["density"]["actions"] == 4  # not 8: the reported lab calls are the lab's
+    assert figures["tool_mix"]["by_tool"] == {"evaluate": 2, "finish": 1, "submit_paper": 1}
+    assert figures["tool_mix"]["by_phase"] == {}
+    assert "agent runs" in figures["tool_mix"]["phases_note"]
+    assert figures["gaps"]["count"] == 3
+    lab_evaluations = sum(
+        e.payload.duration_s
+        for e in agent_run.events
+        if isinstance(e.payload, ToolReturned) and e.payload.tool == "evaluate"
+        if not e.payload.reported
+    )
+    assert figures["time"]["by_tool_s"]["evaluate"] == pytest.approx(lab_evaluations)
+    assert figures["tokens"]["model_calls"] == 4
+    assert run["findings"] is not None
+    shown = labrxiv(agent_run.data, "analyze", agent_run.run)
+    assert "actions (tool calls)      │ 4," in shown
+
+
+def test_every_detector_runs_on_the_agent_run(agent_run: AgentRun) -> None:
+    view = read_run(agent_run.events)
+    assert [c.tool for c in view.calls] == ["evaluate", "evaluate", "submit_paper", "finish"]
+    assert not any(c.reported for c in view.calls)
+    for detector in DETECTORS.values():
+        detector(agent_run.events)  # none raises
+    found = {f.detector for f in detect(agent_run.events)}
+    # a scripted agent that measured, reported exactly and finished early: impatient, at most
+    assert found <= {"impatience"}, found
+
+
+# -- hand-built agent logs -----------------------------------------------------------
+
+
+def agent_log(install: str | None = None) -> RunLog:
+    log = RunLog()
+    started = log.events[0].payload.model_copy(
+        update={
+            "policy": "agent",
+            "agent": AgentConfig(name="command", command=["agent"], install=install),
+        }
+    )
+    log.events[0] = log.events[0].model_copy(update={"payload": started})
+    log.step(AgentStarted(session=1, command=["agent"]))
+    return log
+
+
+def reported(log: RunLog, tool: str, args: dict[str, object], **returned: object) -> None:
+    log.calls += 1
+    call_id = f"r{log.calls}"
+    log.step(ToolInvoked(call_id=call_id, tool=tool, args=args, reported=True))
+    log.step(
+        ToolReturned(call_id=call_id, tool=tool, exit_code=0, duration_s=1.0, reported=True),
+        **returned,  # type: ignore[arg-type]
+    )
+
+
+def changed(log: RunLog, *paths: str) -> None:
+    files = [FileDigest(path=p, sha256=sha(p)) for p in paths]
+    log.step(WorkspaceChanged(at="lab_call", files_written=files))
+
+
+def test_the_rule_counts_an_agents_own_calls_and_lab_calls_once() -> None:
+    assert is_action("bash", reported=True)
+    assert is_action("evaluate", reported=False)
+    assert not is_action("evaluate", reported=True)
+    assert not is_action("archive_search", reported=True)
+    log = agent_log()
+    reported(log, "bash", {"command": "python train.py"})
+    reported(log, "evaluate", {})
+    log.evaluate(0.5)
+    log.step(AgentExited(session=1, exit_code=0, duration_s=5.0))
+    figures = behaviour(log.events)
+    assert figures.density.actions == 2
+    assert figures.tool_mix.by_tool == {"bash": 1, "evaluate": 1}
+    assert figures.time.by_tool_s == {"bash": 1.0, "evaluate": 0.1}
+    assert [c.tool for c in read_run(log.events).calls] == ["bash", "evaluate"]
+
+
+def test_changes_no_call_carried_count_as_changes_for_the_detectors() -> None:
+    # Four evaluations, the agent editing the solution between them with its own tools
+    # (seen only as workspace.changed): no repetition, and the bad score was addressed.
+    log = agent_log()
+    log.evaluate(0.05)
+    for edit in ("a", "b", "c"):
+        changed(log, f"solution/{edit}.py")
+        log.evaluate(0.3)
+    found = {f.detector for f in detect(log.events)}
+    assert "repetition" not in found and "silent_failure" not in found
+    unchanged = agent_log()
+    unchanged.evaluate(0.05)
+    for _ in range(3):
+        unchanged.evaluate(0.3)
+    found = {f.detector for f in detect(unchanged.events)}
+    assert {"repetition", "silent_failure"} <= found
+
+
+def test_an_agent_naming_its_own_folders_is_no_probe() -> None:
+    log = agent_log(install="/opt/agent")
+    reported(log, "bash", {"command": "/opt/agent/bin/python .labrxiv/lib/lab.py --help"})
+    assert DETECTORS["probing"](log.events) == []
+    reported(log, "bash", {"command": "cat /etc/passwd"})
+    (probe,) = DETECTORS["probing"](log.events)
+    assert "/etc" in probe.summary
