@@ -74,6 +74,10 @@ class BehaviourTally:
         self.action_tool: list[str] = []
         self.action_phase: list[str | None] = []
         self.tool_s: defaultdict[str, float] = defaultdict(float)
+        self.inside: dict[str, float] = {}
+        """An agent's reported calls not yet answered, with the seconds of the lab calls
+        labrxiv ran meanwhile (a command that ran `lab evaluate`): their time is the
+        lab call's, not counted again in the command's."""
         self.model_s = 0.0
         self.calls = 0
         self.answered = 0
@@ -130,6 +134,8 @@ class BehaviourTally:
     def _invoked(self, payload: dict[str, Any], elapsed: float) -> None:
         if not payload_is_action(payload):
             return
+        if payload.get("reported"):
+            self.inside[str(payload.get("call_id"))] = 0.0
         self.action_s.append(elapsed)
         self.action_tool.append(str(payload.get("tool")))
         self.action_phase.append(self.phase)
@@ -137,7 +143,13 @@ class BehaviourTally:
     def _returned(self, payload: dict[str, Any], _elapsed: float) -> None:
         if not payload_is_action(payload):
             return
-        self.tool_s[str(payload.get("tool"))] += float(payload.get("duration_s") or 0.0)
+        seconds = float(payload.get("duration_s") or 0.0)
+        if payload.get("reported"):
+            seconds = max(0.0, seconds - self.inside.pop(str(payload.get("call_id")), 0.0))
+        else:
+            for call_id in self.inside:
+                self.inside[call_id] += seconds
+        self.tool_s[str(payload.get("tool"))] += seconds
 
     def _phase(self, payload: dict[str, Any], _elapsed: float) -> None:
         self.phase, self.entered_phase = payload.get("phase"), True

@@ -28,9 +28,16 @@ from events.payloads import (
     WorkspaceChanged,
 )
 from runstate.trajectory import steps
-from tests.agent.agent_support import LABRXIV, agent_folder, researcher, run_campaign, store_of
+from tests.agent.agent_support import (
+    LABRXIV,
+    USAGE,
+    agent_folder,
+    researcher,
+    run_campaign,
+    store_of,
+)
 from tests.analysis.runlog import RunLog, sha
-from tests.llm.fake_server import FakeServer
+from tests.llm.fake_server import FakeServer, completion, usage
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,38 @@ def agent_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentRun]:
     events = store.read_stream(run)
     store.engine.dispose()
     yield AgentRun(tmp / "data", run, events)
+
+
+@pytest.fixture(scope="module")
+def shell_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentRun]:
+    """A shell agent's run (`script_agent.py`, its commands reported as bash blocks): one
+    command that writes a file and runs `lab evaluate`, then `lab finish`."""
+    tmp = tmp_path_factory.mktemp("shell-analysis")
+    folder = agent_folder(tmp, "script_agent.py")
+    with FakeServer(models=("gpt-4o-mini",)) as server:
+        server.queue(
+            completion(text=f"```bash\n{PLAN_AND_EVALUATE}\n```", usage=usage(*USAGE)),
+            completion(text="```bash\nlab finish measured\n```", usage=usage(*USAGE)),
+        )
+        said = run_campaign(
+            tmp,
+            server.url,
+            "--labs", "1", "--papers", "1", "--mode", "isolated",
+            "--agent", f"python {folder}/script_agent.py",
+            "--agent-env", str(folder),
+            "--agent-reports", "bash_blocks",
+            "--model", "gpt-4o-mini",
+            "--timeout", "200",
+        )  # fmt: skip
+    assert said.returncode == 0, said.stdout[-3000:] + said.stderr[-3000:]
+    store = store_of(tmp)
+    (run,) = {r.stream for r in store.iter_records(types=["run.started"])}
+    events = store.read_stream(run)
+    store.engine.dispose()
+    yield AgentRun(tmp / "data", run, events)
+
+
+PLAN_AND_EVALUATE = "echo '# plan' > notes.md && lab evaluate"
 
 
 def labrxiv(data: Path, *args: str) -> str:
@@ -138,6 +177,33 @@ def test_every_detector_runs_on_the_agent_run(agent_run: AgentRun) -> None:
     assert found <= {"impatience"}, found
 
 
+def test_a_shell_agents_commands_are_its_actions_beside_its_lab_calls(shell_run: AgentRun) -> None:
+    shown = labrxiv(shell_run.data, "replay", shell_run.run)
+    assert f"(agent) bash {{'command': \"{PLAN_AND_EVALUATE}\"}}" in shown
+    assert "workspace changed before a lab call: wrote notes.md" in shown
+    assert "stderr: " in shown and "$ lab finish measured" in shown  # the agent's own log
+    document = json.loads(labrxiv(shell_run.data, "analyze", shell_run.run, "--json"))
+    (run,) = document["runs"]
+    figures = run["behaviour"]
+    # both commands, and the two lab calls they made
+    assert figures["tool_mix"]["by_tool"] == {"bash": 2, "evaluate": 1, "finish": 1}
+    assert figures["density"]["actions"] == 4
+    # a command's seconds are its own: the lab calls it made are counted as theirs
+    returned = [e.payload for e in shell_run.events if isinstance(e.payload, ToolReturned)]
+    commands = sum(r.duration_s for r in returned if r.reported)
+    lab = sum(r.duration_s for r in returned if not r.reported)
+    assert figures["time"]["tools_s"] == pytest.approx(commands)
+    assert figures["time"]["by_tool_s"]["bash"] == pytest.approx(commands - lab)
+    assert run["findings"]["verdict"] == "PASS"
+    view = read_run(shell_run.events)
+    assert [(c.tool, c.reported) for c in view.calls] == [
+        ("bash", True), ("evaluate", False), ("bash", True), ("finish", False)
+    ]  # fmt: skip
+    assert [f.path for c in view.calls for w in c.before for f in w.files_written] == ["notes.md"]
+    for detector in DETECTORS.values():
+        detector(shell_run.events)
+
+
 # -- hand-built agent logs -----------------------------------------------------------
 
 
@@ -154,14 +220,14 @@ def agent_log(install: str | None = None) -> RunLog:
     return log
 
 
-def reported(log: RunLog, tool: str, args: dict[str, object], **returned: object) -> None:
+def reported(log: RunLog, tool: str, args: dict[str, object], then: str | None = None) -> None:
+    """A call the agent reported; a lab evaluation made meanwhile when `then` says so."""
     log.calls += 1
     call_id = f"r{log.calls}"
     log.step(ToolInvoked(call_id=call_id, tool=tool, args=args, reported=True))
-    log.step(
-        ToolReturned(call_id=call_id, tool=tool, exit_code=0, duration_s=1.0, reported=True),
-        **returned,  # type: ignore[arg-type]
-    )
+    if then == "evaluate":
+        log.evaluate(0.5)
+    log.step(ToolReturned(call_id=call_id, tool=tool, exit_code=0, duration_s=1.0, reported=True))
 
 
 def changed(log: RunLog, *paths: str) -> None:
@@ -184,6 +250,10 @@ def test_the_rule_counts_an_agents_own_calls_and_lab_calls_once() -> None:
     assert figures.tool_mix.by_tool == {"bash": 1, "evaluate": 1}
     assert figures.time.by_tool_s == {"bash": 1.0, "evaluate": 0.1}
     assert [c.tool for c in read_run(log.events).calls] == ["bash", "evaluate"]
+    reported(log, "bash", {"command": "lab evaluate"}, then="evaluate")
+    figures = behaviour(log.events)
+    assert figures.tool_mix.by_tool == {"bash": 2, "evaluate": 2}
+    assert figures.time.by_tool_s == {"bash": 1.9, "evaluate": 0.2}
 
 
 def test_changes_no_call_carried_count_as_changes_for_the_detectors() -> None:
