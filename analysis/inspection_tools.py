@@ -213,7 +213,7 @@ def _line(step: Any) -> str:
         )
         by = "agent-reported " if action.reported else ""
         parts.append(f"{by}{action.tool}({action.args}){result}")
-    parts += step.notes
+    parts += [" ".join(note.split()) for note in step.notes]  # one line a step
     if step.scored:
         parts.append("scored " + ", ".join("?" if s is None else f"{s:.3f}" for s in step.scored))
     if step.best is not None:

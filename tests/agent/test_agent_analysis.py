@@ -16,6 +16,7 @@ import pytest
 from analysis.behaviour import behaviour
 from analysis.detectors import DETECTORS, detect
 from analysis.detectors.view import read_run
+from analysis.inspection_tools import Trajectory
 from events import Event
 from events.actions import is_action
 from events.payloads import (
@@ -202,6 +203,9 @@ def test_a_shell_agents_commands_are_its_actions_beside_its_lab_calls(shell_run:
     assert [f.path for c in view.calls for w in c.before for f in w.files_written] == ["notes.md"]
     for detector in DETECTORS.values():
         detector(shell_run.events)
+    told = Trajectory(shell_run.events).steps(0, 40).splitlines()  # the LLM inspector's view
+    assert any("agent-reported bash({'command': \"echo" in line for line in told)
+    assert any("workspace changed before a lab call: wrote notes.md" in line for line in told)
 
 
 # -- hand-built agent logs -----------------------------------------------------------
