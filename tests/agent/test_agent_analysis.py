@@ -165,6 +165,8 @@ def test_analyze_counts_each_action_once(agent_run: AgentRun) -> None:
     assert run["findings"] is not None
     shown = labrxiv(agent_run.data, "analyze", agent_run.run)
     assert "actions (tool calls)      │ 4," in shown
+    shown = labrxiv(agent_run.data, "runs", "show", agent_run.run)
+    assert "· 4 tool calls (and 4 the agent reported) ·" in shown  # the lab's steps, and its own
 
 
 def test_every_detector_runs_on_the_agent_run(agent_run: AgentRun) -> None:
