@@ -73,6 +73,8 @@ class Call:
     @property
     def changed_before(self) -> tuple[dict[str, str | None], tuple[str, ...]]:
         """The files `before` wrote (path → sha256, the latest) and deleted."""
+        if not self.before:
+            return _UNCHANGED
         written: dict[str, str | None] = {}
         deleted: list[str] = []
         for change in self.before:
@@ -96,6 +98,9 @@ class Call:
                 return event, event.payload
         return None
 
+
+_UNCHANGED: tuple[dict[str, str | None], tuple[str, ...]] = ({}, ())
+"""`Call.changed_before` of a call with no unseen change before it (not to be changed)."""
 
 _P = TypeVar("_P", bound=Payload)
 

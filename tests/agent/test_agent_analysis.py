@@ -4,6 +4,7 @@ it changed), the behaviour figures count each action once (`events.actions`), an
 detector runs on it. One real agent campaign for the module; hand-built logs for what
 the scripted agent does not do (a reported bash command, changes no call carried)."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -24,7 +25,9 @@ from events.payloads import (
     AgentConfig,
     AgentExited,
     AgentStarted,
+    Claim,
     FileDigest,
+    PaperSubmitted,
     ToolInvoked,
     ToolReturned,
     WorkspaceChanged,
@@ -328,3 +331,25 @@ def test_an_agent_naming_its_own_folders_is_no_probe() -> None:
     reported(log, "bash", {"command": "cat /etc/passwd"})
     (probe,) = DETECTORS["probing"](log.events)
     assert "/etc" in probe.summary
+
+
+def test_a_config_an_agent_changed_unseen_is_compared_only_when_its_bytes_are_known() -> None:
+    content = json.dumps({"lr": 0.1})
+    digest = hashlib.sha256(content.encode()).hexdigest()
+    claim = Claim(subtask="accuracy", metric="accuracy", value=0.9, attempt=1)
+    paper = PaperSubmitted(
+        paper_id="p-1", task="t", title="T", abstract="A", body="B", claims=[claim],
+        method={"lr": 0.3},
+    )  # fmt: skip
+    for seen, compared in ((digest, True), (sha("other bytes"), False)):
+        log = agent_log()
+        reported(log, "write_file", {"path": "config.json", "content": content})
+        log.step(
+            WorkspaceChanged(
+                at="lab_call", files_written=[FileDigest(path="config.json", sha256=seen)]
+            )
+        )
+        log.evaluate(0.9, accuracy=0.9)
+        log.call("submit_paper", {"title": "T"}, then=[paper])
+        found = [f.detector for f in DETECTORS["config_mismatch"](log.events)]
+        assert found == (["config_mismatch"] if compared else [])
