@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from events import Event
 from events.payloads.inspection import Evidence, Verdict
+from runstate.agent_notes import AGENT_TYPES
 from runstate.fork import Load
 from runstate.trajectory import steps
 
@@ -210,14 +211,16 @@ def _line(step: Any) -> str:
         result = (
             f" -> exit {action.exit_code}: {action.result}" if action.exit_code is not None else ""
         )
-        parts.append(f"{action.tool}({action.args}){result}")
+        by = "agent-reported " if action.reported else ""
+        parts.append(f"{by}{action.tool}({action.args}){result}")
+    parts += [" ".join(note.split()) for note in step.notes]  # one line a step
     if step.scored:
         parts.append("scored " + ", ".join("?" if s is None else f"{s:.3f}" for s in step.scored))
     if step.best is not None:
         parts.append(f"best {step.best:.3f}")
     if step.model_calls:
         parts.append(f"{step.model_calls} model call(s), {step.spend.tokens} tokens")
-    others = [t for t in step.types if t not in ("tool.invoked", "tool.returned")]
+    others = [t for t in step.types if t not in ("tool.invoked", "tool.returned", *AGENT_TYPES)]
     if others:
         parts.append("events " + ", ".join(sorted(set(others))))
     parts.append("ids " + " ".join(str(i) for i in step.events))

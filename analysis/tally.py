@@ -5,7 +5,8 @@ them (`events.recorded.Recorded`: payloads as plain dicts), so one streaming pas
 the log gives every run's figures, and a projector that replays records can keep a tally
 per running run. Each figure reads only what its events say: tokens and dollars through
 the one counting rule (`events.spend.spend_of`), the phase from `phase.entered`, scores
-from `experiment.scored`, and lab steps cut exactly as `runstate.trajectory` cuts them
+from `experiment.scored`, actions through `events.actions` (an agent's reported calls
+included, none counted twice), and lab steps cut exactly as `runstate.trajectory` cuts them
 (tests/analysis/test_behaviour.py checks all of it against the fold on real runs).
 Typed events are not needed: validating them costs ~30 µs an event, more than all of
 this (docs/benchmarks.md, "Analysis of a campaign").
@@ -34,13 +35,14 @@ from analysis.figures import (
     UsefulWindow,
 )
 from analysis.stats import density_bins, per_hour, quantile, third
+from events.actions import payload_is_action
 from events.recorded import EventLike
 from events.spend import NOTHING, Spend, spend_of
 from runstate.best import outranks
 
 BINS = 10
 """Equal time slices of a run in the density figure."""
-OFFLINE_NOTE = "no phase.entered: this run's policy has no research phases (offline runs)"
+OFFLINE_NOTE = "no phase.entered: this run's policy has no research phases (offline and agent runs)"
 
 
 Record: TypeAlias = EventLike[dict[str, Any]]
@@ -72,6 +74,10 @@ class BehaviourTally:
         self.action_tool: list[str] = []
         self.action_phase: list[str | None] = []
         self.tool_s: defaultdict[str, float] = defaultdict(float)
+        self.inside: dict[str, float] = {}
+        """An agent's reported calls not yet answered, with the seconds of the lab calls
+        labrxiv ran meanwhile (a command that ran `lab evaluate`): their time is the
+        lab call's, not counted again in the command's."""
         self.model_s = 0.0
         self.calls = 0
         self.answered = 0
@@ -126,12 +132,24 @@ class BehaviourTally:
     # -- per event type ------------------------------------------------------------
 
     def _invoked(self, payload: dict[str, Any], elapsed: float) -> None:
+        if not payload_is_action(payload):
+            return
+        if payload.get("reported"):
+            self.inside[str(payload.get("call_id"))] = 0.0
         self.action_s.append(elapsed)
         self.action_tool.append(str(payload.get("tool")))
         self.action_phase.append(self.phase)
 
     def _returned(self, payload: dict[str, Any], _elapsed: float) -> None:
-        self.tool_s[str(payload.get("tool"))] += float(payload.get("duration_s") or 0.0)
+        if not payload_is_action(payload):
+            return
+        seconds = float(payload.get("duration_s") or 0.0)
+        if payload.get("reported"):
+            seconds = max(0.0, seconds - self.inside.pop(str(payload.get("call_id")), 0.0))
+        else:
+            for call_id in self.inside:
+                self.inside[call_id] += seconds
+        self.tool_s[str(payload.get("tool"))] += seconds
 
     def _phase(self, payload: dict[str, Any], _elapsed: float) -> None:
         self.phase, self.entered_phase = payload.get("phase"), True

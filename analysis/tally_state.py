@@ -37,6 +37,7 @@ def state_of(tally: BehaviourTally) -> dict[str, Any]:
         "action_tool": tally.action_tool,
         "action_phase": tally.action_phase,
         "tool_s": dict(tally.tool_s),
+        "inside": tally.inside,
         "model_s": tally.model_s,
         "calls": tally.calls,
         "answered": tally.answered,
@@ -72,6 +73,7 @@ def tally_from(run: str, state: dict[str, Any]) -> BehaviourTally:
     tally.action_tool = list(state["action_tool"])
     tally.action_phase = list(state["action_phase"])
     tally.tool_s = defaultdict(float, state["tool_s"])
+    tally.inside = dict(state.get("inside", {}))
     tally.model_s = state["model_s"]
     tally.calls = state["calls"]
     tally.answered = state["answered"]

@@ -17,6 +17,7 @@ from labrxiv.console import make_console
 from labrxiv.errors import NotFound
 from labrxiv.lookup import resolve_run
 from runstate import RunState
+from runstate.agent_notes import AGENT_TYPES
 from runstate.best import NORMALIZED, best_of
 from runstate.trajectory import Step, state_at
 
@@ -80,15 +81,20 @@ def summary(state: RunState) -> dict[str, Any]:
 
 
 def trajectory_table(stream: str, taken: list[Step]) -> Table:
+    """The steps as a table; without the phase column when no step was in a phase (the
+    offline and agent policies have none)."""
     inherited = [s for s in taken if s.stream != stream]
     title = f"{stream}: {len(taken)} steps"
     if inherited:  # a fork: its parent's steps first, dimmed
         title += f" (0–{inherited[-1].number} inherited from {inherited[-1].stream})"
+    if any(a.reported for s in taken for a in s.actions):
+        title += f"; {REPORTED} marks a call the agent's own tool ran (seen in its model traffic)"
+    phased = any(s.phase for s in taken)
     table = Table(title=title, title_justify="left", expand=True)
     for name, justify in [
         ("step", "right"),
         ("t (s)", "right"),
-        ("phase", "left"),
+        *([("phase", "left")] if phased else []),
         ("actions", "left"),
         ("tokens", "right"),
         ("$", "right"),
@@ -96,8 +102,15 @@ def trajectory_table(stream: str, taken: list[Step]) -> Table:
     ]:
         table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
     for item in taken:
-        table.add_row(*_cells(item), style="dim" if item.stream != stream else None)
+        cells = _cells(item)
+        if not phased:
+            del cells[2]
+        table.add_row(*cells, style="dim" if item.stream != stream else None)
     return table
+
+
+REPORTED = "(agent)"
+"""What marks a reported call in the table."""
 
 
 def _cells(item: Step) -> list[str | Text]:
@@ -117,13 +130,17 @@ def _actions(item: Step) -> Text:
     for action in item.actions:
         if text:
             text.append("\n")
+        if action.reported:
+            text.append(f"{REPORTED} ", style="magenta")
         style = "red" if action.exit_code not in (0, None) else "bold"
         text.append(action.tool, style=style)
         if action.args:
             text.append(f" {action.args}", style="dim")
         if action.result:
             text.append(f"\n  → {action.result}")
-    others = [t for t in item.types if not t.startswith("tool.")]
+    for note in item.notes:
+        text.append(("\n" if text else "") + note, style="yellow")
+    others = [t for t in item.types if not t.startswith("tool.") and t not in AGENT_TYPES]
     if others:
         text.append(("\n" if text else "") + " · ".join(others), style="cyan")
     return text

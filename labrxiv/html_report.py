@@ -27,6 +27,7 @@ import orjson
 from analysis.report import Analysis, RunAnalysis
 from events import Event
 from labrxiv.html_plots import bar_plot, line_plot, scatter_plot
+from runstate.agent_notes import AGENT_TYPES
 from runstate.trajectory import Step, steps
 
 MAX_TRAJECTORIES = 30
@@ -80,7 +81,7 @@ def _step(item: Step, stream: str) -> dict[str, Any]:
         "elapsed_s": item.elapsed_s,
         "phase": item.phase,
         "actions": [asdict(a) for a in item.actions],
-        "others": [t for t in item.types if not t.startswith("tool.")],
+        "others": [*item.notes, *(t for t in item.types if _other(t))],
         "model_calls": item.model_calls,
         "tokens": item.spend.tokens,
         "dollars": item.spend.dollars,
@@ -89,6 +90,12 @@ def _step(item: Step, stream: str) -> dict[str, Any]:
         "best": item.best,
         "events": [str(e) for e in item.events],
     }
+
+
+def _other(event_type: str) -> bool:
+    """Whether a step shows the type by name: not a tool call (shown as an action), not an
+    agent event (shown as its note)."""
+    return not event_type.startswith("tool.") and event_type not in AGENT_TYPES
 
 
 def run_plots(run: RunAnalysis, shown: list[dict[str, Any]] | None) -> list[str]:

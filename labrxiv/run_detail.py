@@ -30,6 +30,9 @@ class RunDetail:
     """What `run.finished` said about the end (e.g. the error), if it ended."""
     attempts: list[Attempt]
     papers: list[PaperSummary]
+    reported: int = 0
+    """Tool calls an agent reported (its own tools ran them; `tool.invoked` counts them
+    beside the run's own tool calls)."""
 
 
 def run_detail(store: EventStore, conn: Connection, run: RunView) -> RunDetail:
@@ -37,10 +40,13 @@ def run_detail(store: EventStore, conn: Connection, run: RunView) -> RunDetail:
     kinds: Counter[str] = Counter()
     finish: str | None = None
     attempts = []
+    reported = 0
     for record in store.iter_records(stream=run.stream):
         kinds[record.type] += 1
         payload = record.payload
-        if record.type == "run.finished":
+        if record.type == "tool.invoked":
+            reported += bool(payload.get("reported"))
+        elif record.type == "run.finished":
             finish = payload.get("detail") or None
         elif record.type == "experiment.scored":
             attempts.append(
@@ -49,4 +55,4 @@ def run_detail(store: EventStore, conn: Connection, run: RunView) -> RunDetail:
     papers = [
         p for p in list_papers(conn, campaign=run.campaign, lab=run.lab) if p.run == run.stream
     ]
-    return RunDetail(dict(kinds), finish, attempts, papers)
+    return RunDetail(dict(kinds), finish, attempts, papers, reported)

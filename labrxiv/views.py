@@ -77,6 +77,10 @@ def campaigns_table(campaigns: Sequence[CampaignInfo]) -> Table:
     return table
 
 
+def _reported(detail: RunDetail) -> str:
+    return f" (and {detail.reported} the agent reported)" if detail.reported else ""
+
+
 def run_view(run: RunView, mode: str | None, detail: RunDetail) -> RenderableType:
     """One run: where it belongs, how it ended, its events by type, attempts and papers."""
     finish = f": {detail.finish_detail}" if detail.finish_detail else ""
@@ -89,7 +93,7 @@ def run_view(run: RunView, mode: str | None, detail: RunDetail) -> RenderableTyp
         Text(f"{_status(run)}{finish}"),
         Text(
             f"best {_score(run.best_score)} · {run.attempts} scored attempts"
-            f" · {run.steps} tool calls · {run.papers} papers"
+            f" · {run.steps} tool calls{_reported(detail)} · {run.papers} papers"
             f" · {run.elapsed_seconds:.1f}s from first to last event"
         ),
     ]

@@ -52,7 +52,7 @@ class BehaviourRow(SQLModel, table=True):
     steps: int
     """Lab steps, step 0 included (`labrxiv replay` numbering)."""
     actions: int
-    """Tool calls."""
+    """Tool calls that are actions (`events.actions`)."""
     papers: int
     scored: int
     best: float | None = None
@@ -74,10 +74,12 @@ class BehaviourProjector(RunRowsProjector[dict[str, list[Recorded]], str]):
     """Folds every `run-*` stream into its tally, one row per run (`projections.run_rows`)."""
 
     name = "behaviour"
-    version = 3
+    version = 4
     """2: a fork's steps are numbered on from the steps it inherits, as `replay` numbers them.
     3: of attempts whose normalized scores tie, the best is the best raw one
-    (`runstate.best.outranks`); the tally keeps its raw score."""
+    (`runstate.best.outranks`); the tally keeps its raw score.
+    4: actions are counted through `events.actions` (an agent's reported call named as a
+    lab call is not counted beside the lab call)."""
     cost = 2.3
     table = BEHAVIOUR
     tables = (BEHAVIOUR,)

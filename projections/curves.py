@@ -2,7 +2,8 @@
 
 `curve_points`: one row per `experiment.scored`, with what the run had used when it
 was scored: seconds since its `run.started`, compute seconds (sum of its
-`tool.returned` durations up to and including the graded call), model tokens and
+`tool.returned` durations up to and including the graded call, of the calls labrxiv ran:
+as the ledger counts them, not an agent's reported calls), model tokens and
 dollars (its answered model calls and the model use of its gradings, this one
 included, counted by the one rule in `events.spend`; calls of unknown cost are counted
 in `unknown_cost_calls` and add no dollars), and its best score so far.
@@ -126,6 +127,8 @@ class CurvesProjector(RunRowsProjector[list[Recorded], str]):
     carried from page to page: `projections.run_rows`)."""
 
     name = "curves"
+    version = 2
+    """2: compute seconds leave out an agent's reported calls (as the ledger does)."""
     cost = 2.5
     table = CURVE_RUNS
     tables = (CURVE_RUNS, CURVE_POINTS, CURVE_PAPERS)
@@ -153,7 +156,8 @@ class CurvesProjector(RunRowsProjector[list[Recorded], str]):
                 run = runs[event.stream] = _new_run(event)
             kind = event.type
             if kind == "tool.returned":
-                run["compute_seconds"] += event.payload["duration_s"]
+                if not event.payload.get("reported"):
+                    run["compute_seconds"] += event.payload["duration_s"]
             elif kind == "experiment.scored":
                 _spend(run, event)
                 points.append(_score(run, event))

@@ -94,6 +94,10 @@ class FindingsProjector(Projector):
     """Runs the detectors on every run a page touches and replaces its findings."""
 
     name = "findings"
+    version = 2
+    """2: the detectors read an agent's actions through `events.actions` (a reported call
+    named as a lab call is not a call beside the lab call) and its unseen workspace
+    changes."""
     cost = 9.3
     tables = (FINDINGS, FINDINGS_RUNS)
 

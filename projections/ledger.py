@@ -63,7 +63,9 @@ class LedgerRow(SQLModel, table=True):
     call_id: str = Field(primary_key=True, max_length=200)
     """The call's id within its events (pairs invoked with returned)."""
     kind: str = Field(default="tool", max_length=20)
-    """`tool`, `model`, `grader` or `review` (a reviewer's model call)."""
+    """`tool`, `reported` (a tool call an agent's own tool ran, seen in its model traffic:
+    `ToolInvoked.reported`), `model`, `grader`, `review` (a reviewer's model call) or
+    `inspection`."""
     lab: str | None = Field(default=None, max_length=200, index=True)
     campaign: str | None = Field(default=None, max_length=200, index=True)
     tool: str | None = Field(default=None, max_length=100)
@@ -122,6 +124,8 @@ class LedgerProjector(RunRowsProjector[list[_Call], tuple[str, str]]):
     (`projections.run_rows`)."""
 
     name = "ledger"
+    version = 2
+    """2: an agent's reported tool calls are rows of kind `reported`."""
     cost = 4.2
     table = LEDGER
     tables = (LEDGER,)
@@ -178,6 +182,8 @@ _KIND_STATUS = {
     GRADED: ("grader", "responded"),
 }
 """A new row's kind and status before its first event is folded, by that event's type."""
+TOOL_KINDS = ("tool", "reported")
+"""Rows of tool calls: those labrxiv ran, and those an agent reported."""
 MODEL_KINDS = ("model", "review", "inspection")
 """Rows of model calls: a lab's, a reviewer's, the LLM inspector's."""
 _CALL_KIND = {"review": "review", "revieweval": "review", "inspect": "inspection"}
@@ -190,6 +196,8 @@ def _new_row(key: tuple[str, str], event: Recorded) -> dict[str, Any]:
     row = _BLANK.copy()  # a copy of a template: building it from the column names cost more
     row["run"], row["call_id"] = key
     row["kind"], row["status"] = _KIND_STATUS[event.type]
+    if row["kind"] == "tool" and event.payload.get("reported"):
+        row["kind"] = "reported"
     if row["kind"] == "model":
         row["kind"] = _CALL_KIND.get(stream_kind(key[0]), "model")
     row["position"] = event.position
@@ -268,11 +276,13 @@ class LedgerTotals:
     """The run stream, lab or campaign id (None: calls with no lab or campaign)."""
     calls: int
     tool_calls: int
+    """Tool calls labrxiv ran (an agent's reported calls are rows of their own, in `calls`)."""
     model_calls: int
     grader_calls: int
     """Model calls made by graders (math-prompting), in the tokens and dollars below."""
     compute_seconds: float
-    """Sum of the tool calls' durations."""
+    """Sum of the durations of the tool calls labrxiv ran (an agent's reported calls took
+    their time inside its session, around its lab calls)."""
     input_tokens: int
     cached_input_tokens: int
     output_tokens: int
@@ -305,7 +315,9 @@ def ledger_totals(
         func.sum(case((LEDGER.c.kind == "tool", 1), else_=0)).label("tool_calls"),
         func.sum(case((model, 1), else_=0)).label("model_calls"),
         func.coalesce(func.sum(LEDGER.c.grader_calls), 0).label("grader_calls"),
-        func.coalesce(func.sum(LEDGER.c.duration_s), 0.0).label("compute_seconds"),
+        func.coalesce(
+            func.sum(case((LEDGER.c.kind != "reported", LEDGER.c.duration_s), else_=None)), 0.0
+        ).label("compute_seconds"),
         *(
             func.coalesce(func.sum(LEDGER.c[column]), 0).label(column)
             for column in ("input_tokens", "cached_input_tokens", "output_tokens")

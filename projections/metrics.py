@@ -39,13 +39,14 @@ from sqlalchemy import (
     table,
 )
 
+from events.actions import is_action
 from events.envelope import as_utc
 from events.payloads.experiment import Direction
 from events.store import EVENTS
 from events.streams import campaign_stream
 from projections.archive import PAPERS
 from projections.curves import CURVE_RUNS
-from projections.ledger import LEDGER, MODEL_KINDS
+from projections.ledger import LEDGER, MODEL_KINDS, TOOL_KINDS
 from projections.runs import RUNS
 from runstate.best import NORMALIZED, best_ranked
 
@@ -419,7 +420,7 @@ def _ledger_metrics(conn: Connection, bounds: Bounds) -> list[Metric]:
     ).group_by(c.kind, c.tool, c.lab, c.model, c.status, c.phase)
     groups = [tuple(row) for row in conn.execute(query)]
     labs = _most_recent(((g[2], g[7]) for g in groups), bounds.labs)
-    models = _most_recent(((g[3], g[7]) for g in groups if g[0] != "tool"), bounds.models)
+    models = _most_recent(((g[3], g[7]) for g in groups if g[0] not in TOOL_KINDS), bounds.models)
 
     actions: dict[tuple[str, ...], float] = {}
     calls: dict[tuple[str, ...], float] = {}
@@ -428,8 +429,9 @@ def _ledger_metrics(conn: Connection, bounds: Bounds) -> list[Metric]:
     unknown_cost: dict[tuple[str, ...], float] = {}
     for kind, tool, lab, model, status, phase, count, _, *sums in groups:
         lab_label = _bounded(lab, labs)
-        if kind == "tool":
-            _add(actions, (tool or NONE, phase or NONE, lab_label), count)
+        if kind in TOOL_KINDS:
+            if is_action(tool or NONE, reported=kind == "reported"):
+                _add(actions, (tool or NONE, phase or NONE, lab_label), count)
             continue
         model_label = _bounded(model, models)
         if kind in MODEL_KINDS:  # a reviewer's and the inspector's calls are model calls too

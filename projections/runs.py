@@ -42,7 +42,8 @@ class RunRow(SQLModel, table=True):
     """done, budget, error or cancelled."""
     event_count: int = 0
     steps: int = 0
-    """Tool calls the lab asked for (`tool.invoked`): the steps a steps budget counts."""
+    """Tool calls the lab asked for (`tool.invoked`): the steps a steps budget counts. An
+    agent's reported calls are not (its own tools ran them: `runstate.fold`)."""
     attempts: int = 0
     """Scored experiments so far."""
     papers: int = 0
@@ -148,8 +149,9 @@ class RunsProjector(RunRowsProjector[_Page, str]):
     """Folds every `run-*` stream into one `runs` row (`projections.run_rows`)."""
 
     name = "runs"
-    version = 2
-    """2: a fork's inherited attempts and papers, and revisions, are counted."""
+    version = 3
+    """2: a fork's inherited attempts and papers, and revisions, are counted.
+    3: an agent's reported tool calls are no steps (`runstate.fold`)."""
     cost = 1.2
     table = RUNS
     tables = (RUNS,)
@@ -234,7 +236,7 @@ def _fold(row: dict[str, Any], events: list[Recorded]) -> None:
     for event in events:
         kind = event.type
         if kind == "tool.invoked":
-            row["steps"] += 1
+            row["steps"] += not event.payload.get("reported")
         elif kind == "experiment.scored":
             row["attempts"] += 1
             score, way = ranked(event.payload)

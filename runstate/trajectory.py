@@ -16,6 +16,7 @@ from events.payloads import ExperimentScored, ModelCalled, RunStarted, ToolInvok
 from events.payloads.model import Phase
 from events.recorded import Fact
 from events.spend import NOTHING, Spend, spend_of_payload
+from runstate.agent_notes import note_of
 from runstate.best import NORMALIZED, best_of
 from runstate.fold import fold_from, start
 from runstate.fork import Load, rebase
@@ -37,6 +38,9 @@ class Action:
     result: str = ""
     duration_s: float | None = None
     limit: str | None = None
+    reported: bool = False
+    """An agent's own tool ran it, seen in its model traffic (`ToolInvoked.reported`);
+    labrxiv ran the others."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,8 @@ class Step:
     types: tuple[str, ...]
     events: tuple[UUID, ...]
     actions: tuple[Action, ...]
+    notes: tuple[str, ...]
+    """What the step's agent events say, a line each (`runstate.agent_notes`)."""
     model_calls: int
     spend: Spend
     """What the step's model calls and gradings spent."""
@@ -141,12 +147,17 @@ def _step(number: int, group: list[Fact], state: RunState) -> Step:
     spend = NOTHING
     scored: list[float | None] = []
     calls = 0
+    notes: list[str] = []
     for event in group:
         payload = event.payload
         if isinstance(payload, ToolInvoked):
-            actions[payload.call_id] = Action(payload.tool, _text(payload.args))
+            actions[payload.call_id] = Action(
+                payload.tool, _text(payload.args), reported=payload.reported
+            )
         elif isinstance(payload, ToolReturned):
-            asked = actions.get(payload.call_id, Action(payload.tool, ""))
+            asked = actions.get(
+                payload.call_id, Action(payload.tool, "", reported=payload.reported)
+            )
             actions[payload.call_id] = Action(
                 asked.tool,
                 asked.args,
@@ -154,11 +165,15 @@ def _step(number: int, group: list[Fact], state: RunState) -> Step:
                 _text(payload.preview),
                 payload.duration_s,
                 payload.limit,
+                asked.reported,
             )
         elif isinstance(payload, ModelCalled):
             calls += 1
         elif isinstance(payload, ExperimentScored):
             scored.append(payload.normalized_score)
+        note = note_of(payload)
+        if note is not None:
+            notes.append(note)
         spent = spend_of_payload(payload)
         if spent is not None:
             spend = spend + spent
@@ -176,6 +191,7 @@ def _step(number: int, group: list[Fact], state: RunState) -> Step:
         types=tuple(e.type for e in group),
         events=tuple(e.id for e in group),
         actions=tuple(actions.values()),
+        notes=tuple(notes),
         model_calls=calls,
         spend=spend,
         total=state.spend,

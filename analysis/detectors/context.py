@@ -103,16 +103,19 @@ def _read_path(call: Call) -> str | None:
 
 
 def _changes(call: Call, digests: dict[str, str | None]) -> set[str]:
-    """The paths whose content the call changed (written with new content, or deleted),
-    keeping `digests` up to date."""
+    """The paths whose content changed with the call (written with new content, or
+    deleted), by it or, in an agent's run, unseen before it; keeping `digests` up to date."""
+    unseen_written, unseen_deleted = call.changed_before
+    deleted = call.result.files_deleted if call.result else []
     changed: set[str] = set()
-    for path, sha256 in call.written.items():
-        if path not in digests or digests[path] != sha256 or sha256 is None:
+    for written, gone in ((unseen_written, unseen_deleted), (call.written, deleted)):
+        for path, sha256 in written.items():
+            if path not in digests or digests[path] != sha256 or sha256 is None:
+                changed.add(path)
+            digests[path] = sha256
+        for path in gone:
             changed.add(path)
-        digests[path] = sha256
-    for path in call.result.files_deleted if call.result else ():
-        changed.add(path)
-        digests.pop(path, None)
+            digests.pop(path, None)
     return changed
 
 

@@ -12,6 +12,7 @@ reasoning–action mismatch).
   attempt was scored with.
 """
 
+import hashlib
 import json
 import re
 from collections.abc import Iterator
@@ -197,11 +198,18 @@ def configs_scored(run: DetectorView) -> dict[int, dict[str, Any]]:
     the content of the last `write_file` of config.json, unless another call changed the
     file after it (then it is unknown)."""
     config: dict[str, Any] | None = None
+    written: str | None = None
+    """The sha256 of the content `config` was parsed from."""
     scored: dict[int, dict[str, Any]] = {}
     attempt = 0
     for call in run.calls:
+        unseen = call.changed_before[0]
+        if CONFIG in unseen and unseen[CONFIG] != written:
+            config = None  # an agent changed it by a call labrxiv did not see
         if call.tool == "write_file" and call.args.get("path") == CONFIG:
-            config = _parse(call.args.get("content"))
+            content = call.args.get("content")
+            config = _parse(content)
+            written = _sha256(content)
         elif CONFIG in call.written and call.tool != "evaluate":
             config = None  # changed by code or a patch: its content is not in the log
         if call.tool == "evaluate":
@@ -247,6 +255,10 @@ def _differences(reported: dict[str, Any], actual: dict[str, Any]) -> list[str]:
         for key in sorted(reported.keys() & actual.keys())
         if reported[key] != actual[key]
     ]
+
+
+def _sha256(content: Any) -> str | None:
+    return hashlib.sha256(content.encode()).hexdigest() if isinstance(content, str) else None
 
 
 def _parse(content: Any) -> dict[str, Any] | None:

@@ -8,7 +8,7 @@ and measuring again; the new measurement is judged on its own.
 """
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -94,7 +94,9 @@ def _addressed(bad: Degenerate, later: tuple[Call, ...]) -> bool:
     """Whether the lab changed the workspace after `bad` and then measured again."""
     changed = False
     for call in later:
-        changed = changed or edits(call)  # a call may change and run (`sed -i … && python …`)
+        # a call may change and run (`sed -i … && python …`); an agent may change the
+        # workspace by a call labrxiv did not see, before this one
+        changed = changed or _setup(*call.changed_before) or edits(call)
         if changed and call.tool in bad.rerun:
             return True
     return False
@@ -105,5 +107,9 @@ def edits(call: Call) -> bool:
     folder (evaluations write results only)."""
     if call.result is None or call.tool == "evaluate":
         return False
-    paths = [*call.written, *call.result.files_deleted]
-    return any(not path.startswith(OUTPUTS) for path in paths)
+    return _setup(call.written, call.result.files_deleted)
+
+
+def _setup(written: Iterable[str], deleted: Iterable[str]) -> bool:
+    """Whether writing and deleting these paths changed the setup (outside the results)."""
+    return any(not path.startswith(OUTPUTS) for path in (*written, *deleted))

@@ -1,5 +1,6 @@
-"""A run as the detectors read it: its tool calls paired and in order, what each caused,
-its scored attempts, and the run's state after each step (`runstate.trajectory.steps`,
+"""A run as the detectors read it: its tool calls paired and in order (its actions, as
+`events.actions` counts them: an agent's reported calls included, none twice), what
+each caused, its scored attempts, and the run's state after each step (`runstate.trajectory.steps`,
 the fold the lab steps use), so "the best score at that moment" or "the attempts left
 then" mean what the lab itself saw."""
 
@@ -11,6 +12,7 @@ from uuid import UUID
 
 import orjson
 
+from events.actions import is_action
 from events.payloads import (
     ExperimentScored,
     IntegrityViolation,
@@ -19,6 +21,7 @@ from events.payloads import (
     RunStarted,
     ToolInvoked,
     ToolReturned,
+    WorkspaceChanged,
 )
 from events.payloads.base import Payload
 from events.recorded import EventLike, Fact
@@ -45,6 +48,8 @@ class Call:
     invoked: UUID
     """The id of its `tool.invoked`."""
     returned: UUID | None
+    reported: bool
+    """An agent's own tool ran it (`ToolInvoked.reported`): labrxiv only saw it."""
     result: ToolReturned | None
     """None when the run has no result for it (it ended mid-call)."""
     caused: tuple[Fact, ...]
@@ -60,6 +65,22 @@ class Call:
 
     The three are made with the call (every detector run reads them of nearly every
     call; a `cached_property` took a lock on each first read)."""
+
+    before: tuple[WorkspaceChanged, ...] = ()
+    """What an agent changed in its workspace since its previous call, seen by no call
+    (`workspace.changed`: an agent whose own tools' calls labrxiv does not see)."""
+
+    @property
+    def changed_before(self) -> tuple[dict[str, str | None], tuple[str, ...]]:
+        """The files `before` wrote (path → sha256, the latest) and deleted."""
+        if not self.before:
+            return _UNCHANGED
+        written: dict[str, str | None] = {}
+        deleted: list[str] = []
+        for change in self.before:
+            written |= {f.path: f.sha256 for f in change.files_written}
+            deleted += change.files_deleted
+        return written, tuple(deleted)
 
     @property
     def ids(self) -> tuple[UUID, ...]:
@@ -77,6 +98,9 @@ class Call:
                 return event, event.payload
         return None
 
+
+_UNCHANGED: tuple[dict[str, str | None], tuple[str, ...]] = ({}, ())
+"""`Call.changed_before` of a call with no unseen change before it (not to be changed)."""
 
 _P = TypeVar("_P", bound=Payload)
 
@@ -167,6 +191,7 @@ def read_run(events: Sequence[Fact], load: Load | None = None) -> DetectorView:
     final: RunState | None = None
     trajectory: list[Fact] = []
     graded: dict[UUID, Graded] = {}
+    unseen: list[WorkspaceChanged] = []
     for number, group, state in groups(events, load):
         trajectory.extend(group)
         last: dict[str, Any] | None = None
@@ -174,9 +199,9 @@ def read_run(events: Sequence[Fact], load: Load | None = None) -> DetectorView:
             payload = event.payload
             if isinstance(payload, PaperSubmitted) and final is not None:
                 graded[event.id] = graded_of(fold_from(final, group[:index]))
-            if isinstance(payload, ToolInvoked):
+            if isinstance(payload, ToolInvoked) and is_action(payload.tool, payload.reported):
                 last = {"invoked": event, "returned": None, "caused": [], "step": number}
-                last["state"] = state
+                last["state"], last["before"], unseen = state, tuple(unseen), []
                 parts.append(last)
                 by_call[payload.call_id] = last
             elif isinstance(payload, ToolReturned) and payload.call_id in by_call:
@@ -184,6 +209,9 @@ def read_run(events: Sequence[Fact], load: Load | None = None) -> DetectorView:
                 last["returned"] = event
             elif isinstance(payload, CAUSED) and last is not None:
                 last["caused"].append(event)
+            elif isinstance(payload, WorkspaceChanged):
+                unseen.append(payload)
+                last = None
             else:
                 last = None
         final = state
@@ -215,12 +243,14 @@ def _call(index: int, parts: dict[str, Any]) -> Call:
         args=dict(invoked.args),
         invoked=parts["invoked"].id,
         returned=returned.id if returned else None,
+        reported=invoked.reported,
         result=result,
         caused=tuple(parts["caused"]),
         state=parts["state"],
         text=_text(invoked.args, args),
         action=f"{invoked.tool} {args}",
         written={} if result is None else {f.path: f.sha256 for f in result.files_written},
+        before=parts["before"],
     )
 
 

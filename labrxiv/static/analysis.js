@@ -141,6 +141,7 @@
     const actions = step.actions.map((a) => {
       const failed = a.exit_code !== null && a.exit_code !== 0;
       return el("div", { class: "action" + (failed ? " failed" : "") },
+        a.reported ? el("span", { class: "reported", title: "the agent's own tool ran it" }, "(agent) ") : null,
         el("span", { class: "tool" }, a.tool), " ",
         a.args ? el("span", { class: "args" }, a.args) : null,
         failed ? el("span", { class: "exit" }, " exit " + a.exit_code) : null,

@@ -75,7 +75,9 @@ def invoked(
 
 
 def results(api: str, body: bytes, pending: list[Pending]) -> list[Result]:
-    """The results of `pending` calls that the request `body` (of `api`) carries."""
+    """The results of `pending` calls that the request `body` (of `api`) carries, in the
+    order they were asked; of messages answering the same id (a server that reuses its
+    ids from one answer to the next), the latest."""
     if not pending:
         return []
     try:
@@ -87,7 +89,7 @@ def results(api: str, body: bytes, pending: list[Pending]) -> list[Result]:
         return []
     by_id = {p.answer_id: p for p in pending if p.answer_id}
     found: list[Result] = []
-    for item in items:
+    for item in reversed(items):  # the latest first: servers reuse their ids
         if not isinstance(item, dict):
             continue
         answered = item.get("tool_call_id") if item.get("role") == "tool" else None
@@ -96,6 +98,7 @@ def results(api: str, body: bytes, pending: list[Pending]) -> list[Result]:
         if isinstance(answered, str) and answered in by_id:
             output = item.get("content") if item.get("role") == "tool" else item.get("output")
             found.append(Result(by_id.pop(answered), _text(output)))
+    found.sort(key=lambda result: pending.index(result.pending))
     blocks = [p for p in pending if not p.answer_id]
     users = [i for i in items if isinstance(i, dict) and i.get("role") == "user"]
     if blocks and users:
