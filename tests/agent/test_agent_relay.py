@@ -138,6 +138,27 @@ def test_a_stream_passes_chunk_by_chunk_and_its_final_usage_is_recorded(relayed)
     assert responded.cost_known and responded.preview == "Hello"
 
 
+def test_a_stream_the_agent_asked_no_usage_of_is_counted_all_the_same(relayed) -> None:
+    """The relay asks the provider for the stream's usage and keeps the usage chunk from
+    an agent that did not ask for it (code reading `chunk.choices[0]` of every chunk)."""
+    upstream, recorded, client = relayed
+    usage = {"prompt_tokens": 70, "completion_tokens": 3, "total_tokens": 73}
+    upstream.answers.append(
+        sse(chat_chunk("o"), chat_chunk("k", finish="stop"), chat_chunk(usage=usage))
+    )
+    stream = client.chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True
+    )
+    assert [c.choices[0].delta.content for c in stream] == ["o", "k"]
+    assert upstream.seen[0].body["stream_options"] == {"include_usage": True}
+    called, responded = recorded.payloads
+    assert isinstance(called, ModelCalled) and called.request is not None
+    assert "stream_options" not in json.loads(recorded.blobs[called.request.sha256])
+    assert isinstance(responded, ModelResponded)
+    assert responded.usage is not None and responded.usage.input_tokens == 70
+    assert responded.cost_known
+
+
 def test_a_stream_without_usage_has_an_unknown_cost(relayed) -> None:
     upstream, recorded, client = relayed
     upstream.answers.append(sse(chat_chunk("ok", finish="stop")))

@@ -12,7 +12,7 @@ answer goes back to the agent as the provider sent it, a stream chunk by chunk.
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import httpx2
 import orjson
@@ -106,9 +106,10 @@ class ModelRelay:
         headers = {"content-type": "application/json", "accept-encoding": "identity"}
         if self._key:
             headers["authorization"] = f"Bearer {self._key}"
+        sent, unasked = _asking_usage(api, parsed, body)
         started = self._clock()
         request = self._client.build_request(
-            "POST", self.base_url + path, content=body, headers=headers
+            "POST", self.base_url + path, content=sent, headers=headers
         )
         try:
             response = self._client.send(request, stream=True)
@@ -123,12 +124,14 @@ class ModelRelay:
                 return self._failed(called, response.status_code, data, kept, started)
             reply.start(200, kept)
             chunks = []
+            passed = _Passed(reply, unasked)
             try:
                 for chunk in response.iter_raw():
                     chunks.append(chunk)
-                    _write(reply, chunk)
+                    passed.write(chunk)
             except httpx2.HTTPError as exc:  # the provider broke off: billed, perhaps
                 return self._unreached(called, exc, started, None)
+            passed.close()
         finally:
             response.close()
         data = b"".join(chunks)
@@ -211,6 +214,56 @@ class ModelRelay:
             reply.start(504 if timeout else 502, {"content-type": "application/json"})
             _write(reply, error_body(f"the model endpoint was not reached: {detail}", "api_error"))
         return Relayed(called, failed, None)
+
+
+def _asking_usage(api: str, parsed: dict[str, Any], body: bytes) -> tuple[bytes, bool]:
+    """The body to send, and whether it asks for what the agent did not: a streamed chat
+    completion reports its usage only when asked (`stream_options.include_usage`), so the
+    relay asks; the usage chunk is then kept from the agent (`_Passed`). The request is
+    recorded as the agent sent it."""
+    options = parsed.get("stream_options")
+    if api != "chat" or not parsed.get("stream") or not isinstance(options or {}, dict):
+        return body, False
+    if (options or {}).get("include_usage"):
+        return body, False
+    asked = parsed | {"stream_options": (options or {}) | {"include_usage": True}}
+    return orjson.dumps(asked), True
+
+
+class _Passed:
+    """A stream passed on to the agent event by event, less the usage chunk it did not ask
+    for (the chunk with no choices and a `usage`), when `unasked`."""
+
+    def __init__(self, reply: Replier, unasked: bool) -> None:
+        self._reply = reply
+        self._unasked = unasked
+        self._buffer = b""
+
+    def write(self, chunk: bytes) -> None:
+        if not self._unasked:
+            _write(self._reply, chunk)
+            return
+        self._buffer += chunk.replace(b"\r\n", b"\n")
+        while b"\n\n" in self._buffer:
+            event, self._buffer = self._buffer.split(b"\n\n", 1)
+            if not _usage_only(event):
+                _write(self._reply, event + b"\n\n")
+
+    def close(self) -> None:
+        if self._buffer:
+            _write(self._reply, self._buffer)
+            self._buffer = b""
+
+
+def _usage_only(event: bytes) -> bool:
+    for line in event.split(b"\n"):
+        if line.startswith(b"data:"):
+            try:
+                data = orjson.loads(line[5:].strip())
+            except orjson.JSONDecodeError:
+                return False
+            return isinstance(data, dict) and not data.get("choices") and bool(data.get("usage"))
+    return False
 
 
 def _write(reply: Replier, chunk: bytes) -> None:
