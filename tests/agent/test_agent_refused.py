@@ -111,9 +111,12 @@ def test_an_agents_escapes_fail_and_are_in_the_log(tmp_path: Path) -> None:
     tries += [f"read {p}" for p in reads]
     tries += [f"write {p}" for p in writes]
     assert set(tries) <= set(said_of), stdout
-    # Every try failed, but a write to /tmp: the sandbox's own, gone with it.
+    # Every try failed, but a write under /tmp: the sandbox's own /tmp, gone with it (the
+    # host's file is not there, checked above). Under the rootless backend the folders the
+    # jail made there to show the agent's folder are its user's, so writing beside it works.
+    in_own_tmp = {f"write {p}" for p in writes if Path("/tmp") in p.parents}
     for name in tries:
-        if name == f"write {writes[0]}":
+        if name in in_own_tmp:
             continue
         assert said_of[name].startswith("failed: "), (name, said_of[name])
     assert said_of[f"write {writes[2]}"].startswith(
