@@ -124,18 +124,19 @@ class ModelRelay:
                 return self._failed(called, response.status_code, data, kept, started)
             reply.start(200, kept)
             chunks = []
-            passed = _Passed(reply, unasked)
+            passed = _Passed(reply, unasked, streamed)
             try:
                 for chunk in response.iter_raw():
                     chunks.append(chunk)
                     passed.write(chunk)
             except httpx2.HTTPError as exc:  # the provider broke off: billed, perhaps
+                passed.close()
                 return self._unreached(called, exc, started, None)
-            passed.close()
         finally:
             response.close()
-        data = b"".join(chunks)
-        return self._answered(api, called, data, streamed, started)
+        relayed = self._answered(api, called, b"".join(chunks), streamed, started)
+        passed.close()  # the stream's last event once its outcome is in the log
+        return relayed
 
     def _answered(
         self, api: str, called: ModelCalled, data: bytes, streamed: bool, started: float
@@ -231,28 +232,38 @@ def _asking_usage(api: str, parsed: dict[str, Any], body: bytes) -> tuple[bytes,
 
 
 class _Passed:
-    """A stream passed on to the agent event by event, less the usage chunk it did not ask
-    for (the chunk with no choices and a `usage`), when `unasked`."""
+    """A stream passed on to the agent event by event, its last event held back until
+    `close` (the relay records the outcome first: an agent that reads `[DONE]` and calls
+    again is answered under budgets that count this call), less the usage chunk it did
+    not ask for (the chunk with no choices and a `usage`) when `unasked`. An answer that
+    is not streamed goes through as it comes (it ends when the connection closes, after
+    the outcome is recorded)."""
 
-    def __init__(self, reply: Replier, unasked: bool) -> None:
+    def __init__(self, reply: Replier, unasked: bool, streamed: bool) -> None:
         self._reply = reply
         self._unasked = unasked
+        self._streamed = streamed
         self._buffer = b""
+        self._held: bytes | None = None
 
     def write(self, chunk: bytes) -> None:
-        if not self._unasked:
+        if not self._streamed:
             _write(self._reply, chunk)
             return
         self._buffer += chunk.replace(b"\r\n", b"\n")
         while b"\n\n" in self._buffer:
             event, self._buffer = self._buffer.split(b"\n\n", 1)
-            if not _usage_only(event):
-                _write(self._reply, event + b"\n\n")
+            if self._unasked and _usage_only(event):
+                continue
+            if self._held is not None:
+                _write(self._reply, self._held)
+            self._held = event + b"\n\n"
 
     def close(self) -> None:
-        if self._buffer:
-            _write(self._reply, self._buffer)
-            self._buffer = b""
+        rest = (self._held or b"") + self._buffer
+        self._held, self._buffer = None, b""
+        if rest:
+            _write(self._reply, rest)
 
 
 def _usage_only(event: bytes) -> bool:
