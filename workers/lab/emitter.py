@@ -20,6 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
+from uuid import UUID
 
 from events import Event
 from events.ids import utcnow
@@ -28,12 +29,23 @@ from events.streams import event_id_at
 from runstate import RunState
 from runstate.fold import apply
 from workers.bus.base import Bus, BusStopped, publish
-from workers.lab.lease import Take
+from workers.lab.lease import LeaseLost, Take
 
 log = logging.getLogger(__name__)
 
 SAY_EVERY = 30.0
 """Seconds between the lines that say a batch is still not in the log (a recorder away)."""
+
+
+class Superseded(LeaseLost):
+    """The log's events at this emitter's versions are another take's: it stops."""
+
+    def __init__(self, stream: str, version: int) -> None:
+        super().__init__(stream, version)
+        self.args = (
+            f"{stream}: another take of the run recorded its events up to version {version}: "
+            "this one sends nothing more",
+        )
 
 
 def actor_of(payload: Payload, state: RunState) -> str:
@@ -50,10 +62,14 @@ class Emitter:
         state: RunState,
         take: Take | None = None,
         recorded: Callable[[str], int] | None = None,
+        holds: Callable[[UUID], bool] | None = None,
     ) -> None:
         self._bus = bus
         self._take = take
         self._recorded = recorded
+        self._holds = holds
+        """Whether the log holds an event (by id): a version reached by another take's
+        events is not this emitter's batch recorded."""
         self._lock = threading.Lock()
         self.state = state
         """The run with every event sent so far folded in."""
@@ -93,11 +109,13 @@ class Emitter:
             publish(self._bus, events, blobs or {})
             self.state = state
             self.sent += len(events)
-            self._wait_recorded(state.stream, state.version)
+            self._wait_recorded(state.stream, state.version, events[-1].id)
             return state
 
-    def _wait_recorded(self, stream: str, version: int) -> None:
-        """Wait until the log holds `stream` up to `version` (no reader: return at once)."""
+    def _wait_recorded(self, stream: str, version: int, last: UUID) -> None:
+        """Wait until the log holds `stream` up to `version` (no reader: return at once);
+        `Superseded` when the events there are not this batch's (`last`: its last event's
+        id): another take of the run sent them, and this one may send nothing more."""
         if self._recorded is None:
             return
         pause, began, said = 0.002, time.monotonic(), time.monotonic()
@@ -110,6 +128,8 @@ class Emitter:
                 said = time.monotonic()
             time.sleep(pause)
             pause = min(pause * 2, 0.05)
+        if self._holds is not None and not self._holds(last):
+            raise Superseded(stream, version)
 
 
 def _storable(payload: Payload) -> Payload:

@@ -25,7 +25,9 @@ budget and publish papers with no numbers, ending `done`.
 
 import logging
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
+from uuid import UUID
 
 from events import Event
 from events.ids import utcnow
@@ -131,7 +133,7 @@ def _step(
         ended = [over, RunFinished(reason="budget", detail=f"{over.budget} limit")]
         return _send(ctx, state, ended, {}, now)
     if ctx.leases is None:
-        emitter = Emitter(ctx.bus, state, recorded=ctx.store.stream_version)
+        emitter = Emitter(ctx.bus, state, None, ctx.store.stream_version, _holds(ctx))
         payloads, blobs = _act(ctx, state, after_version, final, emitter)
         return _send(ctx, emitter.state, payloads, blobs, now)
     # Held while the step runs and its events are sent: the reaper leaves the run alone,
@@ -146,7 +148,7 @@ def _step(
         if again is None or again.version != after_version:
             take.sent_nothing()
             return "skipped"  # the run moved on between the look above and the lease
-        emitter = Emitter(ctx.bus, state, take, ctx.store.stream_version)
+        emitter = Emitter(ctx.bus, state, take, ctx.store.stream_version, _holds(ctx))
         payloads, blobs = _act(ctx, state, after_version, final, emitter)
         # A session's events are in the log before it returns: nothing is in flight for
         # the lease to cover, and the run's next step (a review round) is free at once.
@@ -241,3 +243,8 @@ def _act(
             raise  # the task is retried with backoff; the step is taken again from the log
         log.exception("%s: cannot take a step", state.stream)
         return [RunFinished(reason="error", detail=f"{type(exc).__name__}: {exc}")], {}
+
+
+def _holds(ctx: WorkerContext) -> Callable[[UUID], bool]:
+    """Whether the log holds an event, by id (what an emitter checks its batches by)."""
+    return lambda event_id: ctx.store.get(event_id) is not None
