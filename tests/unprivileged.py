@@ -192,6 +192,21 @@ def pytest_as_normal_user(
         shutil.rmtree(home, ignore_errors=True)
 
 
+def rootless_pass_as_normal_user(test_file: Path, timeout: float, delegate: bool = False) -> None:
+    """Run as root (as CI runs), `test_file`'s rootless backends' tests again as a normal
+    user, the user those backends are for: every one must pass, none be skipped. Skipped
+    when already a normal user (they ran in this same run)."""
+    if os.geteuid() != 0:
+        pytest.skip("already a normal user: the rootless backend's tests ran above")
+    from workers.sandbox.backends import backend_names
+
+    rootless = [name for name in backend_names() if name != "jail"]
+    done = pytest_as_normal_user(test_file, " or ".join(rootless), timeout, delegate)
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said[-20000:]
+    assert " passed" in said and "skipped" not in said, said[-20000:]
+
+
 def usable(name: str) -> Backend:
     """The backend `name`, where it is meant to run: the root jail as root, the rootless
     one as a normal user (as root, a normal user's run of this suite covers it)."""

@@ -61,6 +61,25 @@ def run_labrxiv(
     )
 
 
+MCP_AGENT = "openai_mcp_agent.py"
+
+
+def mcp_agent_campaign(
+    tmp_path: Path, base_url: str, *more: str
+) -> subprocess.CompletedProcess[str]:
+    """One isolated lab of the function-calling MCP example agent on gpt-4o-mini, writing
+    one paper (`more`: further campaign options, which win over these)."""
+    folder = agent_folder(tmp_path, MCP_AGENT)
+    return run_campaign(
+        tmp_path,
+        base_url,
+        "--labs", "1", "--papers", "1", "--mode", "isolated",
+        "--agent", f"python {folder}/{MCP_AGENT}", "--agent-env", str(folder),
+        "--model", "gpt-4o-mini", "--timeout", "200",
+        *more,
+    )  # fmt: skip
+
+
 def store_of(tmp_path: Path) -> EventStore:
     return EventStore.from_url(f"sqlite:///{tmp_path / 'data' / 'labrxiv.db'}", create=False)
 

@@ -38,6 +38,7 @@ from tests.agent.agent_support import (
     LABRXIV,
     USAGE,
     agent_folder,
+    mcp_agent_campaign,
     researcher,
     run_campaign,
     store_of,
@@ -74,17 +75,8 @@ class AgentRun:
 def agent_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentRun]:
     """A function-calling agent's run on the MCP tools: two evaluations, a paper, finish."""
     tmp = tmp_path_factory.mktemp("agent-analysis")
-    folder = agent_folder(tmp, "openai_mcp_agent.py")
     with FakeServer(default=researcher(attempts=2), models=("gpt-4o-mini",)) as server:
-        said = run_campaign(
-            tmp,
-            server.url,
-            "--labs", "1", "--papers", "1", "--mode", "isolated",
-            "--agent", f"python {folder}/openai_mcp_agent.py",
-            "--agent-env", str(folder),
-            "--model", "gpt-4o-mini",
-            "--timeout", "200",
-        )  # fmt: skip
+        said = mcp_agent_campaign(tmp, server.url)
     assert said.returncode == 0, said.stdout[-3000:] + said.stderr[-3000:]
     store = store_of(tmp)
     (run,) = {r.stream for r in store.iter_records(types=["run.started"])}

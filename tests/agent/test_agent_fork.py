@@ -15,9 +15,8 @@ from runstate.fork import fold_standing, loader
 from runstate.trajectory import steps
 from tests.agent.agent_support import (
     USAGE,
-    agent_folder,
+    mcp_agent_campaign,
     researcher,
-    run_campaign,
     run_labrxiv,
     store_of,
 )
@@ -32,17 +31,8 @@ TOKENS = sum(USAGE)
 def parent(tmp_path: Path) -> tuple[str, int]:
     """An agent run to its paper (evaluate, evaluate, submit, finish: four model calls),
     and the step (replay's numbering) of its second answer."""
-    folder = agent_folder(tmp_path, "openai_mcp_agent.py")
     with FakeServer(default=researcher(attempts=2), models=("gpt-4o-mini",)) as server:
-        said = run_campaign(
-            tmp_path,
-            server.url,
-            "--labs", "1", "--papers", "1", "--mode", "isolated",
-            "--agent", f"python {folder}/openai_mcp_agent.py",
-            "--agent-env", str(folder),
-            "--model", "gpt-4o-mini",
-            "--timeout", "200",
-        )  # fmt: skip
+        said = mcp_agent_campaign(tmp_path, server.url)
     assert said.returncode == 0, said.stdout[-3000:] + said.stderr[-3000:]
     store = store_of(tmp_path)
     try:

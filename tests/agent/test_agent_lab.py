@@ -4,24 +4,15 @@ through the recording endpoint, its tools through the lab socket, all in the log
 import json
 from pathlib import Path
 
-from tests.agent.agent_support import KEY, USAGE, agent_folder, researcher, run_campaign, store_of
+from tests.agent.agent_support import KEY, USAGE, mcp_agent_campaign, researcher, store_of
 from tests.llm.fake_server import FakeServer
 
 
 def test_a_function_calling_agent_on_the_mcp_tools_runs_a_lab_to_a_verified_paper(
     tmp_path: Path,
 ) -> None:
-    folder = agent_folder(tmp_path, "openai_mcp_agent.py")
     with FakeServer(default=researcher(attempts=2), models=("gpt-4o-mini",)) as server:
-        said = run_campaign(
-            tmp_path,
-            server.url,
-            "--labs", "1", "--papers", "1", "--mode", "isolated",
-            "--agent", f"python {folder}/openai_mcp_agent.py",
-            "--agent-env", str(folder),
-            "--model", "gpt-4o-mini",
-            "--timeout", "200",
-        )  # fmt: skip
+        said = mcp_agent_campaign(tmp_path, server.url)
         requests = server.completions()
     assert said.returncode == 0, said.stdout[-3000:] + said.stderr[-3000:]
     for noise in ("Traceback", "dead letter", "WARNING", "ERROR"):

@@ -629,10 +629,6 @@ class AgentSession:
 def _tool_args(name: str, args: dict[str, Any]) -> dict[str, Any]:
     """The built-in tool's arguments for lab call `name` (unknown ones are the tool's to
     refuse, with its own words)."""
-    if name == "archive_search":
-        return {k: v for k, v in args.items() if k in ("query", "k")} | {
-            k: v for k, v in args.items() if k not in ("query", "k")
-        }
     if name == "submit":
         return {k: v for k, v in args.items() if v is not None or k not in SUBMIT_ARGS}
     return args
