@@ -7,6 +7,7 @@ import pytest
 
 from tests.agent.agent_support import run_campaign, store_of
 from tests.llm.fake_server import FakeServer
+from workers.agent.session import last_words
 
 NEEDS = "--policy agent needs --agent: a profile (mini-swe-agent) or a command line"
 WRONG = [
@@ -64,3 +65,16 @@ def test_an_agent_that_cannot_start_ends_its_run_in_error_saying_why(tmp_path: P
     assert ended["reason"] == "error"
     assert "the agent exited with 127" in ended["detail"]
     assert "cannot start the agent '/no/such/agent'" in ended["detail"]
+
+
+def test_a_failed_agent_is_told_by_its_last_words_not_a_traceback_frame() -> None:
+    framed = (
+        "  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)\n"
+        "  +-+---------------- 1 ----------------\n"
+        "    | openai.InternalServerError: Error code: 502 - the model endpoint was not reached\n"
+        "    +------------------------------------\n"
+    )
+    assert last_words(framed) == (
+        "openai.InternalServerError: Error code: 502 - the model endpoint was not reached"
+    )
+    assert last_words("\n  \n") == "no output on stderr"

@@ -239,8 +239,7 @@ class AgentSession:
                 return []  # its paper's reviews come next (`AgentPolicy`)
             how = "finished" if self._finished else f"{len(state.papers)} papers submitted"
             return [RunFinished(reason="done", detail=f"{how}; the agent exited with {code}")]
-        said = stderr.strip().splitlines()
-        why = said[-1][:300] if said else "no output on stderr"
+        why = last_words(stderr)
         stopped = f" ({limit} limit)" if limit else ""
         detail = (
             f"the agent exited with {code}{stopped} before finishing or submitting a paper: {why}"
@@ -624,6 +623,14 @@ class AgentSession:
             self._stop.set()
             log.warning("%s: %s; stopping the agent", self.emitter.state.stream, exc)
             raise Halted(str(exc)) from exc
+
+
+def last_words(stderr: str) -> str:
+    """The last line of `stderr` that says something (an exception's message), without
+    the frame a traceback of an exception group draws around it."""
+    lines = [line.strip().strip("|+-").strip() for line in stderr.splitlines()]
+    said = [line for line in lines if any(c.isalnum() for c in line)]
+    return said[-1][:300] if said else "no output on stderr"
 
 
 def _tool_args(name: str, args: dict[str, Any]) -> dict[str, Any]:
