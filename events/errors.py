@@ -9,6 +9,10 @@ class ConflictError(EventError):
     """An append names a stream version that is taken or not next: the producer was stale."""
 
 
+class StreamEnded(ConflictError):
+    """An append continues a stream whose last event ends it (`events.streams.ENDS`)."""
+
+
 class UnknownSchemaVersion(EventError):
     """A stored event was written by a newer labrxiv than the one reading it."""
 

@@ -7,6 +7,8 @@ Rules every backend keeps (tests/events/test_store_conformance.py checks them):
   that came out differently, and none of them is appended (`AppendResult.diverged`);
 - a stream's events must continue its versions with no gap; a stale or skipped
   version is a `ConflictError` and nothing of the batch is written;
+- a stream whose last event ends it (`events.streams.ENDS`: a run's `run.finished`)
+  takes no more: continuing it is a `StreamEnded` conflict;
 - a batch is appended whole or not at all;
 - positions are committed in order, so a tailer never skips an event.
 """
@@ -23,12 +25,13 @@ from sqlalchemy import Engine, func, insert, select
 from events.blobs import digest
 from events.engines import WRITER_OPTIONS, lock_for_append, make_engine, writing
 from events.envelope import Event, as_utc
-from events.errors import BlobMismatch, ConflictError
+from events.errors import BlobMismatch, ConflictError, StreamEnded
 from events.gc_pause import gc_paused
 from events.ids import utcnow
 from events.payloads import BY_TYPE
 from events.recorded import Recorded
 from events.schema import create_tables
+from events.streams import ENDS
 from events.tables import LOG_TABLES, BlobRow, DeadLetterRow, EventRow, table_of, text_limit
 from events.upgrade import upgrade
 from events.upsert import insert_ignore
@@ -124,7 +127,7 @@ class EventStore:
                     fresh = [e for e in unique if e.id not in taken.stored]
                     if taken.stored and fresh:
                         fresh, diverged = _whole_takes(unique, taken.stored)
-                    _check_versions(fresh, taken.versions)
+                    _check_versions(fresh, taken.versions, taken.ended)
                 now = utcnow()
                 if fresh:
                     positions = taken.positions[: len(fresh)]
@@ -303,6 +306,8 @@ class _Reservation:
     """Ids of the batch already in the log (a redelivery): skipped."""
     versions: dict[str, int]
     """The last stored version of each stream of the batch that has any."""
+    ended: set[str]
+    """The streams of the batch whose last stored event ends them (`ENDS`)."""
     positions: list[int]
     """Fresh positions, increasing, at least one per event not yet stored."""
 
@@ -329,8 +334,9 @@ def _reserve_pg(conn: Any, events: list[Event]) -> _Reservation:
         # One index probe per stream: `stream IN (…) GROUP BY stream` let the planner
         # pick a sequential scan on stale statistics (26 ms a batch at 50k events).
         versions = driver.execute(
-            "SELECT s.stream, (SELECT max(e.version) FROM events e WHERE e.stream = s.stream)"
-            " FROM unnest(%s::text[]) AS s(stream)",
+            "SELECT s.stream, e.version, e.type FROM unnest(%s::text[]) AS s(stream)"
+            " LEFT JOIN LATERAL (SELECT version, type FROM events WHERE stream = s.stream"
+            " ORDER BY version DESC LIMIT 1) e ON true",
             (list({e.stream for e in events}),),
         )
         positions = driver.execute(
@@ -338,9 +344,11 @@ def _reserve_pg(conn: Any, events: list[Event]) -> _Reservation:
             " FROM generate_series(1, %s)",
             (len(events),),
         )
+    heads = [row for row in versions.fetchall() if row[1] is not None]
     return _Reservation(
         stored={row[0] for row in stored.fetchall()},
-        versions={row[0]: row[1] for row in versions.fetchall() if row[1] is not None},
+        versions={stream: version for stream, version, _ in heads},
+        ended={stream for stream, _, kind in heads if kind in ENDS},
         positions=sorted(row[0] for row in positions.fetchall()),
     )
 
@@ -355,15 +363,22 @@ def _reserve_sqlite(conn: Any, events: list[Event]) -> _Reservation:
         cursor.execute(f"SELECT id FROM events WHERE id IN ({marks})", chunk)
         stored.update(uuid.UUID(hex=row[0]) for row in cursor)
     versions: dict[str, int] = {}
+    ended: set[str] = set()
     for chunk in _chunks(list({e.stream for e in events}), 500):
         marks = ",".join("?" * len(chunk))
+        # SQLite gives a bare column beside max() from the row holding the max.
         cursor.execute(
-            f"SELECT stream, max(version) FROM events WHERE stream IN ({marks}) GROUP BY stream",
+            f"SELECT stream, max(version), type FROM events WHERE stream IN ({marks})"
+            " GROUP BY stream",
             chunk,
         )
-        versions.update({row[0]: row[1] for row in cursor})
+        for stream, version, kind in cursor:
+            versions[stream] = version
+            if kind in ENDS:
+                ended.add(stream)
     before = cursor.execute("SELECT max(position) FROM events").fetchone()[0] or 0
-    return _Reservation(stored, versions, list(range(before + 1, before + 1 + len(events))))
+    positions = list(range(before + 1, before + 1 + len(events)))
+    return _Reservation(stored, versions, ended, positions)
 
 
 def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
@@ -390,12 +405,18 @@ def _whole_takes(
     return fresh, tuple(diverged)
 
 
-def _check_versions(fresh: list[Event], current: Mapping[str, int]) -> None:
-    """Each stream must continue from its stored version with no gap, or it conflicts."""
+def _check_versions(fresh: list[Event], current: Mapping[str, int], ended: set[str]) -> None:
+    """Each stream must continue from its stored version with no gap, or it conflicts;
+    a stream that ended takes nothing more."""
     by_stream: dict[str, list[int]] = {}
     for event in fresh:
         by_stream.setdefault(event.stream, []).append(event.version)
     for stream, versions in by_stream.items():
+        if stream in ended:
+            raise StreamEnded(
+                f"stream {stream} ended at version {current[stream]}: it takes no more "
+                f"events (version {versions[0]} sent)"
+            )
         expected = current.get(stream, -1) + 1
         for version in versions:
             if version != expected:

@@ -32,6 +32,9 @@ def stream_prefix(kind: StreamKind) -> str:
     return f"{kind}-"
 
 
+ENDS = frozenset({"run.finished"})
+"""Event types after which their stream takes no more events: a run ends once."""
+
 RUN_PREFIX = stream_prefix("run")
 CAMPAIGN_PREFIX = stream_prefix("campaign")
 

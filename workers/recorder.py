@@ -30,7 +30,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from events import ConflictError, Diverged, Event
 from events.blobs import digest
-from events.errors import UnknownSchemaVersion, UpgradeFailed
+from events.errors import StreamEnded, UnknownSchemaVersion, UpgradeFailed
 from events.gc_pause import gc_paused
 from events.store import EVENTS
 from events.tables import text_limit
@@ -349,6 +349,10 @@ def _append_by_stream(
         try:
             with timed_append():
                 result = ctx.store.append(stream_events)
+        except StreamEnded as exc:  # a take that lost the run, or a producer gone wrong
+            for event in stream_events:
+                letters.append((str(exc), event.model_dump(mode="json")))
+            continue
         except ConflictError as exc:
             last = ctx.store.stream_version(stream)
             # `last + 1` too: the earlier part may have been recorded (by another

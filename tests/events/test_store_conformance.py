@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import text
 
 from events import AppendResult, ConflictError, Event, EventStore
-from events.errors import BlobMismatch
+from events.errors import BlobMismatch, StreamEnded
 from events.ids import new_id
 from events.payloads import (
     ExperimentScored,
@@ -142,6 +142,21 @@ def test_version_gap_conflicts(store: EventStore) -> None:
     with pytest.raises(ConflictError, match="expected version 2, got 3"):
         store.append([make_event(stream, 3)])
     assert store.stream_version(stream) == 1
+
+
+def test_a_run_that_finished_takes_no_more_events(store: EventStore) -> None:
+    stream, other = new_stream(), new_stream()
+    store.append(
+        [*make_stream(stream, 2), make_event(stream, 2, RunFinished(reason="done"))]
+        + make_stream(other, 1)
+    )
+    late = [make_event(stream, 3), make_event(stream, 4, RunFinished(reason="error"))]
+    with pytest.raises(StreamEnded, match=f"stream {stream} ended at version 2"):
+        store.append([*late, make_event(other, 1)])
+    assert store.stream_version(stream) == 2 and store.stream_version(other) == 0
+    with pytest.raises(ConflictError):  # a second end, at the end's own version
+        store.append([make_event(stream, 2, RunFinished(reason="done"))])
+    store.append([make_event(other, 1)])  # another stream goes on
 
 
 def test_new_stream_must_start_at_version_zero(store: EventStore) -> None:

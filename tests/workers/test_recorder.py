@@ -559,3 +559,20 @@ def test_a_stale_producer_with_a_started_run_is_refused(
     outcome = record_message(ctx, encode_batch([twin]))
     assert (outcome.appended, outcome.dead) == (0, 1)
     assert store.get(first[0].id) is not None and store.get(twin.id) is None
+
+
+def test_events_after_a_run_finished_are_dead_lettered_at_once_naming_the_end(
+    ctx: WorkerContext, store: EventStore
+) -> None:
+    """A take that lost the run (its worker stalled past its lease) sends its events after
+    the run's end: refused on the first try, not waited for as a stream behind."""
+    ended = run("a")
+    store.append(ended)
+    assert ended[-1].type == "run.finished"
+    late = [tool_event("run-a", ended[-1].version + 1)]
+    other = run("b")
+    outcome = record_message(ctx, encode_batch([*late, *other]), final=False)
+    assert (outcome.appended, outcome.dead) == (len(other), 1)
+    assert store.stream_version("run-a") == ended[-1].version
+    (letter,) = store.dead_letters()
+    assert f"stream run-a ended at version {ended[-1].version}" in letter.reason

@@ -6,7 +6,7 @@ lease back; a dead take's lease runs out and the step is taken then."""
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -268,7 +268,7 @@ def test_a_renewal_never_takes_back_a_lease_another_took_over(
         with quick.holding("run-x", 0):
             with store.engine.connect() as conn:
                 holder = conn.execute(select(STEP_LEASES.c.holder)).scalar_one()
-            slow._renew("run-x", "not-the-holder")
+            assert slow._renew({"not-the-holder": "run-x"}) == set()
             with store.engine.connect() as conn:
                 assert conn.execute(select(STEP_LEASES.c.holder)).scalar_one() == holder
 
@@ -299,11 +299,11 @@ def test_a_renewal_that_failed_is_tried_again(
     calls: list[str] = []
     renew = Leases._renew
 
-    def blip(self: Leases, stream: str, token: str) -> bool:
-        calls.append(stream)
+    def blip(self: Leases, held: Mapping[str, str]) -> set[str]:
+        calls.extend(held.values())
         if len(calls) == 1:
             raise OSError("connection reset")
-        return renew(self, stream, token)
+        return renew(self, held)
 
     monkeypatch.setattr(Leases, "_renew", blip)
     with leases.holding("run-x", 0):
@@ -311,3 +311,63 @@ def test_a_renewal_that_failed_is_tried_again(
         while len(calls) < 3:
             assert time.monotonic() < deadline, f"renewed {len(calls)} time(s) only"
             time.sleep(0.02)
+
+
+def test_a_session_this_process_runs_keeps_its_run_when_its_renewals_come_late(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past its lease's end (renewals starved on a busy machine), a session is alive as
+    long as its process runs it: a take there finds the run taken; another process's take,
+    which cannot know, takes it over."""
+    here, elsewhere = Leases(store, ttl=5.0), Leases(store, ttl=5.0)
+    stuck = utcnow()
+    monkeypatch.setattr(lease_module, "utcnow", lambda: stuck)
+    with here.holding("run-s", 0, session=True) as session:
+        session.moved_to(3)
+        monkeypatch.setattr(lease_module, "utcnow", lambda: stuck + timedelta(seconds=6))
+        with pytest.raises(Taken):
+            with here.holding("run-s", 3, session=True):
+                pass
+        with pytest.raises(Taken):
+            with here.holding("run-s", 4):  # a later step's take, past the session's lease
+                pass
+        with elsewhere.holding("run-s", 3, session=True):
+            with pytest.raises(lease_module.LeaseLost):
+                session.moved_to(4)
+
+
+def test_a_session_taken_over_is_told_at_its_next_renewal(store: EventStore) -> None:
+    """Another take that has the run stops the session through its renewals, before it
+    sends again: it must not keep running its agent in a workspace being rebuilt."""
+    leases = Leases(store, ttl=0.3)
+    told = threading.Event()
+    with leases.holding("run-t", 0, session=True) as session:
+        session.on_lost(told.set)
+        with store.engine.begin() as conn:  # another worker's take of the run
+            conn.execute(STEP_LEASES.update().values(holder="@another-take"))
+        assert told.wait(timeout=30), "the session was never told"
+    late = threading.Event()
+    session.on_lost(late.set)  # said already: called at once
+    assert late.is_set()
+
+
+def test_one_renewal_moves_every_lease_of_a_process_and_names_those_lost(
+    store: EventStore,
+) -> None:
+    leases = Leases(store, ttl=5.0)
+    with leases.holding("run-1", 0) as _one, leases.holding("run-2", 0) as _two:
+        with store.engine.connect() as conn:
+            tokens = dict(conn.execute(select(STEP_LEASES.c.stream, STEP_LEASES.c.holder)).all())
+            before = dict(
+                conn.execute(select(STEP_LEASES.c.stream, STEP_LEASES.c.expires_at)).all()
+            )
+        with store.engine.begin() as conn:
+            conn.execute(
+                STEP_LEASES.update().where(STEP_LEASES.c.stream == "run-2").values(holder="x")
+            )
+        held = {tokens["run-1"]: "run-1", tokens["run-2"]: "run-2", "stale": "run-1"}
+        time.sleep(0.01)
+        assert leases._renew(held) == {tokens["run-1"]}
+        with store.engine.connect() as conn:
+            after = dict(conn.execute(select(STEP_LEASES.c.stream, STEP_LEASES.c.expires_at)).all())
+        assert after["run-1"] > before["run-1"] and after["run-2"] == before["run-2"]

@@ -222,6 +222,7 @@ class LabSocket:
         finally:
             os.close(folder)
         os.chmod(path, 0o777)  # the sandbox user connects (`nobody` under the root jail)
+        self._bound = path.stat().st_ino
         self._server.session = session
         self._server.allowed = (
             allowed if allowed is not None else frozenset({os.geteuid(), path.parent.stat().st_uid})
@@ -235,7 +236,8 @@ class LabSocket:
         self._server.shutdown()
         self._server.server_close()
         self._thread.join()
-        try:
-            self.path.unlink()
+        try:  # not a later session's socket at the same path (its run taken over)
+            if self.path.lstat().st_ino == self._bound:
+                self.path.unlink()
         except OSError:
             pass

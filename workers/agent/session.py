@@ -148,6 +148,7 @@ class AgentSession:
         """Run the agent to its end, sending everything it does and how it ended; nothing is
         left for the lab step to send."""
         self._prepare()
+        self.emitter.on_lost(self._lease_lost)
         self._looked = self.sandbox.look()
         socket = LabSocket(
             self.root / SOCKET, self, frozenset({os.geteuid(), self.root.stat().st_uid})
@@ -611,6 +612,15 @@ class AgentSession:
             files_deleted=list(changes.deleted),
             files_unlisted=changes.unlisted,
         )
+
+    def _lease_lost(self) -> None:
+        """Another take has the run (this worker stalled past its lease): stop the agent
+        now, before the take rebuilds the workspace under it, and send nothing more."""
+        if self._halted is None:
+            state = self.emitter.state
+            self._halted = LeaseLost(state.stream, state.version + 1)
+            log.warning("%s: %s; stopping the agent", state.stream, self._halted)
+        self._stop.set()
 
     def _emit(self, payloads: list[Payload], blobs: dict[str, bytes] | None = None) -> RunState:
         """Send events; once the session may send nothing more (`Halted`), stop the agent."""

@@ -25,7 +25,8 @@ from uuid import UUID
 from events import Event
 from events.ids import utcnow
 from events.payloads import Payload
-from events.streams import event_id_at
+from events.recorded import Recorded
+from events.streams import ENDS, event_id_at
 from runstate import RunState
 from runstate.fold import apply
 from workers.bus.base import Bus, BusStopped, publish
@@ -61,7 +62,7 @@ class Emitter:
         bus: Bus,
         state: RunState,
         take: Take | None = None,
-        recorded: Callable[[str], int] | None = None,
+        recorded: Callable[[str], Recorded | None] | None = None,
         holds: Callable[[UUID], bool] | None = None,
     ) -> None:
         self._bus = bus
@@ -80,6 +81,12 @@ class Emitter:
     def leased(self) -> bool:
         """Whether the step holds a lease on the run (no other take starts meanwhile)."""
         return self._take is not None
+
+    def on_lost(self, said: Callable[[], None]) -> None:
+        """Call `said` once another take is found to have the run (the lease's renewals
+        failed): the sender stops at once, not at its next batch."""
+        if self._take is not None:
+            self._take.on_lost(said)
 
     def emit(self, payloads: Sequence[Payload], blobs: dict[str, bytes] | None = None) -> RunState:
         """Send `payloads` (and the blobs they reference) as the run's next events; the
@@ -115,11 +122,14 @@ class Emitter:
     def _wait_recorded(self, stream: str, version: int, last: UUID) -> None:
         """Wait until the log holds `stream` up to `version` (no reader: return at once);
         `Superseded` when the events there are not this batch's (`last`: its last event's
-        id): another take of the run sent them, and this one may send nothing more."""
+        id), or the run ended before them: another take of the run sent them, and this
+        one may send nothing more."""
         if self._recorded is None:
             return
         pause, began, said = 0.002, time.monotonic(), time.monotonic()
-        while self._recorded(stream) < version:
+        while (head := self._recorded(stream)) is None or head.version < version:
+            if head is not None and head.type in ENDS:  # the log refuses this batch
+                raise Superseded(stream, head.version)
             if self._bus.stopped:
                 raise BusStopped(f"{stream}: the bus stopped before version {version} was recorded")
             if time.monotonic() - said > SAY_EVERY:

@@ -8,7 +8,7 @@ it at once. So a worker taking a step holds a lease on the run, renewed every th
 of its time to live while the step runs; the reaper sends again only the steps of
 runs with no live lease. A worker that dies stops renewing: its lease runs out within
 `ttl` seconds, and the run is reaped. An upsert and an update a step (taken, then
-marked how it ended), and an update per `ttl / 3` of a long step.
+marked how it ended), and one update per `ttl / 3` for all of a process's long steps.
 
 A lease is exclusive: each take holds it under a token of its own, and a take that
 finds the same step's lease held by another (a step sent twice: the reactor sending a
@@ -37,9 +37,9 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from sqlalchemy import (
@@ -102,7 +102,10 @@ SESSION = "@"
 take that sends the run's events itself while it runs (an agent's process), moving its
 lease to each version it sends. Another take of any of those steps finds the run's step
 taken (`Taken`): the session goes on with the run, and should it die, its lease runs out
-and the reaper sends the step again."""
+and the reaper sends the step again. A take in the process running the session leaves
+it its run even then: there, a lease that ran out means renewals came late on a starved
+machine, not a death. A take elsewhere that takes it over tells the session, through its
+renewals' failure (`Take.on_lost`), to stop its agent at once."""
 
 
 class LeaseLost(WorkerError):
@@ -130,6 +133,30 @@ class Take:
         self._leases = leases
         self._stream = stream
         self._token = token
+        self._lost: list[Callable[[], None]] = []
+        self._lost_lock = threading.Lock()
+        self._is_lost = False
+
+    def on_lost(self, said: Callable[[], None]) -> None:
+        """Call `said` (on the renewing thread) once the lease is found taken by another
+        take: what the take runs must stop at once, not at its next send. Called at once
+        if that is known already."""
+        with self._lost_lock:
+            if not self._is_lost:
+                self._lost.append(said)
+                return
+        said()
+
+    def lost(self) -> None:
+        """The renewing thread found the lease taken by another take."""
+        with self._lost_lock:
+            self._is_lost, said = True, list(self._lost)
+            self._lost.clear()
+        for callback in said:
+            try:
+                callback()
+            except Exception:  # noqa: BLE001 - the renewals go on for the other takes
+                log.exception("%s: stopping a take that lost its lease failed", self._stream)
 
     def moved_to(self, version: int) -> None:
         """Say the take is sending the run's events up to `version` (a session): its lease
@@ -154,6 +181,7 @@ class _Held:
     version: int
     due: float
     """`time.monotonic()` at which to renew it."""
+    take: Take
 
 
 class Leases:
@@ -181,8 +209,8 @@ class Leases:
             raise Taken(stream, version)
         if holder != token:
             raise Held(stream, version, left)
-        self._hold(token, _Held(stream, version, time.monotonic() + self.ttl / 3))
         take = Take(self, stream, token)
+        self._hold(token, _Held(stream, version, time.monotonic() + self.ttl / 3, take))
         raised = False
         try:
             yield take
@@ -220,34 +248,42 @@ class Leases:
                     soonest = min((h.due for h in self._held.values()), default=None)
                     self._changed.wait(None if soonest is None else soonest - time.monotonic())
                     due = self._due()
-            for token, held in due:
-                self._renew_one(token, held)
+            self._renew_due(dict(due))
 
     def _due(self) -> list[tuple[str, _Held]]:
         now = time.monotonic()
         return [(token, held) for token, held in self._held.items() if held.due <= now]
 
-    def _renew_one(self, token: str, held: _Held) -> None:
+    def _renew_due(self, due: dict[str, _Held]) -> None:
+        """Renew the leases `due` in one write (a renewal a lease, each waiting its turn
+        for SQLite's writer, fell behind by more than a lease's life with 50 agent labs
+        on two cores)."""
         wait = self.ttl / 3
         try:
-            still = self._renew(held.stream, token)
+            still = self._renew({token: held.stream for token, held in due.items()})
         except Exception as exc:  # noqa: BLE001 - the database away: try again sooner
-            log.warning("%s: the step's lease was not renewed (%s); trying again", held.stream, exc)
-            still, wait = True, self.ttl / 10
+            streams = ", ".join(sorted(held.stream for held in due.values()))
+            log.warning("%s: the steps' leases were not renewed (%s); trying again", streams, exc)
+            still, wait = set(due), self.ttl / 10
+        lost = []
         with self._changed:
-            if token not in self._held:
-                return  # let go meanwhile
-            if still:
-                self._held[token] = _Held(held.stream, held.version, time.monotonic() + wait)
-                return
-            del self._held[token]
-        log.warning(  # it ran out and another take has it: say so, and stop
-            "%s: the lease on the step after version %d ran out while it ran and "
-            "was taken by another worker (a stall longer than %.0fs)",
-            held.stream,
-            held.version,
-            self.ttl,
-        )
+            for token, held in due.items():
+                if token not in self._held:
+                    continue  # let go meanwhile
+                if token in still:
+                    self._held[token] = replace(held, due=time.monotonic() + wait)
+                else:
+                    del self._held[token]
+                    lost.append(held)
+        for held in lost:  # it ran out and another take has it: say so, and stop it
+            log.warning(
+                "%s: the lease on the step after version %d ran out while it ran and "
+                "was taken by another worker (a stall longer than %.0fs)",
+                held.stream,
+                held.version,
+                self.ttl,
+            )
+            held.take.lost()
 
     def forget(self, streams: Iterable[str]) -> None:
         """Remove the leases of `streams`, whoever holds them: for a process that was the
@@ -279,7 +315,8 @@ class Leases:
         earlier step (the run's previous one, left to run out), is an idle take's of this
         step or has no holder (an older labrxiv's); PostgreSQL decides it row-locked,
         SQLite under its writer lock. A live lease of a later step is kept: this take is
-        stale (the run moved on meanwhile).
+        stale (the run moved on meanwhile). A session this process runs keeps its lease
+        even if it ran out: its renewals came late (a starved machine), it did not die.
 
         Expiry is each worker's clock (`utcnow`): workers are assumed to agree within a
         fraction of `ttl` (NTP), as the reaper already assumed."""
@@ -294,6 +331,8 @@ class Leases:
         # `writing`: the upsert reads before it writes, and on SQLite a deferred transaction
         # failed at once with "database is locked" when the recorder committed in between
         # (tests/llm/test_llm_lab.py caught it).
+        with self._changed:
+            alive = sorted(t for t in self._held if t.startswith(SESSION))
         with writing(self.store.engine) as conn:
             stored = STEP_LEASES.c
             free = or_(
@@ -302,22 +341,30 @@ class Leases:
                 and_(stored.holder == IDLE, stored.version == version),
                 stored.holder.is_(None),
             )
+            if alive:  # this process's own sessions run: a late renewal is not a death
+                free = and_(free, or_(stored.holder.is_(None), stored.holder.not_in(alive)))
             conn.execute(upsert(conn, STEP_LEASES, row, where=free))
             holder, until = conn.execute(
                 select(stored.holder, stored.expires_at).where(stored.stream == stream)
             ).one()
         return holder, max(0.0, (as_utc(until) - now).total_seconds())
 
-    def _renew(self, stream: str, token: str) -> bool:
-        """Move the lease's end on, if `token` still holds it; returns whether it does."""
+    def _renew(self, held: Mapping[str, str]) -> set[str]:
+        """Move on the end of each lease `held` (token → stream) that its token still
+        holds, in one transaction; returns the tokens that do."""
         until = utcnow() + timedelta(seconds=self.ttl)
+        stored = STEP_LEASES.c
+        tokens = sorted(held)
         with writing(self.store.engine) as conn:
-            moved = conn.execute(
+            conn.execute(
                 update(STEP_LEASES)
-                .where(STEP_LEASES.c.stream == stream, STEP_LEASES.c.holder == token)
+                .where(stored.holder.in_(tokens), stored.stream.in_(set(held.values())))
                 .values(expires_at=until)
             )
-            return bool(moved.rowcount)
+            rows = conn.execute(
+                select(stored.stream, stored.holder).where(stored.holder.in_(tokens))
+            ).all()
+        return {holder for stream, holder in rows if held.get(holder) == stream}
 
     def move(self, stream: str, token: str, version: int) -> bool:
         """Put `token`'s lease on the step after `version` (a session sends up to it);
