@@ -31,6 +31,7 @@ from events.ids import utcnow
 from events.payloads import BY_TYPE
 from events.recorded import Recorded
 from events.schema import create_tables
+from events.storable import storable
 from events.streams import ENDS
 from events.tables import LOG_TABLES, BlobRow, DeadLetterRow, EventRow, table_of, text_limit
 from events.upgrade import upgrade
@@ -156,10 +157,10 @@ class EventStore:
         is not Unicode, e.g. from a producer's JSON escape), and a dead letter must
         never fail to be kept; `event_id` and `stream` are cut to fit their columns.
         """
-        reason, raw = _storable(reason), _storable(raw)
+        reason, raw = storable(reason), storable(raw)
         # Cut after the escapes, which lengthen: the columns are bounded.
-        event_id = event_id and _storable(event_id)[: text_limit(DEAD.c.event_id)]
-        stream = stream and _storable(stream)[: text_limit(DEAD.c.stream)]
+        event_id = event_id and storable(event_id)[: text_limit(DEAD.c.event_id)]
+        stream = stream and storable(stream)[: text_limit(DEAD.c.stream)]
         with writing(self.engine) as conn:
             conn.execute(
                 insert(DEAD).values(
@@ -281,15 +282,6 @@ class EventStore:
         """How many dead letters there are."""
         with self.engine.connect() as conn:
             return int(conn.execute(select(func.count()).select_from(DEAD)).scalar() or 0)
-
-
-def _storable(text: str) -> str:
-    text = text.replace("\x00", "\\x00")
-    try:
-        text.encode()
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", "backslashreplace").decode()
-    return text
 
 
 _INSERT_COLUMNS = (

@@ -55,6 +55,7 @@ from workers.lab.lease import LeaseLost
 from workers.lab.policies.base import StepInput
 from workers.sandbox.base import Limits
 from workers.sandbox.jail import WORKSPACE_MOUNT, interpreter_folders
+from workers.tools.base import TOOLS
 from workers.tools.changes import Changes, diff
 from workers.tools.contents import kept_contents
 from workers.tools.invoke import invoke
@@ -84,17 +85,6 @@ LAB_CALLS = {
     "finish": "finish",
 }
 """The lab API's calls, by the built-in tool each is."""
-SUBMIT_ARGS = (
-    "title",
-    "abstract",
-    "body",
-    "claims",
-    "method",
-    "experiments",
-    "cited",
-    "revises",
-    "answers",
-)
 
 
 class Halted(Exception):
@@ -647,7 +637,8 @@ def _tool_args(name: str, args: dict[str, Any]) -> dict[str, Any]:
     """The built-in tool's arguments for lab call `name` (unknown ones are the tool's to
     refuse, with its own words)."""
     if name == "submit":
-        return {k: v for k, v in args.items() if v is not None or k not in SUBMIT_ARGS}
+        known = TOOLS["submit_paper"].args.model_fields
+        return {k: v for k, v in args.items() if v is not None or k not in known}
     return args
 
 

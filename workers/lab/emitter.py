@@ -19,13 +19,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
 from uuid import UUID
 
 from events import Event
 from events.ids import utcnow
 from events.payloads import Payload
 from events.recorded import Recorded
+from events.storable import storable_value
 from events.streams import ENDS, event_id_at
 from runstate import RunState
 from runstate.fold import apply
@@ -143,19 +143,8 @@ class Emitter:
 
 
 def _storable(payload: Payload) -> Payload:
-    """`payload` with every NUL character in its text written `\\x00`: the log cannot
-    store one (PostgreSQL text), and a session's text comes from an agent (its stderr, a
-    command's output it reported, its arguments)."""
+    """`payload` as the log can hold it (`events.storable`): a session's text comes from
+    an agent (its stderr, a command's output it reported, its arguments)."""
     data = payload.model_dump(mode="json")
-    clean = _without_nul(data)
+    clean = storable_value(data)
     return payload if clean == data else type(payload).model_validate(clean)
-
-
-def _without_nul(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.replace("\x00", "\\x00")
-    if isinstance(value, list):
-        return [_without_nul(item) for item in value]
-    if isinstance(value, dict):
-        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
-    return value

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from events.blobs import blob_ref
 from events.payloads import IntegrityViolation, Payload, ToolInvoked, ToolReturned
+from events.storable import storable
 from workers.sandbox.base import SandboxViolation
 from workers.tools import archive, evaluate, files, finish, shell  # noqa: F401 - declare tools
 from workers.tools.base import TOOLS, ToolError, ToolResult
@@ -64,8 +65,7 @@ def invoke(env: ToolEnv, name: str, args: dict[str, Any], call_id: str) -> Invoc
         if isinstance(event, IntegrityViolation):
             event = event.model_copy(update={"tool": name, "call_id": call_id})
         extra.append(event)
-    # A NUL cannot be stored in PostgreSQL text: binary output is shown escaped.
-    output = result.output.replace("\x00", "\\x00")
+    output = storable(result.output)  # binary output is shown escaped
     data = output.encode()
     long = len(output) > PREVIEW
     blobs = {blob_ref(data).sha256: data} if long else {}
