@@ -21,9 +21,8 @@ def test_storable_text_is_stored_and_read_back_on_every_backend(store_url: str) 
     store = EventStore.from_url(store_url)
     preview = storable("binary \x00 output \ud800 here")
     returned = ToolReturned(call_id="c", tool="bash", exit_code=0, duration_s=0.1, preview=preview)
-    event = Event(
-        id=uuid.uuid4(), stream="run-s", version=0, occurred_at=utcnow(), payload=returned
-    )
+    stream = f"run-{uuid.uuid4()}"
+    event = Event(id=uuid.uuid4(), stream=stream, version=0, occurred_at=utcnow(), payload=returned)
     store.append([event])
     (back,) = store.read_stream(stream)
     assert back.payload.preview == "binary \\x00 output \\ud800 here"  # type: ignore[union-attr]
