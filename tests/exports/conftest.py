@@ -7,6 +7,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,6 +43,17 @@ class Logged:
     """The chat requests the server got, in order."""
     answers: list[Scripted]
     """The answers it gave, in order."""
+
+    @property
+    def last_answer(self) -> dict[str, Any]:
+        """The server's last answer's message."""
+        return dict(self.reported(-1)["choices"][0]["message"])
+
+    def reported(self, index: int) -> dict[str, Any]:
+        """The body of the server's answer `index`."""
+        body = self.answers[index].body
+        assert isinstance(body, dict)
+        return body
 
     def store(self) -> EventStore:
         return EventStore.from_url(f"sqlite:///{self.data_dir / 'labrxiv.db'}", create=False)
