@@ -20,8 +20,8 @@ from projections.ledger import ledger_totals
 from projections.runs import runs_of
 
 READER = """
-import json, sys
-from inspect_ai.log import read_eval_log
+import json, os, sys
+from inspect_ai.log import list_eval_logs, read_eval_log, read_eval_log_sample_summaries
 
 def message(m):
     calls = [
@@ -36,7 +36,10 @@ def message(m):
     }
 
 log = read_eval_log(sys.argv[1])
+listed = list_eval_logs(os.path.dirname(sys.argv[1]))
 print(json.dumps({
+    "listed": [os.path.basename(info.name) for info in listed],
+    "summaries": [s.id for s in read_eval_log_sample_summaries(sys.argv[1])],
     "status": log.status,
     "task": log.eval.task,
     "model": log.eval.model,
@@ -102,6 +105,8 @@ def test_inspect_reads_the_runs_as_the_log_has_them(logged: Logged, tmp_path: Pa
     assert [s["id"] for s in log["samples"]] == [r.stream for r in runs] == [logged.llm_run]
     assert log["status"] == "success" and log["task"] == "continual-digits"
     assert log["model"] == MODEL
+    # what `inspect view` lists: the file among the folder's logs, its samples' summaries
+    assert log["listed"] == [out.name] and log["summaries"] == [logged.llm_run]
     (sample,) = log["samples"]
     (run,) = runs
 
