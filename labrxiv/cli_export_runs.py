@@ -4,7 +4,6 @@ read models and the log (`projections.exports`); they write the file only."""
 
 import math
 from pathlib import Path
-from typing import Any
 
 import orjson
 import typer
@@ -19,6 +18,7 @@ from labrxiv.lookup import resolve_campaign, resolve_run
 from projections.exports.finetune import example_of, kept
 from projections.exports.inspect_log import write_eval
 from projections.exports.runs import ExportedRun, exported_runs
+from projections.runner import ProjectionRunner
 from projections.runs import runs_of
 from workers.tools import invoke  # noqa: F401 - declares every tool
 from workers.tools.base import TOOLS
@@ -77,17 +77,17 @@ def export_finetune(
     console.print(f"{written} of {len(runs)} run(s) written to {out}", soft_wrap=True)
 
 
-def _runs(run: str | None, campaign: str | None) -> tuple[Any, str, list[ExportedRun]]:
+def _runs(run: str | None, campaign: str | None) -> tuple[ProjectionRunner, str, list[ExportedRun]]:
     """The read runner (caught up), the eval's name and the runs `--run` or `--campaign`
     names."""
     if (run is None) == (campaign is None):
         raise typer.BadParameter("give --run or --campaign (one of them)")
     runner = read_runner()
     runner.catch_up()
-    store: EventStore = runner.store
-    with runner.store.engine.connect() as conn:
+    store = runner.store
+    with store.engine.connect() as conn:
         streams, name = _streams(store, conn, run, campaign)
-        schemas = {name_: spec.schema() for name_, spec in TOOLS.items()}
+        schemas = {tool: spec.schema() for tool, spec in TOOLS.items()}
         return runner, name, exported_runs(store, conn, streams, schemas)
 
 

@@ -19,6 +19,8 @@ from projections.findings import findings_of
 from projections.ledger import ledger_totals
 from projections.runs import runs_of
 
+pytestmark = pytest.mark.timeout(1200)  # the first run installs Inspect AI
+
 READER = """
 import json, os, sys
 from inspect_ai.log import list_eval_logs, read_eval_log, read_eval_log_sample_summaries
