@@ -44,7 +44,7 @@ class MessagePool:
             index = self._index.get(key)
             if index is None:
                 index = self._index[key] = len(self.messages)
-                self.messages.append(message)
+                self.messages.append(message | {"id": f"pool-{index}"})
             if ranges and ranges[-1][1] == index:
                 ranges[-1][1] = index + 1
             else:

@@ -85,7 +85,10 @@ def sample_of(run: ExportedRun, read_blob: BlobReader) -> dict[str, Any]:
     summary = summary_of(run)
     del summary["completed"], summary["message_count"]
     return summary | {
-        "messages": inspect_messages(run.conversation.messages, model),
+        "messages": [
+            message | {"id": f"{run.view.stream}-{number}"}
+            for number, message in enumerate(inspect_messages(run.conversation.messages, model))
+        ],
         "output": model_output(answered[-1]) if answered else {"model": "none"},
         "events": events,
         "events_data": {"messages": pool.messages, "calls": []},
