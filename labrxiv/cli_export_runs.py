@@ -20,8 +20,6 @@ from projections.exports.inspect_log import write_eval
 from projections.exports.runs import ExportedRun, exported_runs
 from projections.runner import ProjectionRunner
 from projections.runs import runs_of
-from workers.tools import invoke  # noqa: F401 - declares every tool
-from workers.tools.base import TOOLS
 
 console = make_console()
 VERDICTS = ("PASS", "SUSPICIOUS", "FAIL")
@@ -87,8 +85,7 @@ def _runs(run: str | None, campaign: str | None) -> tuple[ProjectionRunner, str,
     store = runner.store
     with store.engine.connect() as conn:
         streams, name = _streams(store, conn, run, campaign)
-        schemas = {tool: spec.schema() for tool, spec in TOOLS.items()}
-        return runner, name, exported_runs(store, conn, streams, schemas)
+        return runner, name, exported_runs(store, conn, streams, _tool_schemas())
 
 
 def _streams(
@@ -104,3 +101,12 @@ def _streams(
     if not streams:
         raise NotFound(f"campaign {found} has no run")
     return streams, found
+
+
+def _tool_schemas() -> dict[str, dict[str, object]]:
+    """Every tool's declaration as labrxiv's tools declare it to models (for runs that
+    called no model); imported here, not at start-up, as only these commands need them."""
+    from workers.tools import invoke  # noqa: F401 - declares every tool
+    from workers.tools.base import TOOLS
+
+    return {name: spec.schema() for name, spec in TOOLS.items()}
