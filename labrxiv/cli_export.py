@@ -9,6 +9,7 @@ from rich.markup import escape
 
 from labrxiv.cli_common import read_runner, settings_or_exit
 from labrxiv.cli_errors import err, say_error
+from labrxiv.cli_export_otel import export_otel
 from labrxiv.cli_group import command_group
 from labrxiv.console import make_console
 from labrxiv.errors import CannotWrite
@@ -20,6 +21,7 @@ from workers.gym.registry import find_bundle
 
 export_app = command_group("Data made from the log, for use elsewhere.", no_args_is_help=True)
 console = make_console()
+export_app.command("otel")(export_otel)
 
 
 @export_app.command("preferences")

@@ -1,0 +1,264 @@
+"""A run's events as OpenTelemetry spans, named and attributed by the GenAI semantic
+conventions: pure, so the command over past runs and the live sink send the same spans.
+
+One trace a run. Its root is the run's `invoke_agent {lab}` span, from `run.started` to
+`run.finished`; every event of the run stream follows, by its causation, from the run's
+`run.started`, so each call's span is a child of the run's:
+- a model call (a physical attempt, keyed by `call_id` as the ledger keys it,
+  `projections.ledger`) is a `chat {model}` span of kind CLIENT from its `model.called`
+  to its `model.responded` or `model.failed` (a failure is an error status), its tokens
+  counted by `events.spend` (cached and reasoning tokens are part of input and output);
+- a tool call is an `execute_tool {tool}` span from its `tool.invoked`, lasting the
+  `duration_s` its `tool.returned` measured; a non-zero exit code is an error status;
+- a grader's score (`experiment.scored`) is a `gen_ai.evaluation.result` event of the
+  run's span (it follows the `evaluate` call's return in the log, so it is the run's).
+
+A call whose outcome never came is closed by `run.finished` as an error ("outcome
+unknown"); until then, and a run until it finishes, a span is not complete and is not
+built. No message, argument or output is sent: content is opt-in in the conventions.
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal
+
+from events.payloads import (
+    ExperimentScored,
+    ModelCalled,
+    ModelFailed,
+    ModelResponded,
+    RunFinished,
+    RunStarted,
+    ToolInvoked,
+    ToolReturned,
+)
+from events.recorded import Fact
+from events.spend import spend_of_payload
+from projections.exports.otel_ids import call_span_id, run_span_id, trace_id_of
+from projections.exports.otel_span import Attribute, Span, SpanEvent
+
+UNKNOWN_OUTCOME = "outcome unknown: the run finished with the call open"
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What every span of a run shares."""
+
+    stream: str
+    trace_id: int
+    span_id: int
+    started: RunStarted
+    campaign: str | None
+
+
+def run_spans(events: Iterable[Fact]) -> list[Span]:
+    """The complete spans of the run whose stream is `events` (version order, stored:
+    each with its position), in the order they completed."""
+    run: _Run | None = None
+    opened: dict[str, tuple[Fact, ModelCalled | ToolInvoked]] = {}
+    scores: list[SpanEvent] = []
+    spans: list[Span] = []
+    first: Fact | None = None
+    for event in events:
+        payload = event.payload
+        if isinstance(payload, RunStarted):
+            first = event
+            ids = trace_id_of(event.stream), run_span_id(event.stream)
+            run = _Run(event.stream, *ids, payload, event.correlation_id)
+        elif run is None:
+            raise ValueError(f"{event.stream} does not begin with run.started")
+        elif isinstance(payload, ModelCalled):
+            opened[f"model:{payload.call_id}"] = (event, payload)
+        elif isinstance(payload, ToolInvoked):
+            opened[f"tool:{payload.call_id}"] = (event, payload)
+        elif isinstance(payload, ModelResponded | ModelFailed):
+            called = opened.pop(f"model:{payload.call_id}", None)
+            if called is not None and isinstance(called[1], ModelCalled):
+                spans.append(_model_span(run, called[0], called[1], event))
+        elif isinstance(payload, ToolReturned):
+            invoked = opened.pop(f"tool:{payload.call_id}", None)
+            if invoked is not None and isinstance(invoked[1], ToolInvoked):
+                spans.append(_tool_span(run, invoked[0], invoked[1], event))
+        elif isinstance(payload, ExperimentScored):
+            scores.append(_evaluation(payload, event.occurred_at))
+        elif isinstance(payload, RunFinished):
+            for opener, asked in opened.values():
+                spans.append(_unfinished(run, opener, asked, event))
+            opened.clear()
+            assert first is not None
+            spans.append(_run_span(run, first, event, payload, tuple(scores)))
+    return spans
+
+
+def _run_span(
+    run: _Run, first: Fact, last: Fact, finished: RunFinished, scores: tuple[SpanEvent, ...]
+) -> Span:
+    started = run.started
+    attributes: dict[str, Attribute] = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.id": started.lab,
+        "gen_ai.agent.name": started.lab,
+        "gen_ai.conversation.id": run.stream,
+        "labrxiv.run": run.stream,
+        "labrxiv.task": started.task,
+        "labrxiv.policy": started.policy,
+        "labrxiv.finish_reason": finished.reason,
+    }
+    if started.llm is not None:
+        attributes["gen_ai.request.model"] = started.llm.model
+    if run.campaign is not None:
+        attributes["labrxiv.campaign"] = run.campaign
+    if started.forked_from is not None:
+        attributes["labrxiv.forked_from"] = started.forked_from.run
+    failed = finished.reason == "error"
+    return Span(
+        name=f"invoke_agent {started.lab}",
+        kind="internal",
+        trace_id=run.trace_id,
+        span_id=run.span_id,
+        parent_id=None,
+        start=first.occurred_at,
+        end=max(first.occurred_at, last.occurred_at),
+        attributes=attributes,
+        closed_at=_position(last),
+        events=scores,
+        error=(finished.detail or "the run ended with an error") if failed else None,
+    )
+
+
+def _model_span(run: _Run, opener: Fact, called: ModelCalled, outcome: Fact) -> Span:
+    """A model call's span. Its end is the outcome's time; its start the call's, unless a
+    producer stamped the call after its outcome (a step's events written at its end): then
+    the outcome's time less the latency the call measured."""
+    answer = outcome.payload
+    assert isinstance(answer, ModelResponded | ModelFailed)
+    end = outcome.occurred_at
+    start = opener.occurred_at
+    if start > end:
+        start = end - timedelta(seconds=answer.latency_s)
+    attributes = _call_attributes(run, called)
+    error = None
+    if isinstance(answer, ModelResponded):
+        attributes["gen_ai.response.model"] = answer.model
+        if answer.finish_reason is not None:
+            attributes["gen_ai.response.finish_reasons"] = (answer.finish_reason,)
+        spend = spend_of_payload(answer)
+        if answer.usage is not None and spend is not None:
+            attributes["gen_ai.usage.input_tokens"] = spend.input_tokens
+            attributes["gen_ai.usage.output_tokens"] = spend.output_tokens
+            attributes["gen_ai.usage.cache_read.input_tokens"] = spend.cached_input_tokens
+            attributes["gen_ai.usage.reasoning.output_tokens"] = spend.reasoning_tokens
+        if answer.cost_usd is not None and answer.cost_known:
+            attributes["labrxiv.cost_usd"] = answer.cost_usd
+    else:
+        attributes["error.type"] = answer.error
+        error = f"{answer.error}: {answer.detail}" if answer.detail else answer.error
+    name = f"chat {called.model}"
+    return _call_span(run, opener, name, "client", (start, end), outcome, attributes, error)
+
+
+def _tool_span(run: _Run, opener: Fact, invoked: ToolInvoked, outcome: Fact) -> Span:
+    returned = outcome.payload
+    assert isinstance(returned, ToolReturned)
+    start = opener.occurred_at
+    end = start + timedelta(seconds=returned.duration_s)
+    attributes = _call_attributes(run, invoked)
+    attributes["labrxiv.exit_code"] = returned.exit_code
+    error = None
+    if returned.exit_code != 0:
+        why = f"limit {returned.limit}" if returned.limit else f"exit code {returned.exit_code}"
+        attributes["error.type"] = why
+        error = why
+    name = f"execute_tool {invoked.tool}"
+    return _call_span(run, opener, name, "internal", (start, end), outcome, attributes, error)
+
+
+def _unfinished(run: _Run, opener: Fact, asked: ModelCalled | ToolInvoked, finished: Fact) -> Span:
+    """A call the run finished with open: an error from its start to the run's end."""
+    attributes = _call_attributes(run, asked)
+    attributes["error.type"] = "unknown_outcome"
+    kind: Literal["internal", "client"] = "internal"
+    if isinstance(asked, ModelCalled):
+        name, kind = f"chat {asked.model}", "client"
+    else:
+        name = f"execute_tool {asked.tool}"
+    window = (opener.occurred_at, max(opener.occurred_at, finished.occurred_at))
+    return _call_span(run, opener, name, kind, window, finished, attributes, UNKNOWN_OUTCOME)
+
+
+def _call_attributes(run: _Run, asked: ModelCalled | ToolInvoked) -> dict[str, Attribute]:
+    attributes: dict[str, Attribute] = {"gen_ai.conversation.id": run.stream}
+    if isinstance(asked, ModelCalled):
+        host, _, port = asked.provider.rpartition(":")
+        attributes |= {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": asked.model,
+            "gen_ai.provider.name": asked.provider,
+            "server.address": host if port.isdigit() else asked.provider,
+            "labrxiv.call_id": asked.call_id,
+            "labrxiv.request_id": asked.request_id,
+            "labrxiv.attempt": asked.attempt,
+        }
+        if port.isdigit():
+            attributes["server.port"] = int(port)
+        if asked.phase is not None:
+            attributes["labrxiv.phase"] = asked.phase
+    else:
+        attributes |= {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": asked.tool,
+            "gen_ai.tool.call.id": asked.call_id,
+            "gen_ai.tool.type": "function",
+            "labrxiv.reported": asked.reported,
+        }
+    return attributes
+
+
+def _call_span(
+    run: _Run,
+    opener: Fact,
+    name: str,
+    kind: Literal["internal", "client"],
+    window: tuple[datetime, datetime],
+    closer: Fact,
+    attributes: dict[str, Attribute],
+    error: str | None,
+) -> Span:
+    return Span(
+        name=name,
+        kind=kind,
+        trace_id=run.trace_id,
+        span_id=call_span_id(opener.id),
+        parent_id=run.span_id,
+        start=window[0],
+        end=window[1],
+        attributes=attributes,
+        closed_at=_position(closer),
+        error=error,
+    )
+
+
+def _evaluation(scored: ExperimentScored, at: datetime) -> SpanEvent:
+    """A grader's score as the conventions' evaluation event."""
+    scores = sorted(scored.subtask_scores.items())
+    subtasks = ", ".join(f"{name} {value:g}" for name, value in scores)
+    attributes: dict[str, Attribute] = {
+        "gen_ai.evaluation.name": scored.grader,
+        "gen_ai.evaluation.score.value": scored.score,
+        "gen_ai.evaluation.explanation": f"attempt {scored.attempt}: {subtasks}",
+        "labrxiv.attempt": scored.attempt,
+    }
+    if scored.normalized_score is not None:
+        attributes["labrxiv.normalized_score"] = scored.normalized_score
+    if scored.grader_model is not None:
+        attributes["gen_ai.request.model"] = scored.grader_model
+    for name, value in sorted((scored.grader_usage or {}).items()):
+        attributes[f"labrxiv.grader_usage.{name}"] = value
+    return SpanEvent("gen_ai.evaluation.result", at, attributes)
+
+
+def _position(event: Fact) -> int:
+    if event.position is None:
+        raise ValueError(f"event {event.id} is not stored: spans are built from the log")
+    return event.position
