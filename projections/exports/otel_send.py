@@ -26,7 +26,7 @@ TRACES_PATH = "/v1/traces"
 BATCH = 512
 """Spans sent in one request."""
 
-RESOURCE = Resource.create({"service.name": "labrxiv", "openinference.project.name": "labrxiv"})
+RESOURCE = Resource({"service.name": "labrxiv", "openinference.project.name": "labrxiv"})
 """Who sent the spans: the service `labrxiv` (Phoenix files them under the project
 `labrxiv`, from `openinference.project.name`)."""
 
@@ -88,7 +88,7 @@ def readable(span: Span) -> ReadableSpan:
     context = SpanContext(span.trace_id, span.span_id, False, TraceFlags(TraceFlags.SAMPLED))
     parent = None
     if span.parent_id is not None:
-        parent = SpanContext(span.trace_id, span.parent_id, False, TraceFlags.SAMPLED)
+        parent = SpanContext(span.trace_id, span.parent_id, False, context.trace_flags)
     status = Status(StatusCode.ERROR, span.error) if span.error else Status(StatusCode.OK)
     return ReadableSpan(
         name=span.name,
