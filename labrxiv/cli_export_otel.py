@@ -4,12 +4,14 @@ OpenTelemetry backend (docs/exports.md, "OpenTelemetry traces")."""
 import typer
 from rich.markup import escape
 
+from events import EventStore
 from labrxiv.cli_common import read_runner
 from labrxiv.console import make_console
 from labrxiv.errors import NotFound, ShellError, Unreachable
 from labrxiv.lookup import resolve_campaign, resolve_run
 from projections.exports.otel_runs import run_traces
 from projections.exports.otel_send import BadEndpoint, ExportFailed, SpanSender, traces_url
+from projections.exports.otel_sink import OtelSink
 from projections.runs import runs_of
 
 console = make_console()
@@ -33,10 +35,9 @@ def export_otel(
     with ids derived from the log: sent twice, they are the same spans."""
     if (run is None) == (campaign is None):
         raise ShellError("give one of --run RUN or --campaign CAMPAIGN")
-    try:
-        url = traces_url(endpoint)
-    except BadEndpoint as exc:
-        raise ShellError(str(exc)) from None
+    from projections.exports.otel_send import ExportFailed, SpanSender
+
+    url = otlp_url(endpoint)
     runner = read_runner()
     runner.catch_up()
     with runner.store.engine.connect() as conn:
@@ -60,3 +61,29 @@ def export_otel(
         said = f"{trace.run}: trace {trace.trace_id:032x}, {len(trace.spans)} span(s){note}"
         console.print(escape(said), soft_wrap=True)
     console.print(f"sent to {escape(url)}", soft_wrap=True)
+
+
+def otlp_url(endpoint: str) -> str:
+    """Where spans for `endpoint` are posted; a `ShellError` naming what is wrong with it."""
+
+    try:
+        return traces_url(endpoint)
+    except BadEndpoint as exc:
+        raise ShellError(str(exc)) from None
+
+
+def open_sink(store: "EventStore", url: str) -> "OtelSink":
+    """The projector's live sink to `url` (`projections.exports.otel_sink`)."""
+    from projections.exports.otel_sink import OtelSink
+
+    return OtelSink(store, SpanSender(url))
+
+
+def send_once(sink: "OtelSink") -> None:
+    """Send what the log completed since the sink's checkpoint, and say how much."""
+
+    try:
+        sink.catch_up()
+    except ExportFailed as exc:
+        raise Unreachable(f"{exc} (the sink's checkpoint stays where it was)") from None
+    console.print(f"sent {sink.sent} span(s) to {escape(sink.sender.url)}", soft_wrap=True)
