@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from events import EventStore
 from events.payloads import LlmConfig
 from labrxiv.settings import load_settings
 from labrxiv.wiring import Embedded, open_embedded
@@ -137,3 +138,19 @@ def llm_campaign(tmp_path: Path, labs: int = 2) -> Iterator[Campaign]:
                     os.environ.pop(name, None)
                 else:
                     os.environ[name] = value
+
+
+def copy_log(source: EventStore, target: EventStore, after: int, upto: int) -> int:
+    """Append the events of `source` at positions after `after` up to `upto` to `target`,
+    in log order (the blobs they name are left behind): a log that grows as the campaign
+    did. Returns how many."""
+    events = [r.typed() for r in source.iter_records(after) if r.position <= upto]
+    for start in range(0, len(events), 200):
+        target.append(events[start : start + 200])
+    return len(events)
+
+
+def cut_inside_a_call(source: EventStore) -> int:
+    """A position in the middle of the log where a model call of a run is under way."""
+    called = [r.position for r in source.iter_records(types=["model.called"])]
+    return called[len(called) // 2]
