@@ -60,7 +60,7 @@ def export_otel(
     finally:
         sender.close()
     for trace in traces:
-        note = "" if trace.finished else " (not finished: its own span is sent once it is)"
+        note = "" if trace.finished else " (not finished: its own span and open calls not sent)"
         said = f"{trace.run}: trace {trace.trace_id:032x}, {len(trace.spans)} span(s){note}"
         console.print(escape(said), soft_wrap=True)
     console.print(f"sent to {escape(url)}", soft_wrap=True)
