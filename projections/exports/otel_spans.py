@@ -34,7 +34,12 @@ from events.payloads import (
     ToolReturned,
 )
 from events.recorded import Fact
-from events.spend import spend_of_payload
+from projections.exports.otel_attributes import (
+    call_attributes,
+    evaluation_event,
+    outcome_attributes,
+    run_attributes,
+)
 from projections.exports.otel_ids import call_span_id, run_span_id, trace_id_of
 from projections.exports.otel_span import Attribute, Span, SpanEvent
 
@@ -81,7 +86,7 @@ def run_spans(events: Iterable[Fact]) -> list[Span]:
             if invoked is not None and isinstance(invoked[1], ToolInvoked):
                 spans.append(_tool_span(run, invoked[0], invoked[1], event))
         elif isinstance(payload, ExperimentScored):
-            scores.append(_evaluation(payload, event.occurred_at))
+            scores.append(evaluation_event(payload, event.occurred_at))
         elif isinstance(payload, RunFinished):
             for opener, asked in opened.values():
                 spans.append(_unfinished(run, opener, asked, event))
@@ -95,22 +100,7 @@ def _run_span(
     run: _Run, first: Fact, last: Fact, finished: RunFinished, scores: tuple[SpanEvent, ...]
 ) -> Span:
     started = run.started
-    attributes: dict[str, Attribute] = {
-        "gen_ai.operation.name": "invoke_agent",
-        "gen_ai.agent.id": started.lab,
-        "gen_ai.agent.name": started.lab,
-        "gen_ai.conversation.id": run.stream,
-        "labrxiv.run": run.stream,
-        "labrxiv.task": started.task,
-        "labrxiv.policy": started.policy,
-        "labrxiv.finish_reason": finished.reason,
-    }
-    if started.llm is not None:
-        attributes["gen_ai.request.model"] = started.llm.model
-    if run.campaign is not None:
-        attributes["labrxiv.campaign"] = run.campaign
-    if started.forked_from is not None:
-        attributes["labrxiv.forked_from"] = started.forked_from.run
+    attributes = run_attributes(started, run.stream, run.campaign, finished)
     failed = finished.reason == "error"
     return Span(
         name=f"invoke_agent {started.lab}",
@@ -137,22 +127,9 @@ def _model_span(run: _Run, opener: Fact, called: ModelCalled, outcome: Fact) -> 
     start = opener.occurred_at
     if start > end:
         start = end - timedelta(seconds=answer.latency_s)
-    attributes = _call_attributes(run, called)
+    attributes = call_attributes(run.stream, called) | outcome_attributes(answer)
     error = None
-    if isinstance(answer, ModelResponded):
-        attributes["gen_ai.response.model"] = answer.model
-        if answer.finish_reason is not None:
-            attributes["gen_ai.response.finish_reasons"] = (answer.finish_reason,)
-        spend = spend_of_payload(answer)
-        if answer.usage is not None and spend is not None:
-            attributes["gen_ai.usage.input_tokens"] = spend.input_tokens
-            attributes["gen_ai.usage.output_tokens"] = spend.output_tokens
-            attributes["gen_ai.usage.cache_read.input_tokens"] = spend.cached_input_tokens
-            attributes["gen_ai.usage.reasoning.output_tokens"] = spend.reasoning_tokens
-        if answer.cost_usd is not None and answer.cost_known:
-            attributes["labrxiv.cost_usd"] = answer.cost_usd
-    else:
-        attributes["error.type"] = answer.error
+    if isinstance(answer, ModelFailed):
         error = f"{answer.error}: {answer.detail}" if answer.detail else answer.error
     name = f"chat {called.model}"
     return _call_span(run, opener, name, "client", (start, end), outcome, attributes, error)
@@ -163,7 +140,7 @@ def _tool_span(run: _Run, opener: Fact, invoked: ToolInvoked, outcome: Fact) -> 
     assert isinstance(returned, ToolReturned)
     start = opener.occurred_at
     end = start + timedelta(seconds=returned.duration_s)
-    attributes = _call_attributes(run, invoked)
+    attributes = call_attributes(run.stream, invoked)
     attributes["labrxiv.exit_code"] = returned.exit_code
     error = None
     if returned.exit_code != 0:
@@ -176,7 +153,7 @@ def _tool_span(run: _Run, opener: Fact, invoked: ToolInvoked, outcome: Fact) -> 
 
 def _unfinished(run: _Run, opener: Fact, asked: ModelCalled | ToolInvoked, finished: Fact) -> Span:
     """A call the run finished with open: an error from its start to the run's end."""
-    attributes = _call_attributes(run, asked)
+    attributes = call_attributes(run.stream, asked)
     attributes["error.type"] = "unknown_outcome"
     kind: Literal["internal", "client"] = "internal"
     if isinstance(asked, ModelCalled):
@@ -185,34 +162,6 @@ def _unfinished(run: _Run, opener: Fact, asked: ModelCalled | ToolInvoked, finis
         name = f"execute_tool {asked.tool}"
     window = (opener.occurred_at, max(opener.occurred_at, finished.occurred_at))
     return _call_span(run, opener, name, kind, window, finished, attributes, UNKNOWN_OUTCOME)
-
-
-def _call_attributes(run: _Run, asked: ModelCalled | ToolInvoked) -> dict[str, Attribute]:
-    attributes: dict[str, Attribute] = {"gen_ai.conversation.id": run.stream}
-    if isinstance(asked, ModelCalled):
-        host, _, port = asked.provider.rpartition(":")
-        attributes |= {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.request.model": asked.model,
-            "gen_ai.provider.name": asked.provider,
-            "server.address": host if port.isdigit() else asked.provider,
-            "labrxiv.call_id": asked.call_id,
-            "labrxiv.request_id": asked.request_id,
-            "labrxiv.attempt": asked.attempt,
-        }
-        if port.isdigit():
-            attributes["server.port"] = int(port)
-        if asked.phase is not None:
-            attributes["labrxiv.phase"] = asked.phase
-    else:
-        attributes |= {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": asked.tool,
-            "gen_ai.tool.call.id": asked.call_id,
-            "gen_ai.tool.type": "function",
-            "labrxiv.reported": asked.reported,
-        }
-    return attributes
 
 
 def _call_span(
@@ -237,25 +186,6 @@ def _call_span(
         closed_at=_position(closer),
         error=error,
     )
-
-
-def _evaluation(scored: ExperimentScored, at: datetime) -> SpanEvent:
-    """A grader's score as the conventions' evaluation event."""
-    scores = sorted(scored.subtask_scores.items())
-    subtasks = ", ".join(f"{name} {value:g}" for name, value in scores)
-    attributes: dict[str, Attribute] = {
-        "gen_ai.evaluation.name": scored.grader,
-        "gen_ai.evaluation.score.value": scored.score,
-        "gen_ai.evaluation.explanation": f"attempt {scored.attempt}: {subtasks}",
-        "labrxiv.attempt": scored.attempt,
-    }
-    if scored.normalized_score is not None:
-        attributes["labrxiv.normalized_score"] = scored.normalized_score
-    if scored.grader_model is not None:
-        attributes["gen_ai.request.model"] = scored.grader_model
-    for name, value in sorted((scored.grader_usage or {}).items()):
-        attributes[f"labrxiv.grader_usage.{name}"] = value
-    return SpanEvent("gen_ai.evaluation.result", at, attributes)
 
 
 def _position(event: Fact) -> int:
