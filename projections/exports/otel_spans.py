@@ -54,6 +54,7 @@ class _Run:
     trace_id: int
     span_id: int
     started: RunStarted
+    started_at: datetime
     campaign: str | None
 
 
@@ -64,13 +65,11 @@ def run_spans(events: Iterable[Fact]) -> list[Span]:
     opened: dict[str, tuple[Fact, ModelCalled | ToolInvoked]] = {}
     scores: list[SpanEvent] = []
     spans: list[Span] = []
-    first: Fact | None = None
     for event in events:
         payload = event.payload
         if isinstance(payload, RunStarted):
-            first = event
             ids = trace_id_of(event.stream), run_span_id(event.stream)
-            run = _Run(event.stream, *ids, payload, event.correlation_id)
+            run = _Run(event.stream, *ids, payload, event.occurred_at, event.correlation_id)
         elif run is None:
             raise ValueError(f"{event.stream} does not begin with run.started")
         elif isinstance(payload, ModelCalled):
@@ -91,14 +90,11 @@ def run_spans(events: Iterable[Fact]) -> list[Span]:
             for opener, asked in opened.values():
                 spans.append(_unfinished(run, opener, asked, event))
             opened.clear()
-            assert first is not None
-            spans.append(_run_span(run, first, event, payload, tuple(scores)))
+            spans.append(_run_span(run, event, payload, tuple(scores)))
     return spans
 
 
-def _run_span(
-    run: _Run, first: Fact, last: Fact, finished: RunFinished, scores: tuple[SpanEvent, ...]
-) -> Span:
+def _run_span(run: _Run, last: Fact, finished: RunFinished, scores: tuple[SpanEvent, ...]) -> Span:
     started = run.started
     attributes = run_attributes(started, run.stream, run.campaign, finished)
     failed = finished.reason == "error"
@@ -108,8 +104,8 @@ def _run_span(
         trace_id=run.trace_id,
         span_id=run.span_id,
         parent_id=None,
-        start=first.occurred_at,
-        end=max(first.occurred_at, last.occurred_at),
+        start=run.started_at,
+        end=max(run.started_at, last.occurred_at),
         attributes=attributes,
         closed_at=_position(last),
         events=scores,
