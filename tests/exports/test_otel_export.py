@@ -4,6 +4,8 @@ their ids, parents and attributes; each span sent once by the sink across a rest
 an endpoint that refused a page; bad input told in one line."""
 
 import socket
+import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,10 +15,13 @@ from typer.testing import CliRunner
 
 from events import EventStore
 from labrxiv.cli import app
+from labrxiv.projecting import follow
 from projections.exports.otel_runs import run_traces
 from projections.exports.otel_send import ExportFailed, SpanSender
 from projections.exports.otel_sink import OtelSink
 from projections.exports.otel_span import Span
+from projections.runner import ProjectionRunner
+from projections.runs import RunsProjector, runs_of
 from tests.exports.otel_campaign import Campaign, copy_log, cut_inside_a_call, llm_campaign
 from tests.exports.otlp_receiver import OtlpReceiver
 
@@ -138,3 +143,34 @@ def _db(data_dir: Path) -> Path:
     path = data_dir / "labrxiv.db"
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
+
+
+@pytest.mark.slow
+def test_the_projector_goes_on_while_the_endpoint_refuses_and_sends_later(
+    done: Campaign, receiver: OtlpReceiver, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = EventStore.from_url(f"sqlite:///{_db(tmp_path)}")
+    copy_log(done.system.store, store, 0, done.system.store.max_position())
+    runner = ProjectionRunner(store, [RunsProjector()])
+    sender = SpanSender(receiver.url)
+    sink = OtelSink(store, sender)
+    receiver.refuse = 2
+    stop = threading.Event()
+    following = threading.Thread(
+        target=follow, args=(runner, 0.05, stop), kwargs={"sinks": [sink.follow_step]}
+    )
+    following.start()
+    try:
+        deadline = time.monotonic() + 120  # a guard against a hang, not a measure
+        while sink.position() < store.max_position() and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        following.join()
+        sender.close()
+    assert sink.position() == store.max_position()
+    with store.engine.connect() as conn:
+        assert {r.stream for r in runs_of(conn)} == set(done.runs), "the read model went on"
+    assert receiver.requests >= 3 and "trying again in" in caplog.text
+    counts = Counter(r.span_id for r in receiver.spans)
+    assert set(counts.values()) == {1} and len(counts) == len(expected(done))
