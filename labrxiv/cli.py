@@ -208,17 +208,24 @@ def projector(
     once: bool = typer.Option(False, help="Catch up once and exit."),
     poll: float = typer.Option(0.5, help="Seconds between polls when idle."),
     page: int = typer.Option(5000, min=1, help="Events applied per transaction.", max=INT64_MAX),
+    otel_endpoint: str | None = typer.Option(
+        None, "--otel-endpoint", help="Also send runs' spans to this OTLP/HTTP endpoint, live."
+    ),
 ) -> None:
     """Apply new events to the read models, following the log."""
+    from labrxiv.cli_export_otel import open_sink, otlp_url, send_once
     from labrxiv.service_start import require_shared_database
     from labrxiv.wiring import open_runner
 
     settings = settings_or_exit()
+    otel_url = None if otel_endpoint is None else otlp_url(otel_endpoint)
     require_shared_database(settings, "projector")
     if once:
         runner = open_runner(settings)
         runner.page = page
         console.print(f"applied {runner.catch_up()} events")
+        if otel_url is not None:
+            send_once(open_sink(runner.store, otel_url))
         return
     from labrxiv import projecting
     from labrxiv.service_start import ready, start_or_exit
@@ -226,9 +233,10 @@ def projector(
     start_or_exit(settings, redis=False)  # it reads and writes the database only
     runner = open_runner(settings)
     runner.page = page
+    sinks = [] if otel_url is None else [open_sink(runner.store, otel_url)]
     said = ready("projector", settings, f"polling every {poll:g} s", redis=False)
     console.print(said, soft_wrap=True)
-    projecting.follow(runner, poll_seconds=poll)
+    projecting.follow(runner, poll_seconds=poll, sinks=[sink.follow_step for sink in sinks])
 
 
 @app.command()

@@ -1,5 +1,8 @@
-"""`labrxiv export preferences`: preference pairs from reviewed papers, as JSONL for DPO
-training (docs/review.md, "Training data"). Reads the read models; writes the file only."""
+"""`labrxiv export …`: the log in the formats other tools read (docs/exports.md). This
+module holds the group and `export preferences` (preference pairs from reviewed papers,
+as JSONL for DPO training: docs/review.md, "Training data"); `inspect`, `finetune` and
+`otel` are in their own modules. Each reads the read models and writes only its file
+(or sends to its endpoint)."""
 
 from functools import cache
 from pathlib import Path
@@ -9,6 +12,7 @@ from rich.markup import escape
 
 from labrxiv.cli_common import read_runner, settings_or_exit
 from labrxiv.cli_errors import err, say_error
+from labrxiv.cli_export_otel import export_otel
 from labrxiv.cli_export_runs import export_finetune, export_inspect
 from labrxiv.cli_group import command_group
 from labrxiv.console import make_console
@@ -23,6 +27,7 @@ export_app = command_group("Data made from the log, for use elsewhere.", no_args
 console = make_console()
 export_app.command("inspect")(export_inspect)
 export_app.command("finetune")(export_finetune)
+export_app.command("otel")(export_otel)
 
 
 @export_app.command("preferences")

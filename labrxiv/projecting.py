@@ -9,6 +9,7 @@ trying again from the checkpoint is all there is to do.
 """
 
 import threading
+from collections.abc import Callable, Sequence
 
 from projections.runner import ProjectionRunner
 from workers.retry import DEFAULT, RetryPolicy, keep_going
@@ -19,13 +20,17 @@ def follow(
     poll_seconds: float,
     stop: threading.Event | None = None,
     policy: RetryPolicy = DEFAULT,
+    sinks: Sequence[Callable[[], int]] = (),
 ) -> None:
     """Catch up, then again every `poll_seconds` while nothing was new, until stopped; a
     transient fault of the database is logged and tried again (`workers.retry.keep_going`),
-    any other error is a bug of a read model and stops the projector."""
-    keep_going(
-        "projector",
-        lambda: poll_seconds if runner.catch_up() == 0 else 0.0,
-        stop or threading.Event(),
-        policy,
-    )
+    any other error is a bug of a read model and stops the projector. Each of `sinks`
+    (the OpenTelemetry sink's `follow_step`) is called after each catch-up and returns
+    the events it went past."""
+
+    def work() -> float:
+        done = runner.catch_up()
+        done += sum(step() for step in sinks)
+        return poll_seconds if done == 0 else 0.0
+
+    keep_going("projector", work, stop or threading.Event(), policy)

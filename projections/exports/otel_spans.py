@@ -1,0 +1,190 @@
+"""A run's events as OpenTelemetry spans, named and attributed by the GenAI semantic
+conventions: pure, so the command over past runs and the live sink send the same spans.
+
+One trace a run. Its root is the run's `invoke_agent {lab}` span, from `run.started` to
+`run.finished`; every event of the run stream follows, by its causation, from the run's
+`run.started`, so each call's span is a child of the run's:
+- a model call (a physical attempt, keyed by `call_id` as the ledger keys it,
+  `projections.ledger`) is a `chat {model}` span of kind CLIENT from its `model.called`
+  to its `model.responded` or `model.failed` (a failure is an error status), its tokens
+  counted by `events.spend` (cached and reasoning tokens are part of input and output);
+- a tool call is an `execute_tool {tool}` span from its `tool.invoked`, lasting the
+  `duration_s` its `tool.returned` measured; a non-zero exit code is an error status;
+- a grader's score (`experiment.scored`) is a `gen_ai.evaluation.result` event of the
+  run's span (it follows the `evaluate` call's return in the log, so it is the run's).
+
+A call whose outcome never came is closed by `run.finished` as an error ("outcome
+unknown"); until then, and a run until it finishes, a span is not complete and is not
+built. No message, argument or output is sent: content is opt-in in the conventions.
+"""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal
+
+from events.payloads import (
+    ExperimentScored,
+    ModelCalled,
+    ModelFailed,
+    ModelResponded,
+    RunFinished,
+    RunStarted,
+    ToolInvoked,
+    ToolReturned,
+)
+from events.recorded import Fact
+from projections.exports.otel_attributes import (
+    call_attributes,
+    evaluation_event,
+    outcome_attributes,
+    run_attributes,
+)
+from projections.exports.otel_ids import call_span_id, run_span_id, trace_id_of
+from projections.exports.otel_span import Attribute, Span, SpanEvent
+
+UNKNOWN_OUTCOME = "outcome unknown: the run finished with the call open"
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What every span of a run shares."""
+
+    stream: str
+    trace_id: int
+    span_id: int
+    started: RunStarted
+    started_at: datetime
+    campaign: str | None
+
+
+def run_spans(events: Iterable[Fact]) -> list[Span]:
+    """The complete spans of the run whose stream is `events` (version order, stored:
+    each with its position), in the order they completed."""
+    run: _Run | None = None
+    opened: dict[str, tuple[Fact, ModelCalled | ToolInvoked]] = {}
+    scores: list[SpanEvent] = []
+    spans: list[Span] = []
+    for event in events:
+        payload = event.payload
+        if isinstance(payload, RunStarted):
+            ids = trace_id_of(event.stream), run_span_id(event.stream)
+            run = _Run(event.stream, *ids, payload, event.occurred_at, event.correlation_id)
+        elif run is None:
+            raise ValueError(f"{event.stream} does not begin with run.started")
+        elif isinstance(payload, ModelCalled):
+            opened[f"model:{payload.call_id}"] = (event, payload)
+        elif isinstance(payload, ToolInvoked):
+            opened[f"tool:{payload.call_id}"] = (event, payload)
+        elif isinstance(payload, ModelResponded | ModelFailed):
+            called = opened.pop(f"model:{payload.call_id}", None)
+            if called is not None and isinstance(called[1], ModelCalled):
+                spans.append(_model_span(run, called[0], called[1], event))
+        elif isinstance(payload, ToolReturned):
+            invoked = opened.pop(f"tool:{payload.call_id}", None)
+            if invoked is not None and isinstance(invoked[1], ToolInvoked):
+                spans.append(_tool_span(run, invoked[0], invoked[1], event))
+        elif isinstance(payload, ExperimentScored):
+            scores.append(evaluation_event(payload, event.occurred_at))
+        elif isinstance(payload, RunFinished):
+            for opener, asked in opened.values():
+                spans.append(_unfinished(run, opener, asked, event))
+            opened.clear()
+            spans.append(_run_span(run, event, payload, tuple(scores)))
+    return spans
+
+
+def _run_span(run: _Run, last: Fact, finished: RunFinished, scores: tuple[SpanEvent, ...]) -> Span:
+    started = run.started
+    attributes = run_attributes(started, run.stream, run.campaign, finished)
+    failed = finished.reason == "error"
+    return Span(
+        name=f"invoke_agent {started.lab}",
+        kind="internal",
+        trace_id=run.trace_id,
+        span_id=run.span_id,
+        parent_id=None,
+        start=run.started_at,
+        end=max(run.started_at, last.occurred_at),
+        attributes=attributes,
+        closed_at=_position(last),
+        events=scores,
+        error=(finished.detail or "the run ended with an error") if failed else None,
+    )
+
+
+def _model_span(run: _Run, opener: Fact, called: ModelCalled, outcome: Fact) -> Span:
+    """A model call's span. Its end is the outcome's time; its start the call's, unless a
+    producer stamped the call after its outcome (a step's events written at its end): then
+    the outcome's time less the latency the call measured."""
+    answer = outcome.payload
+    assert isinstance(answer, ModelResponded | ModelFailed)
+    end = outcome.occurred_at
+    start = opener.occurred_at
+    if start > end:
+        start = end - timedelta(seconds=answer.latency_s)
+    attributes = call_attributes(run.stream, called) | outcome_attributes(answer)
+    error = None
+    if isinstance(answer, ModelFailed):
+        error = f"{answer.error}: {answer.detail}" if answer.detail else answer.error
+    name = f"chat {called.model}"
+    return _call_span(run, opener, name, "client", (start, end), outcome, attributes, error)
+
+
+def _tool_span(run: _Run, opener: Fact, invoked: ToolInvoked, outcome: Fact) -> Span:
+    returned = outcome.payload
+    assert isinstance(returned, ToolReturned)
+    start = opener.occurred_at
+    end = start + timedelta(seconds=returned.duration_s)
+    attributes = call_attributes(run.stream, invoked)
+    attributes["labrxiv.exit_code"] = returned.exit_code
+    error = None
+    if returned.exit_code != 0:
+        why = f"limit {returned.limit}" if returned.limit else f"exit code {returned.exit_code}"
+        attributes["error.type"] = why
+        error = why
+    name = f"execute_tool {invoked.tool}"
+    return _call_span(run, opener, name, "internal", (start, end), outcome, attributes, error)
+
+
+def _unfinished(run: _Run, opener: Fact, asked: ModelCalled | ToolInvoked, finished: Fact) -> Span:
+    """A call the run finished with open: an error from its start to the run's end."""
+    attributes = call_attributes(run.stream, asked)
+    attributes["error.type"] = "unknown_outcome"
+    kind: Literal["internal", "client"] = "internal"
+    if isinstance(asked, ModelCalled):
+        name, kind = f"chat {asked.model}", "client"
+    else:
+        name = f"execute_tool {asked.tool}"
+    window = (opener.occurred_at, max(opener.occurred_at, finished.occurred_at))
+    return _call_span(run, opener, name, kind, window, finished, attributes, UNKNOWN_OUTCOME)
+
+
+def _call_span(
+    run: _Run,
+    opener: Fact,
+    name: str,
+    kind: Literal["internal", "client"],
+    window: tuple[datetime, datetime],
+    closer: Fact,
+    attributes: dict[str, Attribute],
+    error: str | None,
+) -> Span:
+    return Span(
+        name=name,
+        kind=kind,
+        trace_id=run.trace_id,
+        span_id=call_span_id(opener.id),
+        parent_id=run.span_id,
+        start=window[0],
+        end=window[1],
+        attributes=attributes,
+        closed_at=_position(closer),
+        error=error,
+    )
+
+
+def _position(event: Fact) -> int:
+    if event.position is None:
+        raise ValueError(f"event {event.id} is not stored: spans are built from the log")
+    return event.position
