@@ -9,7 +9,7 @@ from typing import Any, get_type_hints
 
 import orjson
 import pytest
-from conftest import Logged
+from export_logged import Logged
 from openai.types.chat import (
     ChatCompletionAssistantMessageParam,
     ChatCompletionFunctionToolParam,

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import MODEL, Logged
+from export_logged import MODEL, Logged
 from inspect_env import run_in_inspect
 from typer.testing import CliRunner
 
