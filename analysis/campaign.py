@@ -5,7 +5,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from analysis.figures import THIRDS, Behaviour, Cost
-from analysis.stats import HOUR_S, quantile
+from analysis.stats import HOUR_S, quantile, share
 from runstate.best import NORMALIZED, best_of
 
 
@@ -104,7 +104,7 @@ class CampaignTally:
             by_third={k: dict(v.most_common()) for k, v in self.by_third.items()},
             tokens=self.tokens,
             reasoning_tokens=self.reasoning,
-            reasoning_share=self.reasoning / self.tokens if self.tokens else None,
+            reasoning_share=share(self.reasoning, self.tokens),
             tools_s=self.tools_s,
             model_s=self.model_s,
             idle_s=self.idle_s,

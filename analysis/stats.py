@@ -22,6 +22,11 @@ def per_hour(count: int, seconds: float) -> float | None:
     return count / (seconds / HOUR_S) if seconds > 0 else None
 
 
+def share(part: float, whole: float) -> float | None:
+    """`part` as a fraction of `whole`; None when `whole` is 0 (a share of nothing)."""
+    return part / whole if whole else None
+
+
 def density_bins(times: Sequence[float], duration_s: float, bins: int) -> tuple[DensityBin, ...]:
     """`times` (elapsed seconds) counted in `bins` equal slices of `[0, duration_s]`; a
     time equal to the end falls in the last slice. None for a run with no duration."""

@@ -34,7 +34,7 @@ from analysis.figures import (
     ToolMix,
     UsefulWindow,
 )
-from analysis.stats import density_bins, per_hour, quantile, third
+from analysis.stats import density_bins, per_hour, quantile, share, third
 from events.actions import payload_is_action
 from events.recorded import EventLike
 from events.spend import NOTHING, Spend, spend_of
@@ -265,7 +265,7 @@ class BehaviourTally:
             total=spend.tokens,
             reasoning=spend.reasoning_tokens,
             rest=spend.tokens - spend.reasoning_tokens,
-            reasoning_share=spend.reasoning_tokens / spend.tokens if spend.tokens else None,
+            reasoning_share=share(spend.reasoning_tokens, spend.tokens),
             input=spend.input_tokens,
             cached_input=spend.cached_input_tokens,
             output=spend.output_tokens,

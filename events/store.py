@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from sqlalchemy import Engine, func, insert, select
 
@@ -73,6 +73,17 @@ class AppendResult:
     left as they were."""
     diverged: tuple[Diverged, ...] = ()
     """Streams whose events in the batch were partly stored already: none appended."""
+
+
+class Filters(TypedDict, total=False):
+    """What narrows a read of the log beyond its positions."""
+
+    stream: str | None
+    """One stream's events only."""
+    types: Sequence[str] | None
+    """Events of these types only."""
+    correlation: str | None
+    """Events of this correlation id only (a campaign's events)."""
 
 
 @dataclass(frozen=True)
@@ -199,18 +210,13 @@ class EventStore:
         return [r.typed() for r in self.read_records(after, limit, stream)]
 
     def iter_records(
-        self,
-        after: int = 0,
-        page: int = 5000,
-        stream: str | None = None,
-        types: Sequence[str] | None = None,
-        correlation: str | None = None,
+        self, after: int = 0, page: int = 5000, **filters: Unpack[Filters]
     ) -> Iterator[Recorded]:
         """Every stored event after `after`, page by page: memory stays bounded by `page`.
 
-        The filters are those of `read_records`."""
+        `filters` narrow it as they narrow `read_records`."""
         while True:
-            batch = self.read_records(after, page, stream, types, correlation)
+            batch = self.read_records(after, page, **filters)
             if not batch:
                 return
             yield from batch

@@ -12,6 +12,7 @@ import logging
 import time
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import TypedDict, Unpack
 
 from rich.console import Console, RenderableType
 from rich.live import Live
@@ -78,17 +79,28 @@ def runs_runner(store: EventStore) -> ProjectionRunner:
     return ProjectionRunner(store, [RunsProjector()])
 
 
+class Watching(TypedDict, total=False):
+    """How `watch_campaign` watches, beyond its time limit (its defaults hold for what is
+    not given)."""
+
+    title: str
+    """The live table's title (else the campaign's id and mode)."""
+    stall_seconds: float
+    """A run with no new event for this long and no step being taken has lost its step."""
+    reactor: Reactor | None
+    """Caught up each tick: the reactions of recorded events, from the log."""
+    leases: Leases | None
+    """Which runs have a step being taken."""
+
+
 def run_campaign(
     bus: Bus,
     store: EventStore,
     plan: CampaignPlan,
     console: Console,
     timeout: float = 3600,
-    title: str = "",
-    stall_seconds: float = 30,
-    reactor: Reactor | None = None,
-    leases: Leases | None = None,
     campaign_id: str | None = None,
+    **watching: Unpack[Watching],
 ) -> CampaignOutcome:
     """Start `plan` and show a live table of its labs until the campaign finishes.
 
@@ -99,9 +111,7 @@ def run_campaign(
     campaign with (`workers.lab.campaign.deterministic_id`), else a random one.
     """
     campaign, runs = start_campaign(bus, plan, campaign_id)
-    return watch_campaign(
-        bus, store, campaign, runs, plan, console, timeout, title, stall_seconds, reactor, leases
-    )
+    return watch_campaign(bus, store, campaign, runs, plan, console, timeout, **watching)
 
 
 def watch_campaign(

@@ -39,12 +39,9 @@ def papers_table(
     """The archive listing: one line per paper, in submission order, with whether the log
     verifies its headline claim (`verified[paper id][i]`: claim i); with `decisions`,
     each paper's decision and mean rating (`-`: not reviewed, or not yet)."""
-    table = Table(title=title)
     names = ["paper", "task", "campaign", "lab", "v", "submitted", "headline claim", "verified"]
     names += ["decision", "rating"] if decisions is not None else []
-    for name in names:
-        table.add_column(name, overflow="fold")
-    table.add_column("title", overflow="fold")
+    table = _paper_table(title, names)
     for p in papers:
         cells = [p.paper_id, p.task, p.campaign or "-", p.lab or "-", str(p.version)]
         marks = verified.get(p.paper_id) or []
@@ -53,6 +50,15 @@ def papers_table(
             decided = decisions.get(p.paper_id)
             cells += [_decision(decided), f"{decided.mean_rating:.1f}" if decided else "-"]
         table.add_row(*cells, escape(p.title))
+    return table
+
+
+def _paper_table(title: str, names: Sequence[str]) -> Table:
+    """A table of papers with the columns `names` and then the paper's title; a narrow
+    terminal folds its cells, never cuts them."""
+    table = Table(title=title)
+    for name in (*names, "title"):
+        table.add_column(name, overflow="fold")
     return table
 
 
@@ -106,10 +112,8 @@ def reviews_view(reviews: Sequence[Review], decided: PaperDecision | None) -> Re
 
 def search_table(hits: Sequence[SearchHit], query: str) -> Table:
     """Search hits, best first, with their BM25 scores."""
-    table = Table(title=f"papers matching {escape(query)!r}")
-    for name in ("#", "score", "paper", "lab", "campaign", "headline claim"):
-        table.add_column(name, overflow="fold")
-    table.add_column("title", overflow="fold")
+    names = ("#", "score", "paper", "lab", "campaign", "headline claim")
+    table = _paper_table(f"papers matching {escape(query)!r}", names)
     for rank, hit in enumerate(hits, start=1):
         p = hit.paper
         table.add_row(
@@ -126,10 +130,8 @@ def search_table(hits: Sequence[SearchHit], query: str) -> Table:
 
 def top_table(ranked: Sequence[RankedPaper], task: str) -> Table:
     """Papers ranked by a claim, each marked with whether the log verifies it."""
-    table = Table(title=f"top papers on {escape(task)}")
-    for name in ("#", "paper", "lab", "campaign", "subtask", "value", "verified"):
-        table.add_column(name, overflow="fold")
-    table.add_column("title", overflow="fold")
+    names = ("#", "paper", "lab", "campaign", "subtask", "value", "verified")
+    table = _paper_table(f"top papers on {escape(task)}", names)
     for rank, item in enumerate(ranked, start=1):
         p = item.paper
         table.add_row(

@@ -32,7 +32,7 @@ from events.recorded import Recorded
 from events.spend import spend_of
 from events.streams import RUN_PREFIX
 from events.tables import table_of
-from projections.run_rows import Row, RunRowsProjector, Written
+from projections.run_rows import Row, RunRowsProjector, Written, blank_row
 from runstate.best import improves, ranked
 
 CURVE_TYPES = frozenset(
@@ -181,18 +181,11 @@ def _paper_counts(conn: Connection, campaigns: set[str | None]) -> dict[str | No
     return dict(conn.execute(query.group_by(CURVE_PAPERS.c.campaign)).all())
 
 
-_BLANK_RUN = dict.fromkeys(_RUN_COLUMNS) | {
-    "attempts": 0,
-    "compute_seconds": 0.0,
-    "tokens": 0,
-    "cost_usd": 0.0,
-    "unknown_cost_calls": 0,
-    "papers": 0,
-}
+_BLANK_RUN = blank_row(CurveRunRow)
 
 
 def _new_run(event: Recorded) -> dict[str, Any]:
-    run = _BLANK_RUN.copy()  # a copy of a template: building it from the names cost more
+    run = _BLANK_RUN.copy()
     run["run"], run["campaign"], run["started_at"] = (
         event.stream,
         event.correlation_id,

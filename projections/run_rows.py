@@ -14,6 +14,7 @@ from abc import abstractmethod
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, Generic, TypeVar, cast
 
+from pydantic_core import PydanticUndefined
 from sqlalchemy import (
     ARRAY,
     ColumnElement,
@@ -25,6 +26,7 @@ from sqlalchemy import (
     select,
     tuple_,
 )
+from sqlmodel import SQLModel
 
 from events.envelope import as_utc
 from events.recorded import Recorded
@@ -39,6 +41,15 @@ Page = TypeVar("Page")
 Row = dict[str, Any]
 Written = Sequence[tuple[Table, Sequence[Mapping[str, Any]]]]
 """What a fold writes: rows by table, inserted in that order."""
+
+
+def blank_row(model: type[SQLModel]) -> Row:
+    """The row a new run starts from: every column of the table `model` at its default
+    (None where it has none). Copy it for each run: a copy costs less than building it."""
+    return {
+        name: None if field.default is PydanticUndefined else field.default
+        for name, field in model.model_fields.items()
+    }
 
 
 class RunRowsProjector(Projector, Generic[Page, Key]):

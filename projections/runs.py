@@ -18,7 +18,7 @@ from events.payloads.experiment import Direction
 from events.recorded import Recorded
 from events.tables import table_of
 from projections.forks import log_loader
-from projections.run_rows import Row, RunRowsProjector, Written, by_run
+from projections.run_rows import Row, RunRowsProjector, Written, blank_row, by_run
 from runstate.best import improves, ranked
 from runstate.fork import inherited
 
@@ -198,21 +198,11 @@ def _inherited(conn: Connection, started: Recorded) -> tuple[int, int]:
     return attempts, papers
 
 
-_BLANK = dict.fromkeys(_COLUMNS) | {
-    "status": "running",
-    "event_count": 0,
-    "steps": 0,
-    "attempts": 0,
-    "papers": 0,
-    "last_position": 0,
-    "inherited_attempts": 0,
-    "inherited_papers": 0,
-    "revisions": 0,
-}
+_BLANK = blank_row(RunRow)
 
 
 def _new_row(stream: str) -> dict[str, Any]:
-    row = _BLANK.copy()  # a copy of a template: building it from the names cost more
+    row = _BLANK.copy()
     row["stream"] = stream
     return row
 

@@ -5,7 +5,9 @@ a lab step, a reviewer, the inspector and the analysis never disagree on where a
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from events.payloads import Payload
 from events.payloads.integrity import BudgetExceeded, BudgetName
+from events.payloads.run import RunFinished
 from events.spend import Spend
 
 if TYPE_CHECKING:
@@ -32,6 +34,12 @@ def exceeded(name: BudgetName, limit: float | None, used: float) -> BudgetExceed
     if limit is None or used < limit:
         return None
     return BudgetExceeded(budget=name, limit=limit, used=used)
+
+
+def ended_by(spent: BudgetExceeded) -> list[Payload]:
+    """The events that end a run whose limit `spent` is used up: the `budget.exceeded`,
+    then `run.finished` with reason `budget`."""
+    return [spent, RunFinished(reason="budget", detail=f"{spent.budget} limit")]
 
 
 @dataclass(frozen=True)

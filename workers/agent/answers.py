@@ -14,7 +14,7 @@ import orjson
 from openai.types.chat import ChatCompletion
 
 from events.payloads.model import Usage
-from workers.llm.reply import usage_of
+from workers.llm.reply import json_object, usage_of
 
 
 @dataclass(frozen=True)
@@ -55,12 +55,7 @@ def read_answer(api: str, body: bytes, streamed: bool) -> Answer:
                 raise Unreadable("the stream carried no response")
             return _response(incomplete[-1]["response"])
         return _response(done[-1]["response"])
-    try:
-        data = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise Unreadable(f"the answer is not JSON ({exc}): {body[:200]!r}") from None
-    if not isinstance(data, dict):
-        raise Unreadable(f"the answer is not a JSON object: {body[:200]!r}")
+    data = json_object(body, "the answer", Unreadable)
     return _chat(data) if api == "chat" else _response(data)
 
 
@@ -121,8 +116,8 @@ def _chat(data: dict[str, Any]) -> Answer:
         usage = usage_of(ChatCompletion.model_construct(**data))
     except (AttributeError, TypeError, ValueError):
         usage = None
-    if usage is None and isinstance(data.get("usage"), dict):
-        usage = _chat_usage(data["usage"])
+    if usage is None:  # the SDK's objects were not built: read the JSON itself
+        usage = _json_usage(data.get("usage"), "prompt", "completion")
     choices = data.get("choices") or []
     first = choices[0] if choices and isinstance(choices[0], dict) else {}
     message = first.get("message") or {}
@@ -143,21 +138,6 @@ def _chat(data: dict[str, Any]) -> Answer:
         text=content if isinstance(content, str) else "",
         calls=calls,
     )
-
-
-def _chat_usage(usage: dict[str, Any]) -> Usage | None:
-    """A chat completion's usage read from its JSON (the SDK's objects were not built)."""
-    try:
-        prompt = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-        reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0
-        return Usage(
-            input_tokens=usage["prompt_tokens"],
-            cached_input_tokens=prompt,
-            output_tokens=usage["completion_tokens"],
-            reasoning_tokens=reasoning,
-        )
-    except (KeyError, TypeError, ValueError):
-        return None
 
 
 def _response(data: dict[str, Any]) -> Answer:
@@ -193,15 +173,22 @@ def _response(data: dict[str, Any]) -> Answer:
 def responses_usage(usage: object) -> Usage | None:
     """A Responses API `usage` (`input_tokens`, `output_tokens` and their details) as
     labrxiv counts tokens; None when there is none."""
+    return _json_usage(usage, "input", "output")
+
+
+def _json_usage(usage: object, given: str, made: str) -> Usage | None:
+    """An answer's `usage` read from its JSON: `<given>_tokens`, `<made>_tokens` and their
+    details (a chat completion's `prompt` and `completion`, a Responses API answer's
+    `input` and `output`); None when there is none."""
     if not isinstance(usage, dict):
         return None
     try:
-        cached = (usage.get("input_tokens_details") or {}).get("cached_tokens") or 0
-        reasoning = (usage.get("output_tokens_details") or {}).get("reasoning_tokens") or 0
+        cached = (usage.get(f"{given}_tokens_details") or {}).get("cached_tokens") or 0
+        reasoning = (usage.get(f"{made}_tokens_details") or {}).get("reasoning_tokens") or 0
         return Usage(
-            input_tokens=usage["input_tokens"],
+            input_tokens=usage[f"{given}_tokens"],
             cached_input_tokens=cached,
-            output_tokens=usage["output_tokens"],
+            output_tokens=usage[f"{made}_tokens"],
             reasoning_tokens=reasoning,
         )
     except (KeyError, TypeError, ValueError):

@@ -40,7 +40,7 @@ from events.payloads import (
 from events.payloads.agent import AgentConfig, AgentExited, AgentStarted, WorkspaceChanged
 from events.payloads.run import ForkPoint
 from runstate import RunState
-from runstate.budget import run_used
+from runstate.budget import ended_by, run_used
 from workers.agent import inside, reported
 from workers.agent.answers import Unreadable, read_answer
 from workers.agent.relay import ModelRelay, error_body
@@ -487,15 +487,11 @@ class AgentSession:
     def _run_refusal(self, name: str) -> str | None:
         """Why the run cannot take the call `name` (its wall time, steps or attempts are
         spent: the run ends `budget` and the agent is stopped); None when it can."""
-        state = self.emitter.state
-        over = budget.over_budget(state, utcnow())
-        if over is not None:
-            self._stop_for(
-                over.budget, [over, RunFinished(reason="budget", detail=f"{over.budget} limit")]
-            )
-            return f"the run's {over.budget} budget is spent: the run has ended"
+        spent = self._stop_if_over_budget()
+        if spent is not None:
+            return f"the run's {spent} budget is spent: the run has ended"
         if name == "evaluate":
-            ended = budget.out_of_attempts(state)
+            ended = budget.out_of_attempts(self.emitter.state)
             if ended is not None:
                 self._stop_for("attempts", ended)
                 return "the run's attempts budget is spent: the run has ended"
@@ -506,13 +502,10 @@ class AgentSession:
         its campaign is spent: the run then ends); None when it may be made."""
         if self._ended is not None or self._finished:
             return "labrxiv: the run has ended; no more model calls are made for it"
+        spent = self._stop_if_over_budget()
+        if spent is not None:
+            return f"labrxiv: the run's {spent} budget is spent"
         state = self.emitter.state
-        over = budget.over_budget(state, utcnow())
-        if over is not None:
-            self._stop_for(
-                over.budget, [over, RunFinished(reason="budget", detail=f"{over.budget} limit")]
-            )
-            return f"labrxiv: the run's {over.budget} budget is spent"
         campaign = (
             budget.campaign_budget(self.step.streams, self.step.spend, state.campaign, state.stream)
             if state.campaign
@@ -529,6 +522,15 @@ class AgentSession:
         self._stop_for(reason, ended)
         finished = next((p for p in ended if isinstance(p, RunFinished)), None)
         return f"labrxiv: {finished.detail if finished else reason}"
+
+    def _stop_if_over_budget(self) -> str | None:
+        """The run's wall-time or step limit that is used up, after ending the run on it
+        and stopping the agent; None while both have some left."""
+        over = budget.over_budget(self.emitter.state, utcnow())
+        if over is None:
+            return None
+        self._stop_for(over.budget, ended_by(over))
+        return over.budget
 
     def _stop_for(self, reason: str, events: list[Payload]) -> None:
         self._ended = _Ended(reason, events)

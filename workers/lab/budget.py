@@ -26,7 +26,14 @@ from events.payloads.run import BudgetSource
 from events.spend import Spend
 from events.streams import campaign_stream
 from runstate import RunState
-from runstate.budget import ModelBudget, ModelBudgetSpent, exceeded, model_budget_spent, run_used
+from runstate.budget import (
+    ModelBudget,
+    ModelBudgetSpent,
+    ended_by,
+    exceeded,
+    model_budget_spent,
+    run_used,
+)
 from workers.gym.card import Budgets
 from workers.lab.campaign_spend import CampaignSpend
 from workers.stream_cache import StreamCache
@@ -116,7 +123,7 @@ def out_of_attempts(state: RunState, attempts: int | None = None) -> list[Payloa
     spent = exceeded("attempts", state.started.budget.attempts, used)
     if spent is None:
         return None
-    return [spent, RunFinished(reason="budget", detail="attempts limit")]
+    return ended_by(spent)
 
 
 @dataclass(frozen=True)
@@ -166,8 +173,7 @@ def over_model_budget(
         budgets.append(ModelBudget("campaign", limits.tokens, limits.dollars, used))
     spent = model_budget_spent(*budgets)
     if spent is not None and spent.exceeded is not None:
-        name = spent.exceeded.budget
-        return [spent.exceeded, RunFinished(reason="budget", detail=f"{name} limit")]
+        return ended_by(spent.exceeded)
     detail = _unkeepable(seen, budgets, spent, unpriced_model)
     if detail is None:
         return None

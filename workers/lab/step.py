@@ -41,6 +41,7 @@ from events.payloads import (
 )
 from events.streams import event_id_at
 from runstate import RunState
+from runstate.budget import ended_by
 from workers.bus.base import BusStopped, publish
 from workers.context import WorkerContext
 from workers.errors import RetryLater
@@ -130,8 +131,7 @@ def _step(
     if over is not None and over.budget == "wall_seconds":  # unless it stood stopped a while
         over = over_budget(state, now, stopped_seconds(ctx.store, state, now))
     if over is not None:  # no tool runs: the lease is not needed (a second take ends alike)
-        ended = [over, RunFinished(reason="budget", detail=f"{over.budget} limit")]
-        return _send(ctx, state, ended, {}, now)
+        return _send(ctx, state, ended_by(over), {}, now)
     if ctx.leases is None:
         emitter = Emitter(ctx.bus, state, None, ctx.store.last_record, _holds(ctx))
         payloads, blobs = _act(ctx, state, after_version, final, emitter)

@@ -25,14 +25,13 @@ from dataclasses import dataclass
 
 import httpx2
 import openai
-import orjson
 from openai.types.chat import ChatCompletion
 
 from events.blobs import blob_ref
 from events.payloads.model import ModelFailed, ModelResponded, Usage
 from workers.llm.failures import DETAIL, Failure, classify
 from workers.llm.prices import PriceTable
-from workers.llm.reply import MalformedResponse, Reply, read_completion
+from workers.llm.reply import MalformedResponse, Reply, json_object, read_completion
 from workers.llm.request import ModelRequest, PreparedCall, prepare_call
 from workers.llm.scrub import scrub, scrub_bytes
 from workers.retry import RetryPolicy
@@ -215,12 +214,7 @@ class Gateway:
 def _completion(body: bytes) -> ChatCompletion:
     """The answer as the SDK would parse it (its `model_construct`, the SDK's own: nested
     objects built, no validation, fields kept)."""
-    try:
-        data = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise MalformedResponse(f"the response is not JSON ({exc}): {body[:200]!r}") from exc
-    if not isinstance(data, dict):
-        raise MalformedResponse(f"the response is not a JSON object: {body[:200]!r}")
+    data = json_object(body, "the response", MalformedResponse)
     return ChatCompletion.model_construct(**data)
 
 

@@ -255,11 +255,7 @@ def _parents() -> dict[str, Path] | None:
 def _cgroup_mounts() -> dict[str, Path]:
     """Mount points by controller; "" for the v2 hierarchy."""
     mounts: dict[str, Path] = {}
-    try:
-        lines = Path("/proc/self/mountinfo").read_text().splitlines()
-    except OSError:
-        return mounts
-    for line in lines:
+    for line in _own_proc_lines("mountinfo"):
         fields, _, rest = line.partition(" - ")
         parts, extra = fields.split(), rest.split()
         if len(parts) < 5 or len(extra) < 3:
@@ -277,15 +273,19 @@ def _cgroup_mounts() -> dict[str, Path]:
 def _own_cgroups() -> dict[str, str]:
     """This process's cgroup path by controller; "" for the v2 hierarchy."""
     own: dict[str, str] = {}
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return own
-    for line in lines:
+    for line in _own_proc_lines("cgroup"):
         _, controllers, path = line.split(":", 2)
         for controller in controllers.split(",") if controllers else [""]:
             own[controller] = path
     return own
+
+
+def _own_proc_lines(name: str) -> list[str]:
+    """The lines of this process's `/proc/self/<name>`; none where it cannot be read."""
+    try:
+        return Path("/proc/self", name).read_text().splitlines()
+    except OSError:
+        return []
 
 
 _warned: set[str] = set()

@@ -34,6 +34,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from workers.sandbox.base import Limits, SandboxUnavailable
@@ -57,30 +58,30 @@ _LIBC = ctypes.CDLL(None, use_errno=True)
 _PR_SET_PDEATHSIG = 1
 
 
-def jail_argv(
-    command: Sequence[str],
-    workspace: Path,
-    hidden: Sequence[Path],
-    runtime: Sequence[Path] = (),
-    status_fd: int | None = None,
-    python: str | None = None,
-    loopback: bool = False,
-) -> list[str]:
-    """The argv that runs `command` jailed in `workspace`.
+@dataclass(frozen=True)
+class Jail:
+    """What a jail shows and how it runs its init."""
 
-    `runtime`: further folders to show read-only (the interpreter's, an agent's);
-    `hidden`: paths to cover if one of those folders holds them; `status_fd`: where the
-    init writes the command's wait status; `python`: the interpreter that runs the init;
-    `loopback`: the jail's own loopback is up.
-    """
+    workspace: Path
+    hidden: Sequence[Path]
+    """Paths to cover if a folder shown holds them."""
+    runtime: Sequence[Path] = ()
+    """Further folders to show read-only (the interpreter's, an agent's)."""
+    python: str | None = None
+    """The interpreter that runs the init (None: this one)."""
+    loopback: bool = False
+    """The jail's own loopback is up."""
+
+
+def jail_argv(command: Sequence[str], jail: Jail, status_fd: int | None = None) -> list[str]:
+    """The argv that runs `command` jailed as `jail` says, as `nobody` (`status_fd`: where
+    the init writes the command's wait status)."""
     check_available()
     drop = [
         located("setpriv"), f"--reuid={SANDBOX_USER}", f"--regid={SANDBOX_GROUP}",
         "--clear-groups", "--no-new-privs", "--",
     ]  # fmt: skip
-    init = init_argv(
-        [*drop, *command], workspace, hidden, runtime, status_fd, python, loopback=loopback
-    )
+    init = init_argv([*drop, *command], jail, status_fd)
     return [
         located("unshare"), "--mount", "--net", "--pid", "--fork", "--kill-child",
         "--propagation", "private", "--", *init,
@@ -89,24 +90,20 @@ def jail_argv(
 
 def init_argv(
     command: Sequence[str],
-    workspace: Path,
-    hidden: Sequence[Path],
-    runtime: Sequence[Path] = (),
+    jail: Jail,
     status_fd: int | None = None,
-    python: str | None = None,
     user: tuple[int, int, int] | None = None,
-    loopback: bool = False,
 ) -> list[str]:
     """The argv of the jail's init (`jail_init.py`), which builds the jail's root in the
     namespaces it was started in and runs `command` there (as `user`: uid, gid and
-    process limit, in a user namespace of its own, if given; with the network
-    namespace's loopback up if `loopback`)."""
-    readonly = [*SYSTEM, *(str(path) for path in runtime)]
+    process limit, in a user namespace of its own, if given), writing the command's wait
+    status to `status_fd` (None: stderr)."""
+    readonly = [*SYSTEM, *(str(path) for path in jail.runtime)]
     enter = ["--enter-user", *map(str, user)] if user else []
-    up = ["--loopback"] if loopback else []
+    up = ["--loopback"] if jail.loopback else []
     return [
-        python or sys.executable, "-I", "-S", str(INIT), *up, *enter, str(workspace),
-        str(status_fd or 2), *readonly, "--", *map(str, hidden), "--", *command,
+        jail.python or sys.executable, "-I", "-S", str(INIT), *up, *enter, str(jail.workspace),
+        str(status_fd or 2), *readonly, "--", *map(str, jail.hidden), "--", *command,
     ]  # fmt: skip
 
 

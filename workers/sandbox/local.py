@@ -32,6 +32,7 @@ from workers.sandbox.base import (
 from workers.sandbox.cgroup import TreeGroup
 from workers.sandbox.jail import (
     WORKSPACE_MOUNT,
+    Jail,
     check_available,
     hand_to_sandbox_user,
     interpreter_folders,
@@ -132,10 +133,11 @@ class LocalSandbox:
 
     def _argv(self, command: list[str], status_fd: int, limits: Limits) -> list[str]:
         """The argv that runs `command` in this backend's jail, under `limits`."""
-        return jail_argv(
-            command, self.root, self.hidden, self._readonly(), status_fd, self.python,
-            self.loopback,
-        )  # fmt: skip
+        return jail_argv(command, self._jail(), status_fd)
+
+    def _jail(self) -> Jail:
+        """What this sandbox's jail shows and how its init runs."""
+        return Jail(self.root, self.hidden, self._readonly(), self.python, self.loopback)
 
     def _preexec(self, limits: Limits, group: TreeGroup | None) -> Callable[[], None]:
         """What the jail's first process does before it execs (limits, its cgroup)."""

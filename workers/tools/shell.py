@@ -22,8 +22,7 @@ def bash(
     timeout_s: Timeout = 120,
 ) -> ToolResult:
     """Run a shell command in the workspace (no network; time, memory and output limits)."""
-    _refuse_protected(env, command)
-    return _result(env, env.sandbox.exec(["bash", "-c", command], _limits(env, timeout_s)))
+    return _run(env, "bash", command, timeout_s)
 
 
 @tool
@@ -33,8 +32,14 @@ def python(
     timeout_s: Timeout = 120,
 ) -> ToolResult:
     """Run Python code in the workspace with the project's interpreter (numpy, scikit-learn)."""
-    _refuse_protected(env, code)
-    return _result(env, env.sandbox.exec(["python", "-c", code], _limits(env, timeout_s)))
+    return _run(env, "python", code, timeout_s)
+
+
+def _run(env: ToolEnv, interpreter: str, source: str, timeout_s: float) -> ToolResult:
+    """Run `source` as `interpreter -c source` in the workspace, within `timeout_s`, unless
+    it names what is protected."""
+    _refuse_protected(env, source)
+    return _result(env, env.sandbox.exec([interpreter, "-c", source], _limits(env, timeout_s)))
 
 
 def _limits(env: ToolEnv, timeout_s: float) -> Limits:

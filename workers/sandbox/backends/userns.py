@@ -88,10 +88,7 @@ class UsernsSandbox(LocalSandbox):
 
     def _argv(self, command: list[str], status_fd: int, limits: Limits) -> list[str]:
         user = (*self._owner_ids(), limits.processes)
-        init = init_argv(
-            command, self.root, self.hidden, self._readonly(), status_fd, self.python, user,
-            self.loopback,
-        )  # fmt: skip
+        init = init_argv(command, self._jail(), status_fd, user)
         # Full paths: the command's own PATH (`exec`'s `env`) may lack the system's.
         namespaces = [located(NAMESPACES[0]), *NAMESPACES[1:]]
         if os.geteuid() == 0:
