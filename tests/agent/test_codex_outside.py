@@ -1,0 +1,97 @@
+"""Codex CLI runs as its profile says, outside any sandbox, against a scripted model that
+speaks the Responses API as OpenAI streams it (tests/agent/codex_server.py).
+
+The agent process gets what a lab's sandbox gives it: the workspace as its working
+directory and HOME (its `.tmp` as TMPDIR), stdin closed, no terminal, and an environment
+of only PATH (a fake `lab` that logs its arguments, and the system's tools), HOME,
+TMPDIR, OPENAI_BASE_URL, OPENAI_API_KEY and the profile's own variables.
+"""
+
+import json
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.agent.codex_env import codex_prefix, command_line, environment, profile
+from tests.agent.codex_server import FINAL, CodexResearcher
+from tests.llm.fake_server import FakeServer
+
+MODEL = "lab-model"
+API_KEY = "placeholder-key"
+TASK = "# Task\n\nMeasure the starter solution and publish the result.\n"
+LAB_SCORE = "attempt 1: final_accuracy=0.8125"
+
+pytestmark = pytest.mark.timeout(1200)  # the first run installs Codex CLI
+
+
+def fake_lab(folder: Path, calls: Path) -> None:
+    """A `lab` on PATH that logs its arguments and answers as the real one does."""
+    folder.mkdir()
+    script = folder / "lab"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'echo "$*" >> "{calls}"\n'
+        'case "$1" in\n'
+        f'  evaluate) echo "{LAB_SCORE}" ;;\n'
+        '  submit) echo "submitted paper pap_1 (1 claim)" ;;\n'
+        '  finish) echo "finished" ;;\n'
+        "esac\n"
+    )
+    script.chmod(0o755)
+
+
+def test_codex_runs_its_profile_against_a_responses_api_model(tmp_path: Path) -> None:
+    prefix = codex_prefix()
+    found = profile()
+    workspace = tmp_path / "workspace"
+    (workspace / ".tmp").mkdir(parents=True)
+    (workspace / "TASK.md").write_text(TASK)
+    calls = tmp_path / "lab-calls.txt"
+    fake_lab(tmp_path / "bin", calls)
+    model = CodexResearcher()
+    with FakeServer(default=model) as server:
+        env = environment(found, f"{tmp_path / 'bin'}:/usr/bin:/bin", workspace, server.url, API_KEY)
+        ran = subprocess.run(
+            command_line(found, prefix, MODEL, workspace / "TASK.md"),
+            cwd=workspace,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        requests = server.responses()
+        other = [r.path for r in server.received if r not in requests]
+    assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert FINAL in ran.stdout
+    # The settings it was given, as the wrapper wrote them from the environment.
+    config = tomllib.loads((workspace / ".tmp" / "codex-home" / "config.toml").read_text())
+    assert config["model"] == MODEL
+    assert config["model_providers"]["labrxiv"]["base_url"] == server.url
+    # Only the Responses API, streamed, for the run's model, with the placeholder key.
+    assert other == []
+    assert [r.path for r in requests] == ["/v1/responses"] * len(model.billed)
+    for request in requests:
+        assert request.body["model"] == MODEL and request.body["stream"] is True
+        assert request.headers["authorization"] == f"Bearer {API_KEY}"
+    tools = {t.get("name") for t in requests[0].body["tools"]}
+    assert "exec_command" in tools and "web_search" not in {
+        t["type"] for t in requests[0].body["tools"]
+    }
+    # Its commands ran in the workspace, `lab` found on PATH (no login shell).
+    assert calls.read_text().splitlines() == [
+        "evaluate",
+        "submit PAPER.md --claims claims.json",
+        "finish measured and published",
+    ]
+    claims = json.loads((workspace / "claims.json").read_text())
+    assert claims == [
+        {"subtask": "final_accuracy", "metric": "accuracy", "value": 0.8125, "attempt": 1}
+    ]
+    # Each call's output came back in the next request, by its call id.
+    last = requests[-1].body["input"]
+    asked = [i["call_id"] for i in last if i.get("type") == "function_call"]
+    answered = [i["call_id"] for i in last if i.get("type") == "function_call_output"]
+    assert asked == answered == [f"call_{n}" for n in range(1, len(asked) + 1)]
