@@ -12,8 +12,8 @@ replays the whole conversation (`store: false`).
 
 `CodexResearcher` is the lab the tests play, deciding each answer from what the request
 shows: `cat TASK.md`, `lab evaluate` (polled while it runs), a paper and claims file
-claiming the score exactly as `lab evaluate` printed it and `lab submit`, `lab finish`,
-then a final message. It keeps the usage it billed.
+claiming the score exactly as `lab evaluate` printed it and `lab submit`, `lab finish`
+(unless told not to), then a final message. It keeps the usage it billed.
 
     with FakeServer(default=CodexResearcher()) as server:
         ...  # codex exec with a provider whose base_url is server.url
@@ -128,7 +128,9 @@ def paper_command(attempt: str, value: str) -> str:
 class CodexResearcher:
     """The scripted lab: each answer chosen from the request's conversation so far."""
 
-    def __init__(self) -> None:
+    def __init__(self, finish: bool = True) -> None:
+        self.finish = finish
+        """Whether it runs `lab finish` after submitting."""
         self.billed: list[dict[str, Any]] = []
         """The usage of every answer served, in order."""
         self.commands: list[str] = []
@@ -167,10 +169,12 @@ class CodexResearcher:
         if not scores and "lab evaluate" not in asked:
             return "exec_command", {"cmd": "lab evaluate", "yield_time_ms": 30000}
         if not scores:
-            return "", {"text": "lab evaluate printed no score: " + (outputs[-1] if outputs else "")}
+            return "", {
+                "text": "lab evaluate printed no score: " + (outputs[-1] if outputs else "")
+            }
         if not any(cmd.startswith("cat > PAPER.md") for cmd in asked):
             return "exec_command", {"cmd": paper_command(*scores[-1]), "yield_time_ms": 30000}
-        if not any(cmd.startswith("lab finish") for cmd in asked):
+        if self.finish and not any(cmd.startswith("lab finish") for cmd in asked):
             return "exec_command", {"cmd": "lab finish 'measured and published'"}
         return "", {"text": FINAL}
 

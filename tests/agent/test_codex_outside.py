@@ -52,7 +52,9 @@ def test_codex_runs_its_profile_against_a_responses_api_model(tmp_path: Path) ->
     fake_lab(tmp_path / "bin", calls)
     model = CodexResearcher()
     with FakeServer(default=model) as server:
-        env = environment(found, f"{tmp_path / 'bin'}:/usr/bin:/bin", workspace, server.url, API_KEY)
+        env = environment(
+            found, f"{tmp_path / 'bin'}:/usr/bin:/bin", workspace, server.url, API_KEY
+        )
         ran = subprocess.run(
             command_line(found, prefix, MODEL, workspace / "TASK.md"),
             cwd=workspace,
