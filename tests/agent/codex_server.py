@@ -12,7 +12,8 @@ replays the whole conversation (`store: false`).
 
 `CodexResearcher` is the lab the tests play, deciding each answer from what the request
 shows: `cat TASK.md`, `lab evaluate` (polled while it runs), a paper and claims file
-claiming the score exactly as `lab evaluate` printed it and `lab submit`, `lab finish`
+claiming the score exactly as `lab evaluate` printed it and `lab submit`, the `budget`
+tool of the lab's MCP server when the request lists it (`mcp__lab`), `lab finish`
 (unless told not to), then a final message. It keeps the usage it billed.
 
     with FakeServer(default=CodexResearcher()) as server:
@@ -30,6 +31,8 @@ from tests.llm.fake_server import Received, Scripted
 
 SCORE = re.compile(r"attempt (\d+): final_accuracy=([0-9.eE+-]+)")
 RUNNING = re.compile(r"session ID (\d+)")
+MCP_BUDGET = "mcp__lab.budget"
+"""The lab MCP server's `budget` tool, as Codex lists it (a namespace tool)."""
 FINAL = "Measured the starter, published the paper and finished."
 
 
@@ -57,15 +60,18 @@ def message_item(item_id: str, text: str) -> dict[str, Any]:
 
 
 def call_item(item_id: str, call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """A function call output item."""
-    return {
+    """A function call output item; `name` as `namespace.tool` calls a tool of a namespace
+    tool (Codex lists each MCP server as one, `mcp__<server>`)."""
+    namespace, _, tool = name.rpartition(".")
+    item = {
         "type": "function_call",
         "id": item_id,
         "call_id": call_id,
-        "name": name,
+        "name": tool,
         "arguments": json.dumps(arguments),
         "status": "completed",
     }
+    return item | ({"namespace": namespace} if namespace else {})
 
 
 def stream(
@@ -135,6 +141,8 @@ class CodexResearcher:
         """The usage of every answer served, in order."""
         self.commands: list[str] = []
         """The commands it asked `exec_command` to run, in order."""
+        self.tools: list[str] = []
+        """The tools it called, in order (`namespace.tool` for a namespace's)."""
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
 
@@ -144,11 +152,13 @@ class CodexResearcher:
         asked = [_command(i) for i in items if i.get("type") == "function_call"]
         outputs = [_output(i) for i in items if i.get("type") == "function_call_output"]
         scores = [found for text in outputs for found in SCORE.findall(text)]
+        tools = {str(t.get("name")) for t in body.get("tools") or [] if isinstance(t, dict)}
         with self._lock:
             number = next(self._ids)
-            name, arguments = self._next(asked, outputs, scores)
+            name, arguments = self._next(asked, outputs, scores, "mcp__lab" in tools)
             if name:
                 item = call_item(f"fc_{number}", f"call_{number}", name, arguments)
+                self.tools.append(name)
                 if name == "exec_command":
                     self.commands.append(arguments["cmd"])
             else:
@@ -158,9 +168,11 @@ class CodexResearcher:
         return stream(f"resp_{number}", str(body.get("model")), [item], usage)
 
     def _next(
-        self, asked: list[str], outputs: list[str], scores: list[tuple[str, str]]
+        self, asked: list[str], outputs: list[str], scores: list[tuple[str, str]], mcp: bool
     ) -> tuple[str, dict[str, Any]]:
-        """The next tool call (name, arguments), or ('', {"text": ...}) to end."""
+        """The next tool call (name, arguments), or ('', {"text": ...}) to end; `asked`:
+        the commands and namespaced tools called so far, `mcp`: whether the lab's MCP
+        server's tools are listed."""
         running = RUNNING.search(outputs[-1]) if outputs else None
         if "cat TASK.md" not in asked:
             return "exec_command", {"cmd": "cat TASK.md"}
@@ -174,12 +186,17 @@ class CodexResearcher:
             }
         if not any(cmd.startswith("cat > PAPER.md") for cmd in asked):
             return "exec_command", {"cmd": paper_command(*scores[-1]), "yield_time_ms": 30000}
+        if mcp and MCP_BUDGET not in asked:
+            return MCP_BUDGET, {}
         if self.finish and not any(cmd.startswith("lab finish") for cmd in asked):
             return "exec_command", {"cmd": "lab finish 'measured and published'"}
         return "", {"text": FINAL}
 
 
 def _command(item: dict[str, Any]) -> str:
+    """A function call item as `asked` lists it: the command, or `namespace.tool`."""
+    if item.get("namespace"):
+        return f"{item['namespace']}.{item.get('name')}"
     try:
         arguments = json.loads(item.get("arguments") or "{}")
     except ValueError:

@@ -17,7 +17,7 @@ import pytest
 from events.spend import spend_of_payload
 from tests.agent.agent_support import KEY, run_campaign, store_of
 from tests.agent.codex_env import codex_prefix
-from tests.agent.codex_server import FINAL, SCORE, CodexResearcher
+from tests.agent.codex_server import FINAL, MCP_BUDGET, SCORE, CodexResearcher
 from tests.llm.fake_server import FakeServer, Received
 
 NO_RESULT = "(the agent reported no result before it ended)"
@@ -74,16 +74,21 @@ def assert_recorded(ran: Ran, tmp_path: Path, unanswered: int) -> None:
     # The ledger equals the server's bill, token for token.
     tokens = sum(u["total_tokens"] for u in ran.model.billed)
     assert sum(spend_of_payload(r).tokens for r in responded) == tokens  # type: ignore[union-attr]
-    # Its shell commands are reported `exec_command` calls, each with its output (as
-    # Codex sent it back: a header, then what the command printed).
+    # Its tool calls are reported: shell commands (`exec_command`) and the lab MCP
+    # server's `budget` (`mcp__lab.budget`), each with its output as Codex sent it back
+    # (for a command a header, then what it printed).
     reported = [p for p in ran.payloads("tool.invoked") if p.reported]
-    assert [p.tool for p in reported] == ["exec_command"] * len(ran.model.commands)
-    assert [p.args["cmd"] for p in reported] == ran.model.commands
+    assert [p.tool for p in reported] == ran.model.tools
+    assert MCP_BUDGET in ran.model.tools
+    commands = [p.args["cmd"] for p in reported if p.tool == "exec_command"]
+    assert commands == ran.model.commands
     returned = {p.call_id: p for p in ran.payloads("tool.returned")}
     outputs = [returned[p.call_id].preview for p in reported]
     answered = [text != NO_RESULT for text in outputs]
     assert answered == [True] * (len(reported) - unanswered) + [False] * unanswered
-    assert "TASK.md" in ran.model.commands[0] and "## " in outputs[0]
+    assert commands[0] == "cat TASK.md" and "## " in outputs[0]
+    (budget,) = [o for p, o in zip(reported, outputs, strict=True) if p.tool == MCP_BUDGET]
+    assert "attempts: used 1;" in budget
     # `lab evaluate` ran the grader once; the score it printed is the paper's claim.
     (scored,) = ran.payloads("experiment.scored")
     shown = SCORE.findall(outputs[1])
@@ -111,7 +116,7 @@ def test_codex_from_npm_runs_a_lab_to_a_verified_paper(tmp_path: Path) -> None:
     ran = codex_lab(tmp_path, finish=False)
     assert_recorded(ran, tmp_path, unanswered=0)
     lab = [p.tool for p in ran.payloads("tool.invoked") if not p.reported]
-    assert lab == ["evaluate", "submit_paper"]
+    assert lab == ["evaluate", "submit_paper", "budget"]
     # It ended by itself with its final message, which is the last answer recorded.
     assert ran.payloads("model.responded")[-1].preview == FINAL
     (exited,) = ran.payloads("agent.exited")
@@ -122,7 +127,7 @@ def test_codex_after_lab_finish_is_refused_its_closing_model_call(tmp_path: Path
     ran = codex_lab(tmp_path, finish=True)
     assert_recorded(ran, tmp_path, unanswered=1)
     lab = [p.tool for p in ran.payloads("tool.invoked") if not p.reported]
-    assert lab == ["evaluate", "submit_paper", "finish"]
+    assert lab == ["evaluate", "submit_paper", "budget", "finish"]
     # `lab finish` ended the run: Codex's next request (for its closing message) is
     # answered 429 insufficient_quota without reaching the model or the log (so the
     # output of `lab finish` it carried is not reported either), and Codex exits 1

@@ -3,32 +3,39 @@ speaks the Responses API as OpenAI streams it (tests/agent/codex_server.py).
 
 The agent process gets what a lab's sandbox gives it: the workspace as its working
 directory and HOME (its `.tmp` as TMPDIR), stdin closed, no terminal, and an environment
-of only PATH (a fake `lab` that logs its arguments, and the system's tools), HOME,
-TMPDIR, OPENAI_BASE_URL, OPENAI_API_KEY and the profile's own variables.
+of only PATH (a fake `lab` that logs its arguments, `lab-mcp` the lab's real MCP server
+with no lab behind it, and the system's tools), HOME, TMPDIR, OPENAI_BASE_URL,
+OPENAI_API_KEY and the profile's own variables.
 """
 
 import json
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
 from tests.agent.codex_env import codex_prefix, command_line, environment, profile
-from tests.agent.codex_server import FINAL, CodexResearcher
+from tests.agent.codex_server import FINAL, MCP_BUDGET, CodexResearcher
 from tests.llm.fake_server import FakeServer
 
 MODEL = "lab-model"
 API_KEY = "placeholder-key"
 TASK = "# Task\n\nMeasure the starter solution and publish the result.\n"
 LAB_SCORE = "attempt 1: final_accuracy=0.8125"
+LAB_MCP = Path(__file__).resolve().parents[2] / "workers" / "agent" / "inside" / "lab_mcp.py"
 
 pytestmark = pytest.mark.timeout(1200)  # the first run installs Codex CLI
 
 
 def fake_lab(folder: Path, calls: Path) -> None:
-    """A `lab` on PATH that logs its arguments and answers as the real one does."""
+    """A `lab` on PATH that logs its arguments and answers as the real one does, and
+    `lab-mcp` starting the lab's MCP server (its tools say no lab is reachable)."""
     folder.mkdir()
+    mcp = folder / "lab-mcp"
+    mcp.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{LAB_MCP}" "$@"\n')
+    mcp.chmod(0o755)
     script = folder / "lab"
     script.write_text(
         "#!/bin/sh\n"
@@ -78,10 +85,13 @@ def test_codex_runs_its_profile_against_a_responses_api_model(tmp_path: Path) ->
     for request in requests:
         assert request.body["model"] == MODEL and request.body["stream"] is True
         assert request.headers["authorization"] == f"Bearer {API_KEY}"
-    tools = {t.get("name") for t in requests[0].body["tools"]}
-    assert "exec_command" in tools and "web_search" not in {
-        t["type"] for t in requests[0].body["tools"]
-    }
+    tools = {t.get("name"): t for t in requests[0].body["tools"]}
+    assert "exec_command" in tools and "web_search" not in {t["type"] for t in tools.values()}
+    # The lab's MCP server was started before the first request (`required`): its tools
+    # are listed as the namespace `mcp__lab`, and a call of one reached it.
+    lab_tools = {t["name"] for t in tools["mcp__lab"]["tools"]}
+    assert {"evaluate", "archive_search", "submit_paper", "budget", "finish"} <= lab_tools
+    assert MCP_BUDGET in model.tools
     # Its commands ran in the workspace, `lab` found on PATH (no login shell).
     assert calls.read_text().splitlines() == [
         "evaluate",
@@ -95,5 +105,8 @@ def test_codex_runs_its_profile_against_a_responses_api_model(tmp_path: Path) ->
     # Each call's output came back in the next request, by its call id.
     last = requests[-1].body["input"]
     asked = [i["call_id"] for i in last if i.get("type") == "function_call"]
-    answered = [i["call_id"] for i in last if i.get("type") == "function_call_output"]
-    assert asked == answered == [f"call_{n}" for n in range(1, len(asked) + 1)]
+    answered = [i for i in last if i.get("type") == "function_call_output"]
+    numbered = [f"call_{n}" for n in range(1, len(model.tools) + 1)]
+    assert asked == [i["call_id"] for i in answered] == numbered
+    said = dict(zip(model.tools, (json.dumps(i["output"]) for i in answered), strict=True))
+    assert "LABRXIV_LAB_SOCKET is not set" in said[MCP_BUDGET]

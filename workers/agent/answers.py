@@ -161,7 +161,9 @@ def _chat_usage(usage: dict[str, Any]) -> Usage | None:
 
 
 def _response(data: dict[str, Any]) -> Answer:
-    """A Responses API answer: `output` items (messages, function calls) and `usage`."""
+    """A Responses API answer: `output` items (messages, function calls) and `usage`. A
+    call of a tool inside a `namespace` tool (Codex CLI's MCP servers: `mcp__lab`) is named
+    `namespace.name`."""
     if "output" not in data and "usage" not in data:
         raise Unreadable(f"the answer has no output: {orjson.dumps(data)[:200]!r}")
     text: list[str] = []
@@ -174,10 +176,13 @@ def _response(data: dict[str, Any]) -> Answer:
                 if isinstance(part, dict) and isinstance(part.get("text"), str):
                     text.append(part["text"])
         elif item.get("type") == "function_call":
+            name = str(item.get("name", ""))
+            if isinstance(item.get("namespace"), str):  # a tool of a `namespace` tool
+                name = f"{item['namespace']}.{name}"
             calls.append(
                 AnswerCall(
                     str(item.get("call_id") or item.get("id") or ""),
-                    str(item.get("name", "")),
+                    name,
                     str(item.get("arguments", "")),
                 )
             )
