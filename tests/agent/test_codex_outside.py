@@ -18,7 +18,7 @@ import pytest
 
 from tests.agent.codex_env import codex_prefix, command_line, environment, profile
 from tests.agent.codex_server import FINAL, MCP_BUDGET, CodexResearcher
-from tests.llm.fake_server import FakeServer
+from tests.llm.fake_server import FakeServer, Scripted
 
 MODEL = "lab-model"
 API_KEY = "placeholder-key"
@@ -49,28 +49,33 @@ def fake_lab(folder: Path, calls: Path) -> None:
     script.chmod(0o755)
 
 
-def test_codex_runs_its_profile_against_a_responses_api_model(tmp_path: Path) -> None:
+def run_codex(tmp_path: Path, server: FakeServer) -> subprocess.CompletedProcess[str]:
+    """The profile's command, as a lab's sandbox would run it, in `tmp_path/workspace`
+    with the fake `lab` of `tmp_path/bin` (logging to `tmp_path/lab-calls.txt`)."""
     prefix = codex_prefix()
     found = profile()
     workspace = tmp_path / "workspace"
     (workspace / ".tmp").mkdir(parents=True)
     (workspace / "TASK.md").write_text(TASK)
+    fake_lab(tmp_path / "bin", tmp_path / "lab-calls.txt")
+    path = f"{tmp_path / 'bin'}:/usr/bin:/bin"
+    return subprocess.run(
+        command_line(found, prefix, MODEL, workspace / "TASK.md"),
+        cwd=workspace,
+        env=environment(found, path, workspace, server.url, API_KEY),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_codex_runs_its_profile_against_a_responses_api_model(tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
     calls = tmp_path / "lab-calls.txt"
-    fake_lab(tmp_path / "bin", calls)
     model = CodexResearcher()
     with FakeServer(default=model) as server:
-        env = environment(
-            found, f"{tmp_path / 'bin'}:/usr/bin:/bin", workspace, server.url, API_KEY
-        )
-        ran = subprocess.run(
-            command_line(found, prefix, MODEL, workspace / "TASK.md"),
-            cwd=workspace,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        ran = run_codex(tmp_path, server)
         requests = server.responses()
         other = [r.path for r in server.received if r not in requests]
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
@@ -110,3 +115,21 @@ def test_codex_runs_its_profile_against_a_responses_api_model(tmp_path: Path) ->
     assert asked == [i["call_id"] for i in answered] == numbered
     said = dict(zip(model.tools, (json.dumps(i["output"]) for i in answered), strict=True))
     assert "LABRXIV_LAB_SOCKET is not set" in said[MCP_BUDGET]
+
+
+def test_codex_stops_at_a_spent_budget_without_retrying(tmp_path: Path) -> None:
+    # A spent budget is answered as labrxiv's endpoint answers it: 429 insufficient_quota,
+    # `x-should-retry: false`. Codex asks once and exits 1 saying so.
+    refused = {
+        "message": "labrxiv: the run's tokens budget is spent",
+        "type": "insufficient_quota",
+        "param": None,
+        "code": "insufficient_quota",
+    }
+    quota = Scripted(status=429, body={"error": refused}, headers={"x-should-retry": "false"})
+    with FakeServer(default=quota) as server:
+        ran = run_codex(tmp_path, server)
+        requests = server.responses()
+    assert ran.returncode == 1, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert "Quota exceeded" in ran.stderr
+    assert len(requests) == 1
