@@ -12,7 +12,8 @@ replays the whole conversation (`store: false`).
 
 `CodexResearcher` is the lab the tests play, deciding each answer from what the request
 shows: `cat TASK.md`, `lab evaluate` (polled while it runs), a paper and claims file
-claiming the score exactly as `lab evaluate` printed it and `lab submit`, the `budget`
+claiming the score exactly as `lab evaluate` printed it (written by `apply_patch`, which
+Codex applies itself), `lab submit`, the `budget`
 tool of the lab's MCP server when the request lists it (`mcp__lab`), `lab finish`
 (unless told not to), then a final message. It keeps the usage it billed.
 
@@ -115,20 +116,34 @@ def _deltas(index: int, item: dict[str, Any]) -> list[dict[str, Any]]:
     return [{"type": "response.function_call_arguments.delta", **where, "delta": item["arguments"]}]
 
 
-def paper_command(attempt: str, value: str) -> str:
-    """Write PAPER.md and claims.json claiming `value` of `attempt`, and submit them."""
-    return (
-        "cat > PAPER.md <<'EOF'\n"
-        "# Starter accuracy on continual digits\n\n"
-        f"We measure the starter solution: attempt {attempt} scored {value}.\n\n"
-        f"## Results\n\nfinal_accuracy {value} (attempt {attempt}).\n"
-        "EOF\n"
-        "cat > claims.json <<'EOF'\n"
+def paper_patch(attempt: str, value: str) -> str:
+    """An `apply_patch` command (Codex applies it itself) adding PAPER.md and claims.json,
+    claiming `value` of `attempt`."""
+    paper = [
+        "# Starter accuracy on continual digits",
+        "",
+        f"We measure the starter solution: attempt {attempt} scored {value}.",
+        "",
+        "## Results",
+        "",
+        f"final_accuracy {value} (attempt {attempt}).",
+    ]
+    claims = (
         f'[{{"subtask": "final_accuracy", "metric": "accuracy", "value": {value}, '
-        f'"attempt": {attempt}}}]\n'
-        "EOF\n"
-        "lab submit PAPER.md --claims claims.json"
+        f'"attempt": {attempt}}}]'
     )
+    lines = [
+        "*** Begin Patch",
+        "*** Add File: PAPER.md",
+        *(f"+{line}" for line in paper),
+        "*** Add File: claims.json",
+        f"+{claims}",
+        "*** End Patch",
+    ]
+    return "apply_patch <<'EOF'\n" + "\n".join(lines) + "\nEOF"
+
+
+SUBMIT = "lab submit PAPER.md --claims claims.json"
 
 
 class CodexResearcher:
@@ -184,8 +199,10 @@ class CodexResearcher:
             return "", {
                 "text": "lab evaluate printed no score: " + (outputs[-1] if outputs else "")
             }
-        if not any(cmd.startswith("cat > PAPER.md") for cmd in asked):
-            return "exec_command", {"cmd": paper_command(*scores[-1]), "yield_time_ms": 30000}
+        if not any(cmd.startswith("apply_patch") for cmd in asked):
+            return "exec_command", {"cmd": paper_patch(*scores[-1])}
+        if SUBMIT not in asked:
+            return "exec_command", {"cmd": SUBMIT, "yield_time_ms": 30000}
         if mcp and MCP_BUDGET not in asked:
             return MCP_BUDGET, {}
         if self.finish and not any(cmd.startswith("lab finish") for cmd in asked):

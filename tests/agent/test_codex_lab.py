@@ -95,13 +95,10 @@ def assert_recorded(ran: Ran, tmp_path: Path, unanswered: int) -> None:
     assert shown and int(shown[-1][0]) == scored.attempt == 1
     (paper,) = ran.payloads("paper.submitted")
     assert (paper.claims[0].attempt, paper.claims[0].value) == (1, float(shown[-1][1]))
-    written = {
-        f.path
-        for e in ran.events
-        if e.type in ("tool.returned", "workspace.changed")
-        for f in e.payload.files_written
-    }
-    assert {"PAPER.md", "claims.json"} <= written
+    # Codex wrote them itself (`apply_patch`): the writes are that call's result.
+    (patched,) = [p for p in reported if p.args.get("cmd", "").startswith("apply_patch")]
+    written = {f.path for f in returned[patched.call_id].files_written}
+    assert written == {"PAPER.md", "claims.json"}
     papers = subprocess.run(
         [str(Path(sys.executable).with_name("labrxiv")), "papers", "show", paper.paper_id,
          "--json"],
