@@ -11,7 +11,8 @@ call with a `function_call_output` item of the same `call_id` in its next reques
 replays the whole conversation (`store: false`).
 
 `CodexResearcher` is the lab the tests play, deciding each answer from what the request
-shows: `cat TASK.md`, `lab evaluate` (polled while it runs), a paper and claims file
+shows: `cat TASK.md`, `lab evaluate` (its output asked for after 250 ms, the least
+Codex waits, then polled with `write_stdin` while it runs), a paper and claims file
 claiming the score exactly as `lab evaluate` printed it (written by `apply_patch`, which
 Codex applies itself), `lab submit`, the `budget`
 tool of the lab's MCP server when the request lists it (`mcp__lab`), `lab finish`
@@ -194,7 +195,7 @@ class CodexResearcher:
         if not scores and running:
             return "write_stdin", {"session_id": int(running.group(1)), "yield_time_ms": 300000}
         if not scores and "lab evaluate" not in asked:
-            return "exec_command", {"cmd": "lab evaluate", "yield_time_ms": 30000}
+            return "exec_command", {"cmd": "lab evaluate", "yield_time_ms": 250}
         if not scores:
             return "", {
                 "text": "lab evaluate printed no score: " + (outputs[-1] if outputs else "")

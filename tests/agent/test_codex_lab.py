@@ -5,6 +5,7 @@ Responses API events (tests/agent/codex_server.py), scripted: read TASK.md, eval
 write a paper claiming the score as `lab evaluate` printed it and submit it, (finish,)
 end with a final message."""
 
+import itertools
 import json
 import subprocess
 import sys
@@ -89,9 +90,15 @@ def assert_recorded(ran: Ran, tmp_path: Path, unanswered: int) -> None:
     assert commands[0] == "cat TASK.md" and "## " in outputs[0]
     (budget,) = [o for p, o in zip(reported, outputs, strict=True) if p.tool == MCP_BUDGET]
     assert "attempts: used 1;" in budget
-    # `lab evaluate` ran the grader once; the score it printed is the paper's claim.
+    # `lab evaluate` ran the grader once (a command still running after 250 ms is polled
+    # by `write_stdin` calls, each recorded with what it read); the score it printed is
+    # the paper's claim.
     (scored,) = ran.payloads("experiment.scored")
-    shown = SCORE.findall(outputs[1])
+    assert ran.model.tools[1] == "exec_command" and commands[1] == "lab evaluate"
+    polls = len(list(itertools.takewhile("write_stdin".__eq__, ran.model.tools[2:])))
+    if polls:
+        assert "Process running with session ID" in outputs[1]
+    shown = SCORE.findall("".join(outputs[1 : 2 + polls]))
     assert shown and int(shown[-1][0]) == scored.attempt == 1
     (paper,) = ran.payloads("paper.submitted")
     assert (paper.claims[0].attempt, paper.claims[0].value) == (1, float(shown[-1][1]))
