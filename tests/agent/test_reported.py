@@ -1,7 +1,10 @@
 """Reported tool calls found in an agent's next request (`workers.agent.reported`)."""
 
+import json
+
 import orjson
 
+from tests.agent.codex_server import call_item, responses_usage, stream
 from workers.agent.answers import read_answer
 from workers.agent.reported import Pending, invoked, results
 
@@ -86,3 +89,17 @@ def test_responses_api_calls_are_reported_with_their_namespace_and_outputs() -> 
         ("exec_command", "attempt 1"),
         ("mcp__lab.budget", "Output:attempts: 19 left"),
     ]
+
+
+def test_a_streamed_call_is_read_from_its_item_events_when_the_last_event_lists_none() -> None:
+    # Codex acts on `response.output_item.done`; a server may send `response.completed`
+    # with an empty `output`. The call and the usage are read all the same.
+    call = call_item("fc_1", "call_1", "exec_command", {"cmd": "lab evaluate"})
+    sent = stream("resp_1", "m", [call], responses_usage(120, 8)).body
+    assert isinstance(sent, str)
+    emptied = sent.replace(json.dumps([call]), "[]")
+    assert emptied != sent
+    for body in (sent, emptied):
+        answer = read_answer("responses", body.encode(), streamed=True)
+        assert [(c.id, c.name) for c in answer.calls] == [("call_1", "exec_command")]
+        assert answer.usage is not None and answer.usage.input_tokens == 120

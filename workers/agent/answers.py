@@ -53,8 +53,8 @@ def read_answer(api: str, body: bytes, streamed: bool) -> Answer:
             incomplete = [c for c in chunks if isinstance(c.get("response"), dict)]
             if not incomplete:
                 raise Unreadable("the stream carried no response")
-            return _response(incomplete[-1]["response"])
-        return _response(done[-1]["response"])
+            return _response(_with_items(incomplete[-1]["response"], chunks))
+        return _response(_with_items(done[-1]["response"], chunks))
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
@@ -80,6 +80,20 @@ def _sse_data(body: bytes) -> list[dict[str, Any]]:
         if isinstance(value, dict):
             found.append(value)
     return found
+
+
+def _with_items(response: dict[str, Any], chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """`response`, its `output` taken from the stream's `response.output_item.done` events
+    when it holds none (what a client such as Codex CLI acts on; a server may leave the
+    final event's `output` empty)."""
+    if response.get("output"):
+        return response
+    items = [
+        c["item"]
+        for c in chunks
+        if c.get("type") == "response.output_item.done" and isinstance(c.get("item"), dict)
+    ]
+    return response | {"output": items} if items else response
 
 
 def _chat_from_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
