@@ -29,13 +29,14 @@ LAB_MCP = Path(__file__).resolve().parents[2] / "workers" / "agent" / "inside" /
 pytestmark = pytest.mark.timeout(1200)  # the first run installs Codex CLI
 
 
-def fake_lab(folder: Path, calls: Path) -> None:
+def fake_lab(folder: Path, calls: Path, mcp: bool) -> None:
     """A `lab` on PATH that logs its arguments and answers as the real one does, and
-    `lab-mcp` starting the lab's MCP server (its tools say no lab is reachable)."""
+    (`mcp`) `lab-mcp` starting the lab's MCP server (its tools say no lab is reachable)."""
     folder.mkdir()
-    mcp = folder / "lab-mcp"
-    mcp.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{LAB_MCP}" "$@"\n')
-    mcp.chmod(0o755)
+    if mcp:
+        server = folder / "lab-mcp"
+        server.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{LAB_MCP}" "$@"\n')
+        server.chmod(0o755)
     script = folder / "lab"
     script.write_text(
         "#!/bin/sh\n"
@@ -49,7 +50,9 @@ def fake_lab(folder: Path, calls: Path) -> None:
     script.chmod(0o755)
 
 
-def run_codex(tmp_path: Path, server: FakeServer) -> subprocess.CompletedProcess[str]:
+def run_codex(
+    tmp_path: Path, server: FakeServer, mcp: bool = True
+) -> subprocess.CompletedProcess[str]:
     """The profile's command, as a lab's sandbox would run it, in `tmp_path/workspace`
     with the fake `lab` of `tmp_path/bin` (logging to `tmp_path/lab-calls.txt`)."""
     prefix = codex_prefix()
@@ -57,7 +60,7 @@ def run_codex(tmp_path: Path, server: FakeServer) -> subprocess.CompletedProcess
     workspace = tmp_path / "workspace"
     (workspace / ".tmp").mkdir(parents=True)
     (workspace / "TASK.md").write_text(TASK)
-    fake_lab(tmp_path / "bin", tmp_path / "lab-calls.txt")
+    fake_lab(tmp_path / "bin", tmp_path / "lab-calls.txt", mcp)
     path = f"{tmp_path / 'bin'}:/usr/bin:/bin"
     return subprocess.run(
         command_line(found, prefix, MODEL, workspace / "TASK.md"),
@@ -133,3 +136,15 @@ def test_codex_stops_at_a_spent_budget_without_retrying(tmp_path: Path) -> None:
     assert ran.returncode == 1, ran.stdout[-3000:] + ran.stderr[-3000:]
     assert "Quota exceeded" in ran.stderr
     assert len(requests) == 1
+
+
+def test_codex_stops_before_its_first_request_without_the_lab_mcp_server(
+    tmp_path: Path,
+) -> None:
+    # The profile's MCP server is `required`: one that cannot start ends Codex at once.
+    with FakeServer(default=CodexResearcher()) as server:
+        ran = run_codex(tmp_path, server, mcp=False)
+        requests = server.responses()
+    assert ran.returncode == 1, ran.stdout[-3000:] + ran.stderr[-3000:]
+    assert "required MCP servers failed to initialize: lab" in ran.stderr
+    assert requests == []
