@@ -1,8 +1,12 @@
 """Reported tool calls found in an agent's next request (`workers.agent.reported`)."""
 
+import json
+
 import orjson
 
-from workers.agent.reported import Pending, results
+from tests.agent.codex_server import call_item, responses_usage, stream
+from workers.agent.answers import read_answer
+from workers.agent.reported import Pending, invoked, results
 
 
 def test_a_reused_call_id_is_answered_by_the_latest_tool_message() -> None:
@@ -28,3 +32,74 @@ def test_a_reused_call_id_is_answered_by_the_latest_tool_message() -> None:
         ("call_1@5", "attempt 2"),
         ("call_2@5", "submitted"),
     ]
+
+
+def test_responses_api_calls_are_reported_with_their_namespace_and_outputs() -> None:
+    # Codex CLI: a shell call and a call of its MCP server's tool (a `namespace` tool);
+    # the next request answers each by its call_id, as text or as content parts.
+    answer = read_answer(
+        "responses",
+        orjson.dumps(
+            {
+                "model": "m",
+                "output": [
+                    {
+                        "type": "function_call",
+                        "id": "fc_1",
+                        "call_id": "call_1",
+                        "name": "exec_command",
+                        "arguments": '{"cmd": "lab evaluate"}',
+                    },
+                    {
+                        "type": "function_call",
+                        "id": "fc_2",
+                        "call_id": "call_2",
+                        "namespace": "mcp__lab",
+                        "name": "budget",
+                        "arguments": "{}",
+                    },
+                ],
+                "usage": {"input_tokens": 10, "output_tokens": 2},
+            }
+        ),
+        streamed=False,
+    )
+    events, pending = invoked("functions", answer, "r:1", now=0.0)
+    assert [(e.tool, e.args, e.reported) for e in events] == [
+        ("exec_command", {"cmd": "lab evaluate"}, True),
+        ("mcp__lab.budget", {}, True),
+    ]
+    body = orjson.dumps(
+        {
+            "input": [
+                {"type": "function_call_output", "call_id": "call_1", "output": "attempt 1"},
+                {
+                    "type": "function_call_output",
+                    "call_id": "call_2",
+                    "output": [
+                        {"type": "input_text", "text": "Output:"},
+                        {"type": "input_text", "text": "attempts: 19 left"},
+                    ],
+                },
+            ]
+        }
+    )
+    found = results("responses", body, pending)
+    assert [(r.pending.tool, r.output) for r in found] == [
+        ("exec_command", "attempt 1"),
+        ("mcp__lab.budget", "Output:attempts: 19 left"),
+    ]
+
+
+def test_a_streamed_call_is_read_from_its_item_events_when_the_last_event_lists_none() -> None:
+    # Codex acts on `response.output_item.done`; a server may send `response.completed`
+    # with an empty `output`. The call and the usage are read all the same.
+    call = call_item("fc_1", "call_1", "exec_command", {"cmd": "lab evaluate"})
+    sent = stream("resp_1", "m", [call], responses_usage(120, 8)).body
+    assert isinstance(sent, str)
+    emptied = sent.replace(json.dumps([call]), "[]")
+    assert emptied != sent
+    for body in (sent, emptied):
+        answer = read_answer("responses", body.encode(), streamed=True)
+        assert [(c.id, c.name) for c in answer.calls] == [("call_1", "exec_command")]
+        assert answer.usage is not None and answer.usage.input_tokens == 120

@@ -1,7 +1,9 @@
 """A local OpenAI-compatible server for tests and benchmarks, scripted per test.
 
-`POST /v1/chat/completions` answers with the next scripted `Scripted` reply in the
-queue (then with `default`, if set, else a 500 that says the script ran out);
+`POST /v1/chat/completions` and `POST /v1/responses` answer with the next scripted
+`Scripted` reply in the queue (then with `default`, if set, else a 500 that says the
+script ran out; a streamed Responses API answer is a `Scripted` of SSE text with its
+`content-type`, tests/agent/codex_server.py);
 `GET /v1/models` lists `models`. Every request is recorded (method, path, headers,
 JSON body) before it is answered, so a test can assert what arrived, even for a
 request that was left hanging.
@@ -181,6 +183,11 @@ class FakeServer:
         with self._lock:
             return [r for r in self.received if r.path.endswith("/chat/completions")]
 
+    def responses(self) -> list[Received]:
+        """The Responses API requests received so far."""
+        with self._lock:
+            return [r for r in self.received if r.path.endswith("/responses")]
+
     def start(self) -> "FakeServer":
         self._thread.start()
         return self
@@ -269,7 +276,7 @@ def _handler_for(server: FakeServer) -> type[BaseHTTPRequestHandler]:
             except json.JSONDecodeError:
                 body = raw.decode(errors="replace")
             received = self._received(body)
-            if not self.path.rstrip("/").endswith("/chat/completions"):
+            if not self.path.rstrip("/").endswith(("/chat/completions", "/responses")):
                 self._send(error(404, f"no route {self.path}"))
                 return
             problem = conversation_problem(body)
@@ -301,7 +308,8 @@ def _handler_for(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                 data, kind = reply.body.encode(), "text/plain"
             try:
                 self.send_response(reply.status)
-                self.send_header("content-type", kind)
+                if "content-type" not in {name.lower() for name in reply.headers}:
+                    self.send_header("content-type", kind)
                 self.send_header("content-length", str(len(data)))
                 for name, value in reply.headers.items():
                     self.send_header(name, value)

@@ -53,8 +53,8 @@ def read_answer(api: str, body: bytes, streamed: bool) -> Answer:
             incomplete = [c for c in chunks if isinstance(c.get("response"), dict)]
             if not incomplete:
                 raise Unreadable("the stream carried no response")
-            return _response(incomplete[-1]["response"])
-        return _response(done[-1]["response"])
+            return _response(_with_items(incomplete[-1]["response"], chunks))
+        return _response(_with_items(done[-1]["response"], chunks))
     data = json_object(body, "the answer", Unreadable)
     return _chat(data) if api == "chat" else _response(data)
 
@@ -75,6 +75,20 @@ def _sse_data(body: bytes) -> list[dict[str, Any]]:
         if isinstance(value, dict):
             found.append(value)
     return found
+
+
+def _with_items(response: dict[str, Any], chunks: list[dict[str, Any]]) -> dict[str, Any]:
+    """`response`, its `output` taken from the stream's `response.output_item.done` events
+    when it holds none (what a client such as Codex CLI acts on; a server may leave the
+    final event's `output` empty)."""
+    if response.get("output"):
+        return response
+    items = [
+        c["item"]
+        for c in chunks
+        if c.get("type") == "response.output_item.done" and isinstance(c.get("item"), dict)
+    ]
+    return response | {"output": items} if items else response
 
 
 def _chat_from_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
@@ -141,7 +155,9 @@ def _chat(data: dict[str, Any]) -> Answer:
 
 
 def _response(data: dict[str, Any]) -> Answer:
-    """A Responses API answer: `output` items (messages, function calls) and `usage`."""
+    """A Responses API answer: `output` items (messages, function calls) and `usage`. A
+    call of a tool inside a `namespace` tool (Codex CLI's MCP servers: `mcp__lab`) is named
+    `namespace.name`."""
     if "output" not in data and "usage" not in data:
         raise Unreadable(f"the answer has no output: {orjson.dumps(data)[:200]!r}")
     text: list[str] = []
@@ -154,10 +170,13 @@ def _response(data: dict[str, Any]) -> Answer:
                 if isinstance(part, dict) and isinstance(part.get("text"), str):
                     text.append(part["text"])
         elif item.get("type") == "function_call":
+            name = str(item.get("name", ""))
+            if isinstance(item.get("namespace"), str):  # a tool of a `namespace` tool
+                name = f"{item['namespace']}.{name}"
             calls.append(
                 AnswerCall(
                     str(item.get("call_id") or item.get("id") or ""),
-                    str(item.get("name", "")),
+                    name,
                     str(item.get("arguments", "")),
                 )
             )
