@@ -9,8 +9,11 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
+from events import EventStore
 from labrxiv.cli import app as cli_app
-from tests.web.serve_log import ARCHIVE, FINETUNE, HERDING, ISOLATED, SCRIPTED
+from labrxiv.web.app import create_app
+from tests.web.conftest import caught_up
+from tests.web.serve_log import ARCHIVE, FINETUNE, HERDING, ISOLATED, SCRIPTED, serve_events
 
 
 @pytest.fixture
@@ -140,3 +143,25 @@ def test_nothing_answers_a_write(client: TestClient) -> None:
     for url in ("/api/v1/papers", f"/api/v1/papers/{HERDING}", "/papers"):
         assert client.post(url).status_code == 405
         assert client.delete(url).status_code == 405
+
+
+@pytest.mark.postgres
+def test_postgresql_serves_what_sqlite_serves(client: TestClient, pg_url: str) -> None:
+    store = EventStore.from_url(pg_url)
+    store.append(serve_events())
+    caught_up(store)
+    urls = [
+        "/api/v1/papers?decision=undecided",
+        f"/api/v1/papers/{HERDING}",
+        "/api/v1/search?q=herding+exemplars",
+        f"/api/v1/campaigns/{ARCHIVE}",
+        f"/api/v1/runs/run-{ISOLATED}-0",
+    ]
+    try:
+        with TestClient(create_app(store)) as on_postgres:
+            for url in urls:
+                answer = on_postgres.get(url)
+                assert answer.status_code == 200, answer.text
+                assert answer.json() == client.get(url).json(), url
+    finally:
+        store.engine.dispose()
