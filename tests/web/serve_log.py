@@ -6,6 +6,7 @@ it from a lab that retrieved it, and a paper whose text holds markup and script.
 open, it must show there without a reload.
 """
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from events import Event
@@ -47,7 +48,7 @@ def _events(
     stream: str,
     campaign: str | None,
     actor: str,
-    payloads: list[tuple[float, Payload]],
+    payloads: Sequence[tuple[float, Payload]],
     first: int = 0,
 ) -> list[Event]:
     """The stream's events from version `first`, at T0 + their seconds."""
