@@ -104,13 +104,16 @@ class CampaignInfo:
     started_at: datetime | None
 
 
-def campaigns_of(conn: Connection) -> list[CampaignInfo]:
-    """Every campaign, the first started first: those of the campaigns read model and
-    those only its runs name (a log with no `campaign.started`), with their runs' rows.
-    As fresh as the two read models' checkpoints."""
-    stored = {row["campaign"]: dict(row) for row in conn.execute(select(CAMPAIGNS)).mappings()}
+def campaigns_of(conn: Connection, campaign: str | None = None) -> list[CampaignInfo]:
+    """Every campaign (or the one named), the first started first: those of the campaigns
+    read model and those only its runs name (a log with no `campaign.started`), with
+    their runs' rows. As fresh as the two read models' checkpoints."""
+    query = select(CAMPAIGNS)
+    if campaign is not None:
+        query = query.where(CAMPAIGNS.c.campaign == campaign)
+    stored = {row["campaign"]: dict(row) for row in conn.execute(query).mappings()}
     runs: dict[str, list[RunView]] = defaultdict(list)
-    for run in runs_of(conn):
+    for run in runs_of(conn, campaign=campaign):
         if run.campaign:
             runs[run.campaign].append(run)
     infos = [_info(c, stored.get(c), runs.get(c, [])) for c in stored.keys() | runs.keys()]

@@ -12,12 +12,12 @@ from labrxiv.errors import NotFound
 from labrxiv.lookup import resolve_campaign
 from labrxiv.read_shapes import JSON, runs_json
 from labrxiv.web.curves import AXES, curve_svg
-from labrxiv.web.reading import Conn, Store, json_response
+from labrxiv.web.reading import Conn, Page, Paging, Store, json_response
 from labrxiv.web.templates import render
 from projections.campaigns import CampaignInfo, campaign_modes, campaigns_of
 from projections.curves import curve_points
 from projections.ledger import LedgerTotals, ledger_totals
-from projections.runs import RunView, runs_of
+from projections.runs import RunView, count_runs, runs_of
 
 pages = APIRouter(include_in_schema=False)
 api = APIRouter(prefix="/api/v1", tags=["campaigns"])
@@ -29,9 +29,12 @@ class CampaignPage:
 
     info: CampaignInfo
     runs: list[RunView]
+    """A page of its runs."""
+    total: int
+    """How many runs it has."""
     modes: dict[str, str | None]
     spend: dict[str, LedgerTotals]
-    """The ledger rolled up per run, by run stream (a run with no call yet: none)."""
+    """The ledger rolled up per run shown, by run stream (a run with no call yet: none)."""
 
     def json(self) -> JSON:
         """The campaign, its runs as `labrxiv runs --json` shows them, their spend."""
@@ -42,14 +45,18 @@ class CampaignPage:
         }
 
 
-def _campaign(store: EventStore, conn: Connection, text: str) -> CampaignPage:
+def _campaign(store: EventStore, conn: Connection, text: str, paging: Paging) -> CampaignPage:
     campaign = resolve_campaign(store, conn, text)
-    found = [c for c in campaigns_of(conn) if c.campaign == campaign]
+    found = campaigns_of(conn, campaign)
     if not found:
         raise NotFound(f"campaign {campaign} is not in the read models yet")
-    spend = {t.key: t for t in ledger_totals(conn, by="run", campaign=campaign) if t.key}
-    runs = runs_of(conn, campaign=campaign)
-    return CampaignPage(found[0], runs, campaign_modes(conn), spend)
+    total = count_runs(conn, campaign)
+    paging.check(total)
+    runs = runs_of(conn, campaign=campaign, offset=paging.offset, limit=paging.per_page)
+    streams = [r.stream for r in runs]
+    totals = ledger_totals(conn, by="run", campaign=campaign, runs=streams)
+    spend = {t.key: t for t in totals if t.key}
+    return CampaignPage(found[0], runs, total, campaign_modes(conn), spend)
 
 
 @pages.get("/campaigns")
@@ -59,21 +66,32 @@ def campaigns_page(request: Request, conn: Conn) -> Response:
 
 
 @pages.get("/campaigns/{campaign}")
-def campaign_page(request: Request, store: Store, conn: Conn, campaign: str) -> Response:
-    """A campaign: its runs (kept current by the page's script) and its curves."""
-    shown = _campaign(store, conn, campaign)
-    context: dict[str, Any] = {"page": shown, "c": shown.info, "axes": list(AXES)}
+def campaign_page(
+    request: Request, store: Store, conn: Conn, paging: Page, campaign: str
+) -> Response:
+    """A campaign: a page of its runs (kept current by the page's script) and their
+    curves."""
+    shown = _campaign(store, conn, campaign, paging)
+    context: dict[str, Any] = {
+        "page": shown,
+        "c": shown.info,
+        "axes": list(AXES),
+        "paging": paging,
+        "pages": paging.pages(shown.total),
+        "asked": {},
+    }
     return render(request, "campaign.html", context)
 
 
 @pages.get("/campaigns/{campaign}/curves/{axis}.svg")
-def curve_image(store: Store, conn: Conn, campaign: str, axis: str) -> Response:
-    """The campaign's runs' best score so far against `axis`, as an SVG image."""
+def curve_image(store: Store, conn: Conn, paging: Page, campaign: str, axis: str) -> Response:
+    """The best score so far of a page of the campaign's runs against `axis`, as SVG."""
     if axis not in AXES:
         raise NotFound(f"no curve against {axis} (one of {', '.join(AXES)})")
     name = resolve_campaign(store, conn, campaign)
     assert name is not None
-    svg = curve_svg(curve_points(conn, campaign=name), axis)
+    shown = runs_of(conn, campaign=name, offset=paging.offset, limit=paging.per_page)
+    svg = curve_svg(curve_points(conn, campaign=name, runs=[r.stream for r in shown]), axis)
     headers = {"Cache-Control": "no-store"}
     return Response(svg, media_type="image/svg+xml", headers=headers)
 
@@ -85,6 +103,8 @@ def campaigns_api(conn: Conn) -> Response:
 
 
 @api.get("/campaigns/{campaign}", summary="One campaign with its runs and their spend")
-def campaign_api(store: Store, conn: Conn, campaign: str) -> Response:
-    """The campaign (its id or a prefix), its runs' rows, and the ledger per run."""
-    return json_response(_campaign(store, conn, campaign).json())
+def campaign_api(store: Store, conn: Conn, paging: Page, campaign: str) -> Response:
+    """The campaign (its id or a prefix), a page of its runs' rows, and the ledger of
+    each; `X-Total-Count`: how many runs it has."""
+    shown = _campaign(store, conn, campaign, paging)
+    return json_response(shown.json(), shown.total)

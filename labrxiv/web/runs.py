@@ -14,11 +14,11 @@ from labrxiv.html_report import page as analysis_page
 from labrxiv.lookup import resolve_campaign, resolve_run
 from labrxiv.read_shapes import run_show_json, runs_json
 from labrxiv.run_detail import RunDetail, run_detail
-from labrxiv.web.reading import BadQuery, Conn, Page, Store, json_response
+from labrxiv.web.reading import BadQuery, Conn, Page, Paging, Store, json_response
 from labrxiv.web.templates import render
 from projections.campaigns import campaign_modes
 from projections.ledger import LedgerTotals, ledger_totals
-from projections.runs import RunView, runs_of
+from projections.runs import RunView, count_runs, runs_of
 
 pages = APIRouter(include_in_schema=False)
 api = APIRouter(prefix="/api/v1", tags=["runs"])
@@ -29,12 +29,17 @@ FRAMED = {"Content-Security-Policy": "frame-ancestors 'self'"}
 header adds only who may frame it."""
 
 
-def _runs(store: EventStore, conn: Connection, campaign: str | None) -> list[RunView]:
+def _runs(
+    store: EventStore, conn: Connection, campaign: str | None, paging: Paging
+) -> tuple[list[RunView], int]:
+    """A page of the runs (of the campaign, if asked) and how many there are in all."""
     try:
         name = resolve_campaign(store, conn, campaign or None)
     except NotFound as exc:
         raise BadQuery(f"campaign filter: {exc}") from None
-    return runs_of(conn, campaign=name)
+    total = count_runs(conn, name)
+    paging.check(total)
+    return runs_of(conn, campaign=name, offset=paging.offset, limit=paging.per_page), total
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,7 @@ def _run(store: EventStore, conn: Connection, text: str) -> RunPage:
     stream = resolve_run(conn, text)
     (view,) = runs_of(conn, streams=[stream])
     mode = campaign_modes(conn).get(view.campaign or "")
-    spent = [t for t in ledger_totals(conn, by="run", campaign=view.campaign) if t.key == stream]
+    spent = ledger_totals(conn, by="run", runs=[stream])
     return RunPage(view, mode, run_detail(store, conn, view), spent[0] if spent else None)
 
 
@@ -60,16 +65,14 @@ def runs_page(
     request: Request, store: Store, conn: Conn, paging: Page, campaign: str | None = None
 ) -> Response:
     """Every run (a campaign's, if asked), a page at a time."""
-    rows = _runs(store, conn, campaign)
-    paging.check(len(rows))
-    shown = rows[paging.offset : paging.offset + paging.per_page]
+    shown, total = _runs(store, conn, campaign, paging)
     context = {
         "runs": shown,
-        "total": len(rows),
+        "total": total,
         "modes": campaign_modes(conn),
         "campaign": campaign or "",
         "paging": paging,
-        "pages": paging.pages(len(rows)),
+        "pages": paging.pages(total),
     }
     return render(request, "runs.html", context)
 
@@ -93,10 +96,8 @@ def trajectory_page(store: Store, conn: Conn, run: str) -> Response:
 @api.get("/runs", summary="Every run (as `labrxiv runs --json`)")
 def runs_api(store: Store, conn: Conn, paging: Page, campaign: str | None = CAMPAIGN) -> Response:
     """A page of runs in stream order; `X-Total-Count`: how many in all."""
-    rows = _runs(store, conn, campaign)
-    paging.check(len(rows))
-    shown = rows[paging.offset : paging.offset + paging.per_page]
-    return json_response(runs_json(shown, campaign_modes(conn)), len(rows))
+    shown, total = _runs(store, conn, campaign, paging)
+    return json_response(runs_json(shown, campaign_modes(conn)), total)
 
 
 @api.get("/runs/{run}", summary="One run (as `labrxiv runs show --json`)")

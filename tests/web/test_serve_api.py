@@ -110,6 +110,8 @@ def test_search_ranks_the_archive_and_keeps_the_filter(client: TestClient) -> No
         ("/api/v1/papers?per_page=0", 400, "per_page: Input should be greater than"),
         ("/api/v1/papers?page=3&per_page=2", 400, "page 3 is past the last page (2)"),
         ("/api/v1/papers?decision=maybe", 400, "decision 'maybe': one of accept"),
+        (f"/api/v1/campaigns/{ISOLATED}?page=2", 400, "page 2 is past the last page (1)"),
+        ("/api/v1/runs?per_page=501", 400, "per_page: Input should be less than or equal to 500"),
         ("/api/v1/papers?campaign=ffff", 400, "campaign filter: no campaign ffff"),
         ("/api/v1/search?q=%20", 400, "q: give words to search for"),
         ("/api/v1/search", 400, "q: Field required"),

@@ -23,6 +23,7 @@
     if (td && td.textContent !== text) td.textContent = text;
   }
 
+  // A run that starts later is added on the page that shows it (runs in stream order).
   function row(run) {
     const body = document.querySelector("#runs tbody");
     for (const tr of body.querySelectorAll("tr")) if (tr.dataset.run === run.stream) return tr;
@@ -69,7 +70,8 @@
     }
     const stamp = Date.now();
     for (const img of document.querySelectorAll("img.curve")) {
-      img.src = root.dataset.curves + img.dataset.axis + ".svg?at=" + stamp;
+      img.src = root.dataset.curves + img.dataset.axis + ".svg?" + root.dataset.page +
+        "&at=" + stamp;
     }
     return c.status === "running";
   }
