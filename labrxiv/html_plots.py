@@ -67,10 +67,12 @@ def lines_plot(title: str, x_label: str, y_label: str, lines: Mapping[str, Seque
     body = []
     for index, (name, points) in enumerate(sorted(drawn.items())):
         colour = PALETTE[index % len(PALETTE)]
-        shown = " ".join(f"{x},{y}" for x, y in (frame.at(*p) for p in points))
+        at = [frame.at(*p) for p in points]
+        shown = " ".join(f"{x},{y}" for x, y in at)
+        dots = "".join(f'<circle cx="{x}" cy="{y}" r="2.5" fill="{colour}"/>' for x, y in at)
         body.append(
             f'<polyline points="{shown}" fill="none" stroke="{colour}" stroke-width="2">'
-            f"<title>{escape(name)}</title></polyline>"
+            f"<title>{escape(name)}</title></polyline>{dots}"
             f'<text x="{WIDTH - RIGHT}" y="{TOP + 12 * (index + 1)}" text-anchor="end" '
             f'font-size="10" fill="{colour}">{escape(name)}</text>'
         )
