@@ -2,6 +2,7 @@
 find it), in a process of its own, looked at in Chromium; and its refusals."""
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -12,11 +13,14 @@ from pathlib import Path
 
 import orjson
 import pytest
+from playwright.sync_api import expect
 from typer.testing import CliRunner
 
+from events import EventStore
 from labrxiv.cli import app
+from projections.campaigns import CampaignInfo, campaigns_of
 from tests.ports import free_port
-from tests.web.browser import STARTING_S, chromium
+from tests.web.browser import STARTING_S, chromium, serving
 
 LABRXIV = [sys.executable, "-c", "from labrxiv.entry import main; main()"]
 
@@ -99,3 +103,49 @@ def test_serve_refuses_a_port_out_of_range(tmp_path: Path) -> None:
     said = CliRunner().invoke(app, ["serve", "--port", "70000"], env=_env(tmp_path))
     assert said.exit_code == 2
     assert "Invalid value for '--port'" in said.output
+
+
+@pytest.mark.slow
+def test_a_campaign_page_follows_a_campaign_running_beside_it(
+    data_dir: Path, served_store: EventStore
+) -> None:
+    known = {c.campaign for c in campaigns_of_store(served_store)}
+    command = [*LABRXIV, "campaign", "--task", "continual-digits", "--labs", "1"]
+    command += ["--papers", "1", "--attempts", "8"]
+    with serving(served_store) as base, chromium() as browser:
+        campaign = subprocess.Popen(
+            command, env=_env(data_dir), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        try:
+            new = _new_campaign(base, known, campaign)
+            page = browser.new_page()
+            page.goto(f"{base}/campaigns/{new}")
+            page.evaluate("window.sameDocument = true")
+            events = page.locator('#runs tbody tr [data-field="event_count"]').first
+            first = int(events.inner_text() or 0)
+            expect(page.locator("#campaign-status")).to_have_text(
+                re.compile(r"^finished"), timeout=300_000
+            )
+            assert int(events.inner_text()) > first, "the run's events grew on the page"
+            assert page.evaluate("window.sameDocument") is True, "the page was not reloaded"
+        finally:
+            said = campaign.communicate(timeout=300)[1].decode()
+        assert campaign.returncode == 0, said
+
+
+def _new_campaign(base: str, known: set[str], campaign: subprocess.Popen[bytes]) -> str:
+    """The id of the campaign `campaign` started, once the server lists it."""
+    deadline = time.monotonic() + 120
+    while True:
+        listed = orjson.loads(_get(f"{base}/api/v1/campaigns") or b"[]")
+        new = [c["campaign"] for c in listed if c["campaign"] not in known and c["runs"]]
+        if new:
+            return str(new[0])
+        assert campaign.poll() is None, "the campaign ended before the server listed it"
+        assert time.monotonic() < deadline, "the server never listed the new campaign"
+        time.sleep(0.2)
+
+
+def campaigns_of_store(store: EventStore) -> list[CampaignInfo]:
+    with store.engine.connect() as conn:
+        return campaigns_of(conn)
