@@ -113,7 +113,8 @@ def _median_ms(call: Callable[[], Any], times: int) -> float:
 def _measure(store: EventStore, times: int) -> None:
     with store.engine.connect() as conn:
         pages = _pages(conn)
-    print(f"\n| page | URL | page ms (median of {times}) | raw read ms | under {TARGET_MS:.0f} ms |")
+    header = f"page ms (median of {times}) | raw read ms | under {TARGET_MS:.0f} ms"
+    print(f"\n| page | URL | {header} |")
     print("| --- | --- | ---: | ---: | --- |")
     with TestClient(create_app(store)) as client:
         for name, url, read in pages:
