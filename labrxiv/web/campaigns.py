@@ -54,7 +54,7 @@ def _campaign(store: EventStore, conn: Connection, text: str, paging: Paging) ->
     paging.check(total)
     runs = runs_of(conn, campaign=campaign, offset=paging.offset, limit=paging.per_page)
     streams = [r.stream for r in runs]
-    totals = ledger_totals(conn, by="run", campaign=campaign, runs=streams)
+    totals = ledger_totals(conn, by="run", runs=streams)  # by the runs key, not a scan
     spend = {t.key: t for t in totals if t.key}
     return CampaignPage(found[0], runs, total, campaign_modes(conn), spend)
 
