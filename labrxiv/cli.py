@@ -31,6 +31,7 @@ from labrxiv.cli_read import curves, ledger, papers_app
 from labrxiv.cli_replay import replay
 from labrxiv.cli_resume import resume
 from labrxiv.cli_reviewers import reviewers_app
+from labrxiv.cli_serve import serve
 from labrxiv.cli_tasks import tasks_app
 from labrxiv.console import make_console
 from labrxiv.words import counted
@@ -58,6 +59,7 @@ app.command()(replay)
 app.command()(fork)
 app.command()(resume)
 app.command()(exporter)
+app.command()(serve)
 console = make_console()
 DEFAULT_REPORT = Path("report")
 

@@ -23,13 +23,12 @@ from analysis.inspection_tools import Inspected
 from analysis.report import (
     Analysis,
     RunAnalysis,
-    analyze_campaign,
-    analyze_run,
 )
 from events import Event, EventStore
 from events.payloads import InspectionConfig
 from events.payloads.inspection import Verdict
 from events.streams import CAMPAIGN_PREFIX, RUN_PREFIX
+from labrxiv.analysis_of import analysis_of, stream_events
 from labrxiv.cli_bounds import INT64_MAX, count_option, dollars_option
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
 from labrxiv.cli_errors import say_error
@@ -39,7 +38,6 @@ from labrxiv.html_report import page
 from labrxiv.lookup import campaign_ids, pick, resolve_run
 from labrxiv.money import dollars_text
 from labrxiv.words import counted
-from projections.analysis_models import analysis_from_models
 from runstate import loader
 
 console = make_console()
@@ -89,19 +87,7 @@ def analyze(
     store = runner.store
     with store.engine.connect() as conn:
         kind, name = _resolve(store, conn, target)
-        # The read models when they have applied the whole log (the same figures and
-        # findings, without validating the events again); else from the log.
-        kept = analysis_from_models(store, conn, kind, name, seed=seed, findings=findings)
-    if kept is not None:
-        result = kept
-    elif kind == "run":
-        if store.last_record(name) is None:
-            raise NotFound(f"run {name} has no event in the log")
-        result = analyze_run(store, name, findings=findings)
-    else:
-        result = analyze_campaign(store, name, seed=seed, findings=findings)
-        if not result.runs:
-            raise NotFound(f"campaign {name} has no run in the log")
+        result = analysis_of(store, conn, kind, name, seed=seed, findings=findings)
     if inspector is not None:
         try:
             config = InspectionConfig(
@@ -185,8 +171,7 @@ def _write(path: Path, content: bytes) -> None:
 
 
 def _events(store: EventStore, stream: str, version: int | None) -> list[Event]:
-    """A stream's events, or those up to `version` (a fork's parent, to the fork point)."""
-    return store.read_stream(stream, limit=None if version is None else version + 1)
+    return stream_events(store, stream, version)
 
 
 # -- tables ------------------------------------------------------------------------

@@ -3,12 +3,12 @@
 from pathlib import Path
 from typing import Annotated, Any
 
-import orjson
 import typer
 
 from events import EventStore
 from labrxiv.cli_errors import err, say_error
 from labrxiv.console import configure_logging
+from labrxiv.read_shapes import json_bytes
 from labrxiv.reading import find_log, open_log
 from labrxiv.settings import Settings, SettingsError, load_settings
 from projections.catalogue import all_projectors
@@ -71,5 +71,4 @@ def read_runner() -> ProjectionRunner:
 
 def emit_json(value: Any) -> None:
     """`value` as indented JSON on stdout (dataclasses, datetimes and UUIDs included)."""
-    option = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
-    typer.echo(orjson.dumps(value, option=option, default=str).decode())
+    typer.echo(json_bytes(value).decode())

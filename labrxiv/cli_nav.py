@@ -1,8 +1,6 @@
 """`labrxiv campaigns`, `labrxiv runs` and `labrxiv runs show RUN`: from a campaign to its
 runs to one run, with the ids each table prints accepted by the next command."""
 
-from dataclasses import asdict
-
 import typer
 
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
@@ -10,6 +8,7 @@ from labrxiv.cli_group import command_group
 from labrxiv.console import make_console
 from labrxiv.errors import NotFound
 from labrxiv.lookup import resolve_campaign, resolve_run
+from labrxiv.read_shapes import run_show_json, runs_json
 from labrxiv.run_detail import run_detail
 from labrxiv.views import campaigns_table, run_view, runs_table
 from projections.campaigns import campaign_modes, campaigns_of
@@ -52,7 +51,7 @@ def runs(
     if campaign is not None and not rows:
         raise NotFound(f"campaign {campaign} has no run in the runs read model yet")
     if as_json:
-        emit_json([asdict(r) | {"mode": modes.get(r.campaign or "")} for r in rows])
+        emit_json(runs_json(rows, modes))
     elif not rows:
         console.print("no run yet (`labrxiv projector --once` catches the read models up)")
     else:
@@ -72,6 +71,6 @@ def runs_show(
         mode = campaign_modes(conn).get(view.campaign or "")
         detail = run_detail(runner.store, conn, view)
     if as_json:
-        emit_json({"run": asdict(view) | {"mode": mode}, **asdict(detail)})
+        emit_json(run_show_json(view, mode, detail))
         return
     console.print(run_view(view, mode, detail))

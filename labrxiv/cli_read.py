@@ -26,6 +26,7 @@ from labrxiv.cli_group import command_group
 from labrxiv.console import make_console
 from labrxiv.errors import NotFound
 from labrxiv.lookup import resolve_campaign, resolve_paper
+from labrxiv.read_shapes import curves_json, marks_of, paper_json, papers_json
 from labrxiv.views_read import (
     ledger_table,
     paper_view,
@@ -41,7 +42,7 @@ from projections.campaigns import campaign_modes
 from projections.curves import curve_points, paper_points
 from projections.ledger import RollUp, ledger_totals
 from projections.ledger_labs import ledger_by_lab
-from projections.reviews import PaperDecision, any_reviews, decisions_of, reviews_of
+from projections.reviews import any_reviews, decisions_of, reviews_of
 from workers.errors import BundleError
 from workers.gym.registry import find_bundle
 
@@ -90,25 +91,19 @@ def papers_list(
         campaign = resolve_campaign(runner.store, conn, campaign)
         papers = list_papers(conn, task=task, campaign=campaign, lab=lab)
         ids = [p.paper_id for p in papers]
-        verified = {i: [c.verified for c in marks] for i, marks in claim_marks(conn, ids).items()}
-        decisions = decisions_of(conn, ids)
-        reviewed = bool(decisions) or any_reviews(conn)
+        marks = marks_of(conn, ids)
+        reviewed = bool(marks.decisions) or any_reviews(conn)
     if not papers and (task or campaign or lab):
         asked = [f"on task {task}" if task else "", f"by lab {lab}" if lab else ""]
         asked.append(f"of campaign {campaign}" if campaign else "")
         raise NotFound(f"no paper {' '.join(a for a in asked if a)} in the archive")
     if as_json:
-        decided = {i: _decided(decisions.get(i)) for i in ids}
-        emit_json(
-            [
-                asdict(p) | {"verified": verified[i], "decision": decided[i]}
-                for p, i in zip(papers, ids, strict=True)
-            ]
-        )
+        emit_json(papers_json(papers, marks))
     elif not papers:
         console.print("no paper in the archive yet")
     else:
-        shown = decisions if reviewed else None  # no review columns in a log without reviews
+        verified = {i: marks.verified(i) for i in ids}
+        shown = marks.decisions if reviewed else None  # no review columns without reviews
         console.print(papers_table(papers, verified, f"papers ({len(papers)})", shown))
 
 
@@ -128,16 +123,9 @@ def papers_show(
         verified = [c.verified for c in claim_marks(conn, [paper_id])[paper_id]]
     assert detail is not None
     if as_json:
-        emit_json(
-            asdict(detail)
-            | {"verified": verified, "reviews": reviews, "decision": _decided(decided)}
-        )
+        emit_json(paper_json(detail, verified, reviews, decided))
         return
     console.print(paper_view(detail, verified, reviews_view(reviews, decided)))
-
-
-def _decided(decided: PaperDecision | None) -> dict[str, object] | None:
-    return None if decided is None else asdict(decided)
 
 
 @papers_app.command("search")
@@ -293,13 +281,7 @@ def curves(
             by=by.value,
         )
     if as_json:
-        emit_json(
-            {
-                "points": [asdict(p) | {"mode": modes.get(p.campaign or "")} for p in points],
-                "papers": [asdict(p) | {"mode": modes.get(p.campaign or "")} for p in papers],
-                "written": [str(path) for path in written],
-            }
-        )
+        emit_json(curves_json(points, papers, modes) | {"written": [str(p) for p in written]})
         return
     console.print(f"{len(points)} scored attempts, {len(papers)} papers")
     for path in written:

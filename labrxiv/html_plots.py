@@ -7,7 +7,7 @@ the markup (titles, labels, run names from the log) goes through `html.escape`: 
 lab names are written by whoever wrote the log.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 
@@ -15,6 +15,8 @@ WIDTH, HEIGHT = 460, 230
 LEFT, RIGHT, TOP, BOTTOM = 52, 14, 28, 40
 """Margins around the plotting area, in SVG units: room for ticks, labels and title."""
 INK, GRID, ACCENT = "#222", "#ddd", "#2563eb"
+PALETTE = ("#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#ca8a04")
+"""The lines' colours of a plot of several, in turn."""
 
 Point = tuple[float, float]
 
@@ -52,6 +54,29 @@ def line_plot(title: str, x_label: str, y_label: str, points: Sequence[Point]) -
     dots = "".join(f'<circle cx="{x}" cy="{y}" r="2.5" fill="{ACCENT}"/>' for x, y in shown)
     body = f'<polyline points="{path}" fill="none" stroke="{ACCENT}" stroke-width="2"/>{dots}'
     return _svg(title, x_label, y_label, frame, body)
+
+
+def lines_plot(title: str, x_label: str, y_label: str, lines: Mapping[str, Sequence[Point]]) -> str:
+    """One line per name (x ascending in each), coloured in turn, each named in a legend
+    and in its tooltip: the runs of a campaign, say."""
+    drawn = {name: points for name, points in lines.items() if points}
+    if not drawn:
+        return empty_plot(title, "nothing to draw: no point has a value")
+    every = [p for points in drawn.values() for p in points]
+    frame = Frame.around([p[0] for p in every], [p[1] for p in every])
+    body = []
+    for index, (name, points) in enumerate(sorted(drawn.items())):
+        colour = PALETTE[index % len(PALETTE)]
+        at = [frame.at(*p) for p in points]
+        shown = " ".join(f"{x},{y}" for x, y in at)
+        dots = "".join(f'<circle cx="{x}" cy="{y}" r="2.5" fill="{colour}"/>' for x, y in at)
+        body.append(
+            f'<polyline points="{shown}" fill="none" stroke="{colour}" stroke-width="2">'
+            f"<title>{escape(name)}</title></polyline>{dots}"
+            f'<text x="{WIDTH - RIGHT}" y="{TOP + 12 * (index + 1)}" text-anchor="end" '
+            f'font-size="10" fill="{colour}">{escape(name)}</text>'
+        )
+    return _svg(title, x_label, y_label, frame, "".join(body))
 
 
 def bar_plot(

@@ -9,7 +9,7 @@ import re
 import uuid
 from collections.abc import Iterable
 
-from sqlalchemy import Connection, String, cast, func, inspect, select
+from sqlalchemy import Column, Connection, String, cast, func, inspect, select
 
 from events import Event, EventStore
 from events.store import EVENTS
@@ -17,6 +17,7 @@ from events.streams import RUN_PREFIX, stream_id
 from labrxiv.cli_bounds import INT64_MAX
 from labrxiv.errors import NotFound
 from projections.archive import PAPERS
+from projections.campaigns import CAMPAIGNS
 from projections.runs import RUNS
 
 SHOWN = 5
@@ -57,19 +58,38 @@ def resolve_campaign(store: EventStore, conn: Connection, text: str | None) -> s
     """The campaign `text` names (None stays None: no filter)."""
     if text is None:
         return None
+    if _exact(conn, CAMPAIGNS.c.campaign, [text]) or _exact(conn, RUNS.c.campaign, [text]):
+        return text
     return pick("campaign", text, campaign_ids(store, conn), "labrxiv campaigns lists them")
 
 
 def resolve_run(conn: Connection, text: str) -> str:
     """The run stream `text` names: `run-<campaign>-<lab index>`, `run-` optional."""
+    exact = _exact(conn, RUNS.c.stream, [text, RUN_PREFIX + text])
+    if exact is not None:
+        return exact
     streams = set(conn.execute(select(RUNS.c.stream)).scalars())
     return pick_prefixed("run", RUN_PREFIX, text, streams, "labrxiv runs lists them")
 
 
 def resolve_paper(conn: Connection, text: str) -> str:
     """The paper id `text` names: `p-<hex>`, `p-` optional."""
+    exact = _exact(conn, PAPERS.c.paper_id, [text, "p-" + text])
+    if exact is not None:
+        return exact
     ids = set(conn.execute(select(PAPERS.c.paper_id)).scalars())
     return pick_prefixed("paper", "p-", text, ids, "labrxiv papers list lists them")
+
+
+def _exact(conn: Connection, column: Column[str], whole: list[str]) -> str | None:
+    """The first of `whole` that is in `column` (whose table exists), looked up by key:
+    a whole id needs no list of every id."""
+    if not inspect(conn).has_table(column.table.name):
+        return None
+    for text in whole:
+        if conn.execute(select(column).where(column == text).limit(1)).first() is not None:
+            return text
+    return None
 
 
 def pick_prefixed(kind: str, prefix: str, text: str, names: set[str], hint: str) -> str:

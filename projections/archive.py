@@ -388,7 +388,7 @@ class PaperDetail:
     """Every time a run was shown it, in log order."""
 
 
-_SUMMARY = [
+SUMMARY_COLUMNS = [
     PAPERS.c.paper_id,
     PAPERS.c.task,
     PAPERS.c.lab,
@@ -401,9 +401,11 @@ _SUMMARY = [
     PAPERS.c.position,
     PAPERS.c.claims,
 ]
+"""The columns a `PaperSummary` is read from."""
 
 
-def _summary(row: Mapping[Any, Any]) -> PaperSummary:
+def summary_of(row: Mapping[Any, Any]) -> PaperSummary:
+    """The summary in a row of `SUMMARY_COLUMNS`, its time aware (SQLite reads it naive)."""
     values = dict(row)
     values["submitted_at"] = as_utc(values["submitted_at"])
     return PaperSummary(**values)
@@ -416,29 +418,33 @@ def list_papers(
     lab: str | None = None,
 ) -> list[PaperSummary]:
     """The archive's papers in submission order, narrowed by task, campaign or lab."""
-    query = select(*_SUMMARY).order_by(PAPERS.c.position)
+    query = select(*SUMMARY_COLUMNS).order_by(PAPERS.c.position)
     if task is not None:
         query = query.where(PAPERS.c.task == task)
     if campaign is not None:
         query = query.where(PAPERS.c.campaign == campaign)
     if lab is not None:
         query = query.where(PAPERS.c.lab == lab)
-    return [_summary(row._mapping) for row in conn.execute(query)]
+    return [summary_of(row._mapping) for row in conn.execute(query)]
 
 
 def papers_by_id(conn: Connection, paper_ids: Sequence[str]) -> dict[str, PaperSummary]:
     """The summaries of those of `paper_ids` that are in the archive."""
     if not paper_ids:
         return {}
-    query = select(*_SUMMARY).where(PAPERS.c.paper_id.in_(list(paper_ids)))
-    return {row.paper_id: _summary(row._mapping) for row in conn.execute(query)}
+    query = select(*SUMMARY_COLUMNS).where(PAPERS.c.paper_id.in_(list(paper_ids)))
+    return {row.paper_id: summary_of(row._mapping) for row in conn.execute(query)}
 
 
 def get_paper(conn: Connection, paper_id: str) -> PaperDetail | None:
     """One paper in full, or None when the archive has no such id."""
     row = conn.execute(
         select(
-            *_SUMMARY, PAPERS.c.abstract, PAPERS.c.body, PAPERS.c.method, PAPERS.c.number_in_run
+            *SUMMARY_COLUMNS,
+            PAPERS.c.abstract,
+            PAPERS.c.body,
+            PAPERS.c.method,
+            PAPERS.c.number_in_run,
         ).where(PAPERS.c.paper_id == paper_id)
     ).first()
     if row is None:
@@ -454,16 +460,18 @@ def get_paper(conn: Connection, paper_id: str) -> PaperDetail | None:
     )
     known = papers_by_id(conn, cited_ids)
     citing = (
-        select(*_SUMMARY)
+        select(*SUMMARY_COLUMNS)
         .join(PAPER_CITATIONS, PAPER_CITATIONS.c.paper_id == PAPERS.c.paper_id)
         .where(PAPER_CITATIONS.c.cited_id == paper_id)
         .order_by(PAPERS.c.position)
     )
-    cited_by = [_summary(r._mapping) for r in conn.execute(citing)]
-    revising = select(*_SUMMARY).where(PAPERS.c.revises == paper_id).order_by(PAPERS.c.position)
-    revisions = [_summary(r._mapping) for r in conn.execute(revising)]
+    cited_by = [summary_of(r._mapping) for r in conn.execute(citing)]
+    revising = (
+        select(*SUMMARY_COLUMNS).where(PAPERS.c.revises == paper_id).order_by(PAPERS.c.position)
+    )
+    revisions = [summary_of(r._mapping) for r in conn.execute(revising)]
     return PaperDetail(
-        paper=_summary(values),
+        paper=summary_of(values),
         cites=[(i, known[i].title if i in known else None) for i in cited_ids],
         cited=[known[i] for i in cited_ids if i in known],
         cited_by=cited_by,

@@ -14,12 +14,13 @@ from sqlalchemy import Connection, delete, select
 from sqlmodel import Field, SQLModel
 
 from events.envelope import as_utc
+from events.payloads.experiment import Direction
 from events.recorded import Recorded
 from events.streams import stream_id
 from events.tables import table_of
 from projections.bulk import insert_rows
 from projections.projector import Projector
-from projections.runs import RunView, runs_of
+from projections.runs import RUNS
 from runstate.best import NORMALIZED, best_ranked
 
 
@@ -104,14 +105,17 @@ class CampaignInfo:
     started_at: datetime | None
 
 
-def campaigns_of(conn: Connection) -> list[CampaignInfo]:
-    """Every campaign, the first started first: those of the campaigns read model and
-    those only its runs name (a log with no `campaign.started`), with their runs' rows.
-    As fresh as the two read models' checkpoints."""
-    stored = {row["campaign"]: dict(row) for row in conn.execute(select(CAMPAIGNS)).mappings()}
-    runs: dict[str, list[RunView]] = defaultdict(list)
-    for run in runs_of(conn):
-        if run.campaign:
+def campaigns_of(conn: Connection, campaign: str | None = None) -> list[CampaignInfo]:
+    """Every campaign (or the one named), the first started first: those of the campaigns
+    read model and those only its runs name (a log with no `campaign.started`), with
+    their runs' rows. As fresh as the two read models' checkpoints."""
+    query = select(CAMPAIGNS)
+    if campaign is not None:
+        query = query.where(CAMPAIGNS.c.campaign == campaign)
+    stored = {row["campaign"]: dict(row) for row in conn.execute(query).mappings()}
+    runs: dict[str, list[_RunLine]] = defaultdict(list)
+    for run in _run_lines(conn, campaign):
+        if run.campaign:  # a run of no campaign is in none
             runs[run.campaign].append(run)
     infos = [_info(c, stored.get(c), runs.get(c, [])) for c in stored.keys() | runs.keys()]
     never = float("inf")
@@ -126,7 +130,41 @@ def campaign_modes(conn: Connection) -> dict[str, str | None]:
     return {campaign: mode for campaign, mode in conn.execute(query).all()}
 
 
-def _info(campaign: str, row: dict[str, Any] | None, runs: list[RunView]) -> CampaignInfo:
+@dataclass(frozen=True)
+class _RunLine:
+    """What a campaign's line takes from each of its runs' rows."""
+
+    stream: str
+    campaign: str
+    task: str | None
+    policy: str | None
+    status: str
+    best_score: float | None
+    best_direction: Direction | None
+    first_event_at: datetime | None
+
+    @property
+    def finished(self) -> bool:
+        return self.status == "finished"
+
+
+def _run_lines(conn: Connection, campaign: str | None) -> list[_RunLine]:
+    """The runs of every campaign (or of one), in stream order, only the columns a
+    campaign's line needs: a campaign of 10,000 runs is read in a few milliseconds."""
+    c = RUNS.c
+    query = select(
+        c.stream, c.campaign, c.task, c.policy, c.status, c.best_score, c.best_direction,
+        c.first_event_at,
+    ).order_by(c.stream)  # fmt: skip
+    query = query.where(c.campaign == campaign if campaign else c.campaign.is_not(None))
+    lines = []
+    for row in conn.execute(query):
+        first = as_utc(row.first_event_at) if row.first_event_at is not None else None
+        lines.append(_RunLine(*row[:7], first_event_at=first))
+    return lines
+
+
+def _info(campaign: str, row: dict[str, Any] | None, runs: list[_RunLine]) -> CampaignInfo:
     best = best_ranked(
         (r.best_score, r.best_direction or NORMALIZED) for r in runs if r.best_score is not None
     )

@@ -295,9 +295,11 @@ class PaperPoint:
     best_so_far: float | None
 
 
-def curve_points(conn: Connection, campaign: str | None = None) -> list[CurvePoint]:
-    """Every scored attempt (of one campaign, if given), in log order."""
-    return [CurvePoint(**row) for row in _rows(conn, CURVE_POINTS, campaign)]
+def curve_points(
+    conn: Connection, campaign: str | None = None, runs: Sequence[str] | None = None
+) -> list[CurvePoint]:
+    """Every scored attempt (of one campaign, and of some runs, if given), in log order."""
+    return [CurvePoint(**row) for row in _rows(conn, CURVE_POINTS, campaign, runs)]
 
 
 def paper_points(conn: Connection, campaign: str | None = None) -> list[PaperPoint]:
@@ -305,9 +307,14 @@ def paper_points(conn: Connection, campaign: str | None = None) -> list[PaperPoi
     return [PaperPoint(**row) for row in _rows(conn, CURVE_PAPERS, campaign)]
 
 
-def _rows(conn: Connection, table: Table, campaign: str | None) -> list[dict[str, Any]]:
-    """The rows of `table` (of one campaign, if given) in log order, `at` in UTC."""
+def _rows(
+    conn: Connection, table: Table, campaign: str | None, runs: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    """The rows of `table` (of one campaign, and of some runs, if given) in log order,
+    `at` in UTC."""
     query = select(table).order_by(table.c.position)
     if campaign is not None:
         query = query.where(table.c.campaign == campaign)
+    if runs is not None:
+        query = query.where(table.c.run.in_(list(runs)))
     return [{**row, "at": as_utc(row["at"])} for row in conn.execute(query).mappings()]

@@ -303,9 +303,13 @@ class LedgerTotals:
 
 
 def ledger_totals(
-    conn: Connection, by: RollUp = "run", campaign: str | None = None
+    conn: Connection,
+    by: RollUp = "run",
+    campaign: str | None = None,
+    runs: Sequence[str] | None = None,
 ) -> list[LedgerTotals]:
-    """The ledger rolled up per run, lab or campaign (of one campaign, if given), by key."""
+    """The ledger rolled up per run, lab or campaign (of one campaign, and of some runs'
+    calls, if given), by key."""
     key = {"run": LEDGER.c.run, "lab": LEDGER.c.lab, "campaign": LEDGER.c.campaign}[by]
     model = LEDGER.c.kind.in_(MODEL_KINDS)
     priced = LEDGER.c.kind.in_([*MODEL_KINDS, "grader"])
@@ -340,6 +344,8 @@ def ledger_totals(
     ).group_by(key)
     if campaign is not None:
         query = query.where(LEDGER.c.campaign == campaign)
+    if runs is not None:
+        query = query.where(LEDGER.c.run.in_(list(runs)))
     totals = [
         LedgerTotals(
             key=row.key,

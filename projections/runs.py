@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, func, select
 from sqlmodel import Field, SQLModel
 
 from events.envelope import as_utc
@@ -118,10 +118,14 @@ class RunView:
 
 
 def runs_of(
-    conn: Connection, streams: Sequence[str] | None = None, campaign: str | None = None
+    conn: Connection,
+    streams: Sequence[str] | None = None,
+    campaign: str | None = None,
+    offset: int = 0,
+    limit: int | None = None,
 ) -> list[RunView]:
     """The runs read model's rows, in stream order: every run, or only those among
-    `streams` and/or of `campaign`.
+    `streams` and/or of `campaign`; from `offset`, at most `limit` of them.
 
     A run appears once its first event has been projected; the rows are as fresh as the
     runs projector's checkpoint (the caller catches it up when it must be current)."""
@@ -130,7 +134,17 @@ def runs_of(
         query = query.where(RUNS.c.stream.in_(list(streams)))
     if campaign is not None:
         query = query.where(RUNS.c.campaign == campaign)
+    query = query.offset(offset) if offset else query
+    query = query.limit(limit) if limit is not None else query
     return [_view(row) for row in conn.execute(query).mappings()]
+
+
+def count_runs(conn: Connection, campaign: str | None = None) -> int:
+    """How many runs `runs_of` lists (of `campaign`, if given)."""
+    query = select(func.count()).select_from(RUNS)
+    if campaign is not None:
+        query = query.where(RUNS.c.campaign == campaign)
+    return int(conn.execute(query).scalar_one())
 
 
 def _view(row: Any) -> RunView:

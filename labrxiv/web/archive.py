@@ -1,0 +1,192 @@
+"""The archive (AgentRxiv) as pages and as `/api/v1/papers`, `/api/v1/search`: papers
+by task, campaign, lab and decision, full-text search (`projections.archive_search`,
+the BM25 `labrxiv papers search` and the labs' tool rank with), and a paper in full."""
+
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import APIRouter, Query, Request, Response
+from sqlalchemy import Connection
+
+from events import EventStore
+from labrxiv.errors import NotFound
+from labrxiv.lookup import resolve_campaign, resolve_paper
+from labrxiv.read_shapes import Marks, marks_of, paper_json, papers_json
+from labrxiv.web.reading import BadQuery, Conn, Page, Paging, Store, json_response
+from labrxiv.web.templates import render
+from projections.archive import ClaimMark, PaperDetail, claim_marks, get_paper
+from projections.archive_pages import DECIDED, Decided, PaperFilter, papers_page
+from projections.archive_search import SearchHit, search_papers
+from projections.reviews import PaperDecision, Review, decisions_of, reviews_of
+
+pages = APIRouter(include_in_schema=False)
+api = APIRouter(prefix="/api/v1", tags=["archive"])
+
+TASK = Query(None, description="Only papers on this task.")
+CAMPAIGN = Query(None, description="Only this campaign's papers (its id or a prefix).")
+LAB = Query(None, description="Only this lab's papers.")
+DECISION = Query(None, description="Only papers accepted, rejected, or undecided.")
+EVERY_HIT = 1_000_000_000
+"""`k` for every hit: the ranking scores every paper that holds a query word anyway."""
+
+
+def _filter(
+    store: EventStore,
+    conn: Connection,
+    task: str | None,
+    campaign: str | None,
+    lab: str | None,
+    decision: str | None,
+) -> PaperFilter:
+    """The filter the query asks for; `BadQuery` for a decision or campaign that is none."""
+    if decision is not None and decision not in DECIDED:
+        raise BadQuery(f"decision {decision!r}: one of {', '.join(DECIDED)}")
+    try:
+        campaign = resolve_campaign(store, conn, campaign or None)
+    except NotFound as exc:
+        raise BadQuery(f"campaign filter: {exc}") from None
+    decided: Decided | None = decision
+    return PaperFilter(task or None, campaign, lab or None, decided)
+
+
+@dataclass(frozen=True)
+class Listing:
+    """A page of the archive, or of a search's hits."""
+
+    papers: list[Any]
+    """`PaperSummary`s, or `SearchHit`s for a search."""
+    total: int
+    marks: Marks
+
+
+def _listing(conn: Connection, only: PaperFilter, paging: Paging) -> Listing:
+    found = papers_page(conn, only, paging.offset, paging.per_page)
+    paging.check(found.total)
+    return Listing(found.papers, found.total, marks_of(conn, [p.paper_id for p in found.papers]))
+
+
+def _search(conn: Connection, query: str, only: PaperFilter, paging: Paging) -> Listing:
+    """The hits of `query`, best first, narrowed by `only` (BM25's corpus is the task's or
+    the archive's: the hits are ranked, then the filter's kept, as `papers search` does)."""
+    if not query.strip():
+        raise BadQuery("q: give words to search for")
+    hits = search_papers(conn, query, task=only.task, k=EVERY_HIT)
+    if any((only.campaign, only.lab, only.decision)):
+        ids = [h.paper.paper_id for h in hits]
+        decisions = decisions_of(conn, ids) if only.decision else {}
+        hits = [h for h in hits if _keeps(only, h, decisions)]
+    paging.check(len(hits))
+    shown = hits[paging.offset : paging.offset + paging.per_page]
+    return Listing(shown, len(hits), marks_of(conn, [h.paper.paper_id for h in shown]))
+
+
+def _keeps(only: PaperFilter, hit: SearchHit, decisions: dict[str, PaperDecision]) -> bool:
+    p = hit.paper
+    if only.campaign is not None and p.campaign != only.campaign:
+        return False
+    if only.lab is not None and p.lab != only.lab:
+        return False
+    if only.decision is None:
+        return True
+    decided = decisions.get(p.paper_id)
+    return (decided.decision if decided else "undecided") == only.decision
+
+
+@pages.get("/")
+@pages.get("/papers")
+def archive_page(
+    request: Request,
+    store: Store,
+    conn: Conn,
+    paging: Page,
+    q: str | None = None,
+    task: str | None = None,
+    campaign: str | None = None,
+    lab: str | None = None,
+    decision: str | None = None,
+) -> Response:
+    """The archive: a page of papers, or of a search's hits, with the filters."""
+    only = _filter(store, conn, task, campaign, lab, decision or None)
+    searching = q is not None and q != ""
+    listing = _search(conn, q or "", only, paging) if searching else _listing(conn, only, paging)
+    asked = {"q": q or "", "task": task or "", "campaign": campaign or "", "lab": lab or ""}
+    asked["decision"] = decision or ""
+    context = {
+        "listing": listing,
+        "searching": searching,
+        "asked": asked,
+        "decisions": DECIDED,
+        "paging": paging,
+        "pages": paging.pages(listing.total),
+    }
+    return render(request, "papers.html", context)
+
+
+@dataclass(frozen=True)
+class PaperPage:
+    """A paper with what the log says of it."""
+
+    detail: PaperDetail
+    marks: list[ClaimMark]
+    reviews: list[Review]
+    decided: PaperDecision | None
+
+
+def _paper(conn: Connection, text: str) -> PaperPage:
+    paper_id = resolve_paper(conn, text)
+    detail = get_paper(conn, paper_id)
+    if detail is None:
+        raise NotFound(f"no paper {text}")
+    marks = claim_marks(conn, [paper_id])[paper_id]
+    decided = decisions_of(conn, [paper_id]).get(paper_id)
+    return PaperPage(detail, marks, reviews_of(conn, paper_id), decided)
+
+
+@pages.get("/papers/{paper_id}")
+def paper_page(request: Request, conn: Conn, paper_id: str) -> Response:
+    """A paper in full: claims marked, reviews and decision, versions, lineage, body."""
+    shown = _paper(conn, paper_id)
+    citing_runs: dict[str, list[str]] = {}
+    for other in shown.detail.cited_by:
+        citing_runs.setdefault(other.run, []).append(other.paper_id)
+    context = {"page": shown, "p": shown.detail.paper, "citing_runs": citing_runs}
+    return render(request, "paper.html", context)
+
+
+@api.get("/papers", summary="The archive's papers (as `labrxiv papers list --json`)")
+def papers_api(
+    store: Store,
+    conn: Conn,
+    paging: Page,
+    task: str | None = TASK,
+    campaign: str | None = CAMPAIGN,
+    lab: str | None = LAB,
+    decision: str | None = DECISION,
+) -> Response:
+    """A page of papers in submission order; `X-Total-Count`: how many match in all."""
+    listing = _listing(conn, _filter(store, conn, task, campaign, lab, decision), paging)
+    return json_response(papers_json(listing.papers, listing.marks), listing.total)
+
+
+@api.get("/papers/{paper_id}", summary="One paper (as `labrxiv papers show --json`)")
+def paper_api(conn: Conn, paper_id: str) -> Response:
+    """The paper in full (its id or a prefix), its claims' marks, reviews and decision."""
+    shown = _paper(conn, paper_id)
+    verified = [m.verified for m in shown.marks]
+    return json_response(paper_json(shown.detail, verified, shown.reviews, shown.decided))
+
+
+@api.get("/search", summary="Full-text search (as `labrxiv papers search --json`)")
+def search_api(
+    store: Store,
+    conn: Conn,
+    paging: Page,
+    q: str = Query(..., description="The words to look for."),
+    task: str | None = TASK,
+    campaign: str | None = CAMPAIGN,
+    lab: str | None = LAB,
+    decision: str | None = DECISION,
+) -> Response:
+    """BM25 hits over title, abstract and body, best first."""
+    listing = _search(conn, q, _filter(store, conn, task, campaign, lab, decision), paging)
+    return json_response(listing.papers, listing.total)
