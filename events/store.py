@@ -247,6 +247,19 @@ class EventStore:
             rows = rows_to_records(conn.execute(query).all())
         return rows[0] if rows else None
 
+    def stream_head(self, stream: str) -> tuple[int, str] | None:
+        """A stream's last version and the type of its event there; None when it has none
+        (one probe of the stream's index, nothing parsed: what a waiting writer polls)."""
+        query = (
+            select(EVENTS.c.version, EVENTS.c.type)
+            .where(EVENTS.c.stream == stream)
+            .order_by(EVENTS.c.version.desc())
+            .limit(1)
+        )
+        with self.engine.connect() as conn:
+            row = conn.execute(query).first()
+        return None if row is None else (int(row[0]), str(row[1]))
+
     def stream_version(self, stream: str) -> int:
         """The last version of `stream`, -1 when it has no events."""
         query = select(func.max(EVENTS.c.version)).where(EVENTS.c.stream == stream)
@@ -362,17 +375,17 @@ def _reserve_sqlite(conn: Any, events: list[Event]) -> _Reservation:
         stored.update(uuid.UUID(hex=row[0]) for row in cursor)
     versions: dict[str, int] = {}
     ended: set[str] = set()
-    for chunk in _chunks(list({e.stream for e in events}), 500):
-        marks = ",".join("?" * len(chunk))
-        # SQLite gives a bare column beside max() from the row holding the max.
+    for stream in {e.stream for e in events}:
+        # One probe of the (stream, version) index a stream: `max(version) … GROUP BY`
+        # read every row of the stream (6 ms at 50k events, 21 ms with its type).
         cursor.execute(
-            f"SELECT stream, max(version), type FROM events WHERE stream IN ({marks})"
-            " GROUP BY stream",
-            chunk,
+            "SELECT version, type FROM events WHERE stream = ? ORDER BY version DESC LIMIT 1",
+            (stream,),
         )
-        for stream, version, kind in cursor:
-            versions[stream] = version
-            if kind in ENDS:
+        head = cursor.fetchone()
+        if head is not None:
+            versions[stream] = head[0]
+            if head[1] in ENDS:
                 ended.add(stream)
     before = cursor.execute("SELECT max(position) FROM events").fetchone()[0] or 0
     positions = list(range(before + 1, before + 1 + len(events)))
@@ -405,22 +418,27 @@ def _whole_takes(
 
 def _check_versions(fresh: list[Event], current: Mapping[str, int], ended: set[str]) -> None:
     """Each stream must continue from its stored version with no gap, or it conflicts;
-    a stream that ended takes nothing more."""
-    by_stream: dict[str, list[int]] = {}
+    a stream that ended (stored, or earlier in the batch) takes nothing more."""
+    by_stream: dict[str, list[Event]] = {}
     for event in fresh:
-        by_stream.setdefault(event.stream, []).append(event.version)
-    for stream, versions in by_stream.items():
+        by_stream.setdefault(event.stream, []).append(event)
+    for stream, events in by_stream.items():
         if stream in ended:
             raise StreamEnded(
                 f"stream {stream} ended at version {current[stream]}: it takes no more "
-                f"events (version {versions[0]} sent)"
+                f"events (version {events[0].version} sent)"
             )
         expected = current.get(stream, -1) + 1
-        for version in versions:
-            if version != expected:
+        for index, event in enumerate(events):
+            if event.version != expected:
                 raise ConflictError(
-                    f"stream {stream}: expected version {expected}, got {version} "
+                    f"stream {stream}: expected version {expected}, got {event.version} "
                     f"(stream is at {expected - 1}; the producer is stale or skipped one)"
+                )
+            if event.payload.type in ENDS and index + 1 < len(events):
+                raise StreamEnded(
+                    f"stream {stream} ends at version {event.version} in this batch: it "
+                    f"takes no more events (version {event.version + 1} sent after it)"
                 )
             expected += 1
 

@@ -103,3 +103,19 @@ def test_a_streamed_call_is_read_from_its_item_events_when_the_last_event_lists_
         answer = read_answer("responses", body.encode(), streamed=True)
         assert [(c.id, c.name) for c in answer.calls] == [("call_1", "exec_command")]
         assert answer.usage is not None and answer.usage.input_tokens == 120
+
+
+def test_usage_details_that_are_not_objects_count_nothing_and_break_nothing() -> None:
+    """A provider's malformed details (a number, a string) are read as no details: the
+    relay must still record the call's outcome."""
+    chat = {
+        "choices": [{"message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 7, "completion_tokens": 3, "prompt_tokens_details": "x"},
+    }
+    answer = read_answer("chat", orjson.dumps(chat), False)
+    assert answer.usage is not None and answer.usage.input_tokens == 7
+    assert answer.usage.cached_input_tokens == 0
+    responses = {"output": [], "usage": {"input_tokens": 5, "output_tokens": 2,
+                                         "input_tokens_details": 5}}  # fmt: skip
+    answer = read_answer("responses", orjson.dumps(responses), False)
+    assert answer.usage is not None and answer.usage.output_tokens == 2

@@ -154,6 +154,10 @@ def test_a_run_that_finished_takes_no_more_events(store: EventStore) -> None:
     with pytest.raises(StreamEnded, match=f"stream {stream} ended at version 2"):
         store.append([*late, make_event(other, 1)])
     assert store.stream_version(stream) == 2 and store.stream_version(other) == 0
+    ends_early = [make_event(other, 1, RunFinished(reason="done")), make_event(other, 2)]
+    with pytest.raises(StreamEnded, match=f"stream {other} ends at version 1 in this batch"):
+        store.append(ends_early)  # an end followed in its own batch
+    assert store.stream_version(other) == 0
     with pytest.raises(ConflictError):  # a second end, at the end's own version
         store.append([make_event(stream, 2, RunFinished(reason="done"))])
     store.append([make_event(other, 1)])  # another stream goes on
@@ -261,6 +265,8 @@ def test_last_record_of_a_stream(store: EventStore) -> None:
     last = store.last_record(a)
     assert last is not None and last.version == 4
     assert store.last_record(new_stream()) is None
+    assert store.stream_head(a) == (4, "tool.invoked")
+    assert store.stream_head(new_stream()) is None
 
 
 def test_positions_strictly_increase_across_batches(store: EventStore) -> None:

@@ -202,8 +202,8 @@ def _json_usage(usage: object, given: str, made: str) -> Usage | None:
     if not isinstance(usage, dict):
         return None
     try:
-        cached = (usage.get(f"{given}_tokens_details") or {}).get("cached_tokens") or 0
-        reasoning = (usage.get(f"{made}_tokens_details") or {}).get("reasoning_tokens") or 0
+        cached = _detail(usage, f"{given}_tokens_details", "cached_tokens")
+        reasoning = _detail(usage, f"{made}_tokens_details", "reasoning_tokens")
         return Usage(
             input_tokens=usage[f"{given}_tokens"],
             cached_input_tokens=cached,
@@ -212,3 +212,10 @@ def _json_usage(usage: object, given: str, made: str) -> Usage | None:
         )
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def _detail(usage: dict[str, Any], details: str, name: str) -> Any:
+    """One count of a usage's details object (0 when the object or the count is absent,
+    or the object is not an object: a provider's answer is not trusted to be well formed)."""
+    found = usage.get(details)
+    return (found.get(name) or 0) if isinstance(found, dict) else 0

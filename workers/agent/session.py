@@ -220,10 +220,10 @@ class AgentSession:
             return self._ended.events
         if limit == "time":
             wall = state.started.budget.wall_seconds
-            if wall is not None:
+            if wall is not None:  # the sandbox stopped the agent at what was left of it
                 over = budget.over_budget(state, utcnow())
-                events: list[Payload] = [over] if over is not None else []
-                return [*events, RunFinished(reason="budget", detail="wall_seconds limit")]
+                spent = BudgetExceeded(budget="wall_seconds", limit=wall, used=wall)
+                return ended_by(over if over is not None else spent)
         wrote = len(state.papers) > self._papers_before
         if self._finished or wrote:
             if state.started.review_rounds and wrote and not self._finished:

@@ -24,7 +24,6 @@ from uuid import UUID
 from events import Event
 from events.ids import utcnow
 from events.payloads import Payload
-from events.recorded import Recorded
 from events.storable import storable_value
 from events.streams import ENDS, event_id_at
 from runstate import RunState
@@ -62,7 +61,7 @@ class Emitter:
         bus: Bus,
         state: RunState,
         take: Take | None = None,
-        recorded: Callable[[str], Recorded | None] | None = None,
+        recorded: Callable[[str], tuple[int, str] | None] | None = None,
         holds: Callable[[UUID], bool] | None = None,
     ) -> None:
         self._bus = bus
@@ -127,9 +126,9 @@ class Emitter:
         if self._recorded is None:
             return
         pause, began, said = 0.002, time.monotonic(), time.monotonic()
-        while (head := self._recorded(stream)) is None or head.version < version:
-            if head is not None and head.type in ENDS:  # the log refuses this batch
-                raise Superseded(stream, head.version)
+        while (head := self._recorded(stream)) is None or head[0] < version:
+            if head is not None and head[1] in ENDS:  # the log refuses this batch
+                raise Superseded(stream, head[0])
             if self._bus.stopped:
                 raise BusStopped(f"{stream}: the bus stopped before version {version} was recorded")
             if time.monotonic() - said > SAY_EVERY:

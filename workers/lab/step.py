@@ -133,7 +133,7 @@ def _step(
     if over is not None:  # no tool runs: the lease is not needed (a second take ends alike)
         return _send(ctx, state, ended_by(over), {}, now)
     if ctx.leases is None:
-        emitter = Emitter(ctx.bus, state, None, ctx.store.last_record, _holds(ctx))
+        emitter = Emitter(ctx.bus, state, None, ctx.store.stream_head, _holds(ctx))
         payloads, blobs = _act(ctx, state, after_version, final, emitter)
         return _send(ctx, emitter.state, payloads, blobs, now)
     # Held while the step runs and its events are sent: the reaper leaves the run alone,
@@ -148,7 +148,7 @@ def _step(
         if again is None or again.version != after_version:
             take.sent_nothing()
             return "skipped"  # the run moved on between the look above and the lease
-        emitter = Emitter(ctx.bus, state, take, ctx.store.last_record, _holds(ctx))
+        emitter = Emitter(ctx.bus, state, take, ctx.store.stream_head, _holds(ctx))
         payloads, blobs = _act(ctx, state, after_version, final, emitter)
         # A session's events are in the log before it returns: nothing is in flight for
         # the lease to cover, and the run's next step (a review round) is free at once.
