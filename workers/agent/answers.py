@@ -1,5 +1,6 @@
 """Reading what an agent's model answered, as it came back through the relay: a chat
-completion or a Responses API answer, whole or streamed (server-sent events).
+completion or a Responses API answer, whole or streamed (server-sent events), read as
+one JSON object by `runstate.answers.answer_json` (which the exports read answers with).
 
 Usage is what the provider reported, read by the one reader of chat completions
 (`workers.llm.reply.usage_of`) or its Responses API counterpart here; a stream that
