@@ -14,18 +14,15 @@ from typing import Any
 
 import orjson
 import pytest
-from test_export_finetune import paired, validate
 
 from events import Event
 from events.ids import new_id, utcnow
-from events.payloads import ModelResponded, Payload, RunStarted
-from projections.exports.conversation import Conversation, conversation_of, exchanges
-from projections.exports.finetune import example
+from events.payloads import Payload, RunStarted
 from projections.exports.function_names import function_name
-from projections.exports.inspect_events import MessagePool, transcript
 from projections.exports.inspect_messages import inspect_messages
 from tests.agent.codex_server import call_item, message_item, responses_usage, stream
 from tests.agent.upstream import Canned, Upstream, sse
+from tests.exports.agent_export import exported, model_events
 from workers.agent.relay import ModelRelay
 from workers.llm.prices import PriceTable
 
@@ -84,37 +81,6 @@ def relayed(relay: ModelRelay, api: str, requests: list[dict[str, Any]]) -> None
         assert agent.status == 200
 
 
-def exported(recorded: Recorded) -> tuple[Conversation, dict[str, Any]]:
-    """The run's conversation and its fine-tuning line, checked as OpenAI's format."""
-    assert all(isinstance(p, ModelResponded) for p in recorded.payloads[1::2])
-    events = recorded.events()
-    answered = exchanges(events, recorded.blobs.get)
-    assert len(answered) == len(recorded.payloads) // 2, "every answered call is read"
-    conversation = conversation_of(events, answered, recorded.blobs.get)
-    assert conversation.source == "model"
-    line = example(conversation)
-    assert line is not None
-    validate(line)
-    paired(line["messages"])
-    return conversation, line
-
-
-def model_events(recorded: Recorded) -> list[tuple[list[dict[str, Any]], dict[str, Any]]]:
-    """Each Inspect model event's input (resolved from the message pool) and output."""
-    events = recorded.events()
-    answered = exchanges(events, recorded.blobs.get)
-    pool = MessagePool()
-    found = transcript(events, answered, pool, recorded.blobs.get)
-    shown = []
-    for item in found:
-        if item["event"] != "model":
-            continue
-        refs = item["input_refs"]
-        given = [pool.messages[i] for start, end in refs for i in range(start, end)]
-        shown.append(([{k: v for k, v in m.items() if k != "id"} for m in given], item["output"]))
-    return shown
-
-
 def tool_call_chunk(index: int, call_id: str, name: str, arguments: str) -> dict[str, Any]:
     call = {"index": index, "function": {"arguments": arguments}}
     if call_id:
@@ -147,7 +113,7 @@ def test_a_streamed_chat_answer_is_the_answer(relay) -> None:
     asked = [{"role": "system", "content": "a lab"}, {"role": "user", "content": "go"}]
     request = {"model": MODEL, "messages": asked, "tools": [chat_tool("lab.evaluate")]}
     relayed(model, "chat", [request | {"stream": True}])
-    conversation, line = exported(recorded)
+    conversation, line = exported(recorded.events(), recorded.blobs.get)
     call = {
         "id": "call_a",
         "type": "function",
@@ -158,7 +124,7 @@ def test_a_streamed_chat_answer_is_the_answer(relay) -> None:
         {"role": "assistant", "content": "", "tool_calls": [call]},
     ]
     assert [t["function"]["name"] for t in line["tools"]] == ["lab__evaluate"]
-    ((shown, output),) = model_events(recorded)
+    ((shown, output),) = model_events(recorded.events(), recorded.blobs.get)
     assert shown == inspect_messages(asked)
     assert output["choices"][0]["message"]["tool_calls"][0]["function"] == "lab__evaluate"
     assert output["choices"][0]["stop_reason"] == "tool_calls"
@@ -235,7 +201,7 @@ def test_a_responses_exchange_with_function_calls_is_its_items_as_messages(relay
          "output": [{"type": "input_text", "text": "Done!"}]},
     ]  # fmt: skip
     relayed(model, "responses", [codex_request([], False), codex_request(history, False)])
-    conversation, line = exported(recorded)
+    conversation, line = exported(recorded.events(), recorded.blobs.get)
     calls = [
         {"id": "call_1", "type": "function",
          "function": {"name": "exec_command", "arguments": '{"cmd": "cat TASK.md"}'}},
@@ -259,7 +225,7 @@ def test_a_responses_exchange_with_function_calls_is_its_items_as_messages(relay
     declared = {t["function"]["name"]: t["function"]["parameters"] for t in line["tools"]}
     assert declared == EXPECTED_TOOLS
     assert [m["role"] for m in line["messages"]][:2] == ["system", "system"]
-    first, second = model_events(recorded)
+    first, second = model_events(recorded.events(), recorded.blobs.get)
     assert [m["role"] for m in first[0]] == ["system", "system", "user"]
     assert first[1]["completion"] == "Reading the task."
     assert [c["function"] for c in first[1]["choices"][0]["message"]["tool_calls"]] == [
@@ -294,7 +260,7 @@ def test_a_streamed_responses_answer_as_codex_reads_it(relay) -> None:
     relayed(model, "responses", requests)
     stored = recorded.blobs[recorded.payloads[-1].response.sha256]  # type: ignore[union-attr]
     assert stored.startswith(b"event: response.created\ndata: "), "kept as it was streamed"
-    conversation, line = exported(recorded)
+    conversation, line = exported(recorded.events(), recorded.blobs.get)
     assert [m["role"] for m in conversation.messages] == [
         "system", "developer", "user", "assistant", "tool", "assistant", "tool", "assistant",
     ]  # fmt: skip
@@ -306,7 +272,7 @@ def test_a_streamed_responses_answer_as_codex_reads_it(relay) -> None:
         "tool_call_id": "call_2",
         "content": "$0.50 left",
     }
-    shown = model_events(recorded)
+    shown = model_events(recorded.events(), recorded.blobs.get)
     assert [len(given) for given, _ in shown] == [3, 5, 7]
     assert [output["completion"] for _, output in shown][2] == "Measured and finished."
     calls = [output["choices"][0]["message"].get("tool_calls") for _, output in shown]
