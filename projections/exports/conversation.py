@@ -6,11 +6,20 @@ messages of its last answered request (`model.called`'s request blob), then that
 name once, as the latest request declared it (an `llm` lab's phases offer different
 tools; its earlier answers call tools a later phase no longer offers).
 
+A call may be of either API an agent's relay passes on (`workers.agent.relay`): a
+request with `input` and no `messages` went to the Responses API, any other to Chat
+Completions; its answer was streamed when the request's `stream` is true, and is read
+as one JSON object by the one reader of answers (`runstate.answers.answer_json`). Each
+exchange is kept in Chat Completions form (`projections.exports.chat_form`): a Responses
+request's instructions and items as chat messages, its answer's output items as one
+assistant message, and every tool name as a valid OpenAI function name
+(`projections.exports.function_names`: `mcp__lab.evaluate` is `mcp__lab__evaluate`).
+
 A run that called none (`search`, an offline baseline) has the conversation its tool
 calls make: a system message saying what the run is, a user message naming its task,
 then for each `tool.invoked` an assistant message calling the tool and a `tool` message
 with what its `tool.returned` says (its whole output when the log kept it). Its tools
-are the ones it called, as `schemas` declares them.
+are the ones it called, as `schemas` declares them, named as above.
 """
 
 from collections.abc import Callable, Mapping, Sequence
@@ -21,6 +30,9 @@ import orjson
 
 from events.payloads import ModelCalled, ModelResponded, RunStarted, ToolInvoked, ToolReturned
 from events.recorded import Fact
+from projections.exports.chat_form import chat_answer, chat_request
+from projections.exports.function_names import function_name
+from runstate.answers import Unreadable, answer_json, request_api
 
 BlobReader = Callable[[str], bytes | None]
 """A blob's bytes by its hash (`EventStore.get_blob`); None when the log lost it."""
@@ -34,14 +46,23 @@ class Exchange:
     called: ModelCalled
     responded: ModelResponded
     request: dict[str, Any]
-    """The request body (`messages`, `tools`, parameters)."""
+    """The request in Chat Completions form (`messages`, `tools`)."""
     response: dict[str, Any]
-    """The response body (`choices`, `usage`, `model`)."""
+    """The answer as a chat completion (`choices`, `usage`, `model`)."""
+    api: str = "chat"
+    """The API the call went to: `chat` or `responses`."""
 
     @property
     def answer(self) -> Message:
         """The answer's first choice as an assistant message."""
         return assistant_message(self.response)
+
+    @property
+    def finish_reason(self) -> str | None:
+        """Why the answer ended, as a chat completion says it (`stop`, `tool_calls`…)."""
+        choices = self.response.get("choices") or [{}]
+        reason = choices[0].get("finish_reason")
+        return reason if isinstance(reason, str) else self.responded.finish_reason
 
 
 @dataclass(frozen=True)
@@ -57,7 +78,8 @@ class Conversation:
 
 
 def exchanges(events: Sequence[Fact], read_blob: BlobReader) -> list[Exchange]:
-    """The run's answered model calls in log order, those whose blobs the log kept."""
+    """The run's answered model calls in log order, those whose blobs the log kept and
+    whose answer is readable, in Chat Completions form."""
     asked: dict[str, ModelCalled] = {}
     found: list[Exchange] = []
     for event in events:
@@ -67,9 +89,16 @@ def exchanges(events: Sequence[Fact], read_blob: BlobReader) -> list[Exchange]:
         elif isinstance(payload, ModelResponded) and payload.call_id in asked:
             called = asked.pop(payload.call_id)
             request = _json(read_blob, called.request.sha256 if called.request else None)
-            response = _json(read_blob, payload.response.sha256 if payload.response else None)
-            if request is not None and response is not None:
-                found.append(Exchange(called, payload, request, response))
+            body = None if payload.response is None else read_blob(payload.response.sha256)
+            if request is None or body is None:
+                continue
+            api, streamed = request_api(request)
+            try:
+                response = answer_json(api, body, streamed)
+            except Unreadable:
+                continue
+            chat = chat_request(api, request)
+            found.append(Exchange(called, payload, chat, chat_answer(api, response), api))
     return found
 
 
@@ -95,7 +124,7 @@ def conversation_of(
 
 def assistant_message(response: Mapping[str, Any]) -> Message:
     """A chat completion's first choice as an assistant message (`content`, and
-    `tool_calls` when it made any)."""
+    `tool_calls` when it made any, each function named as `function_name` has it)."""
     choices = response.get("choices") or [{}]
     given = choices[0].get("message") or {}
     message: Message = {"role": "assistant", "content": given.get("content")}
@@ -104,7 +133,7 @@ def assistant_message(response: Mapping[str, Any]) -> Message:
             "id": call.get("id") or f"call_{number}",
             "type": "function",
             "function": {
-                "name": call.get("function", {}).get("name", ""),
+                "name": function_name(str(call.get("function", {}).get("name") or "")),
                 "arguments": call.get("function", {}).get("arguments") or "{}",
             },
         }
@@ -145,7 +174,8 @@ def _from_tools(
     used: dict[str, dict[str, Any]] = {}
     for call in invoked:
         arguments = orjson.dumps(call.args).decode()
-        function = {"name": call.tool, "arguments": arguments}
+        name = function_name(call.tool)
+        function = {"name": name, "arguments": arguments}
         messages.append(
             {
                 "role": "assistant",
@@ -156,7 +186,7 @@ def _from_tools(
         result = returned.get(call.call_id)
         content = "(no result in the log)" if result is None else tool_output(result, read_blob)
         messages.append({"role": "tool", "tool_call_id": call.call_id, "content": content})
-        used.setdefault(call.tool, schemas.get(call.tool) or _bare(call.tool))
+        used.setdefault(name, _named(schemas.get(call.tool) or _bare(call.tool), name))
     return Conversation(messages, list(used.values()), "tools")
 
 
@@ -164,6 +194,11 @@ def _bare(name: str) -> dict[str, Any]:
     """The declaration of a tool no schema is known for: any object of arguments."""
     parameters = {"type": "object", "properties": {}}
     return {"type": "function", "function": {"name": name, "parameters": parameters}}
+
+
+def _named(tool: dict[str, Any], name: str) -> dict[str, Any]:
+    """A function tool declaration named `name`."""
+    return tool | {"function": (tool.get("function") or {}) | {"name": name}}
 
 
 def _json(read_blob: BlobReader, sha256: str | None) -> dict[str, Any] | None:

@@ -9,7 +9,7 @@ the given verdicts and the runs whose best score reaches a minimum.
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from projections.exports.conversation import Message
+from projections.exports.conversation import Conversation, Message
 from projections.exports.runs import ExportedRun
 
 KEYS = {
@@ -41,7 +41,11 @@ def kept(
 
 def example_of(run: ExportedRun) -> dict[str, Any] | None:
     """The run's training example; None when it has no conversation."""
-    conversation = run.conversation
+    return example(run.conversation)
+
+
+def example(conversation: Conversation) -> dict[str, Any] | None:
+    """The training example of `conversation`; None when it has no messages."""
     if not conversation.messages:
         return None
     example: dict[str, Any] = {"messages": [_message(m) for m in conversation.messages]}

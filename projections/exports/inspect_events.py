@@ -72,7 +72,7 @@ def model_output(exchange: Exchange) -> dict[str, Any]:
     model = exchange.responded.model
     (message,) = inspect_messages([exchange.answer], model)
     text = message["content"] if isinstance(message["content"], str) else ""
-    choice = {"message": message, "stop_reason": stop_reason(exchange.responded.finish_reason)}
+    choice = {"message": message, "stop_reason": stop_reason(exchange.finish_reason)}
     return {
         "model": model,
         "choices": [choice],

@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 
 from events.spend import spend_of_payload
+from projections.exports.function_names import function_name
 from tests.agent.agent_support import KEY, run_campaign, store_of
 from tests.agent.codex_env import codex_prefix
 from tests.agent.codex_server import FINAL, MCP_BUDGET, SCORE, CodexResearcher
+from tests.exports.agent_export import exported, model_events
 from tests.llm.fake_server import FakeServer, Received
 
 NO_RESULT = "(the agent reported no result before it ended)"
@@ -116,9 +118,34 @@ def assert_recorded(ran: Ran, tmp_path: Path, unanswered: int) -> None:
     assert json.loads(papers.stdout)["verified"] == [True]
 
 
+def assert_exported(ran: Ran, tmp_path: Path) -> None:
+    """Its exports hold what Codex was last sent and last answered (streamed Responses
+    API answers): every tool it called, in order, by a valid function name
+    (`mcp__lab.budget` as `mcp__lab__budget`) in a fine-tuning line OpenAI's types accept,
+    and an Inspect model event per call with its input and output."""
+    store = store_of(tmp_path)
+    try:
+        conversation, line = exported(ran.events, store.get_blob)
+        shown = model_events(ran.events, store.get_blob)
+    finally:
+        store.engine.dispose()
+    called = [c["function"]["name"] for m in line["messages"] for c in m.get("tool_calls", [])]
+    assert called == [function_name(t) for t in ran.model.tools]
+    assert "mcp__lab__budget" in called
+    declared = {t["function"]["name"] for t in line["tools"]}
+    assert set(called) <= declared
+    assert conversation.messages[-1] == {"role": "assistant", "content": FINAL}
+    assert len(shown) == len(ran.requests)
+    assert all(given for given, _ in shown), "every model event has its input"
+    outputs = [output["choices"][0]["message"] for _, output in shown]
+    assert [c["function"] for o in outputs for c in o.get("tool_calls", [])] == called
+    assert shown[-1][1]["completion"] == FINAL
+
+
 def test_codex_from_npm_runs_a_lab_to_a_verified_paper(tmp_path: Path) -> None:
     ran = codex_lab(tmp_path, finish=False)
     assert_recorded(ran, tmp_path, unanswered=0)
+    assert_exported(ran, tmp_path)
     lab = [p.tool for p in ran.payloads("tool.invoked") if not p.reported]
     assert lab == ["evaluate", "submit_paper", "budget"]
     # It ended by itself with its final message, which is the last answer recorded.

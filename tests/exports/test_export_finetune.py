@@ -5,65 +5,19 @@ and last answered, a search run its tool calls; every tool result answers a call
 it; the verdict and score filters keep what the read models say they should."""
 
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any
 
 import orjson
 import pytest
 from export_logged import Logged
-from openai.types.chat import (
-    ChatCompletionAssistantMessageParam,
-    ChatCompletionFunctionToolParam,
-    ChatCompletionMessageFunctionToolCallParam,
-    ChatCompletionSystemMessageParam,
-    ChatCompletionToolMessageParam,
-    ChatCompletionUserMessageParam,
-)
-from pydantic import TypeAdapter
 from typer.testing import CliRunner
 
 from events.payloads import ToolInvoked
 from labrxiv.cli import app
 from projections.findings import findings_of
 from projections.runs import runs_of
+from tests.exports.finetune_format import paired, validate
 from workers.tools.base import TOOLS
-
-ROLES: dict[str, Any] = {
-    "system": ChatCompletionSystemMessageParam,
-    "user": ChatCompletionUserMessageParam,
-    "assistant": ChatCompletionAssistantMessageParam,
-    "tool": ChatCompletionToolMessageParam,
-}
-WEIGHT = {"weight"}
-"""The one key fine-tuning adds to a chat message (0 or 1, on assistant messages)."""
-
-
-def validate(line: dict[str, Any]) -> None:
-    """Raise unless `line` is one example of OpenAI's chat fine-tuning format."""
-    assert set(line) <= {"messages", "tools", "parallel_tool_calls"}, sorted(line)
-    for message in line["messages"]:
-        kind = ROLES[message["role"]]
-        TypeAdapter(kind).validate_python(message)
-        assert set(message) <= set(get_type_hints(kind)) | WEIGHT, message
-        for call in message.get("tool_calls") or []:
-            TypeAdapter(ChatCompletionMessageFunctionToolCallParam).validate_python(call)
-            assert set(call) == set(get_type_hints(ChatCompletionMessageFunctionToolCallParam))
-            assert isinstance(orjson.loads(call["function"]["arguments"]), dict)
-    for tool in line.get("tools", []):
-        TypeAdapter(ChatCompletionFunctionToolParam).validate_python(tool)
-        assert set(tool) == set(get_type_hints(ChatCompletionFunctionToolParam))
-
-
-def paired(messages: list[dict[str, Any]]) -> None:
-    """Every tool message answers an earlier call not yet answered; every call but those
-    of the last message is answered."""
-    open_calls: set[str] = set()
-    for message in messages:
-        if message["role"] == "tool":
-            assert message["tool_call_id"] in open_calls, message
-            open_calls.discard(message["tool_call_id"])
-        elif message["role"] == "assistant":
-            assert not open_calls, f"calls {open_calls} unanswered before the next answer"
-            open_calls = {c["id"] for c in message.get("tool_calls") or []}
 
 
 def export(logged: Logged, out: Path, *args: str) -> tuple[int, str, list[dict[str, Any]]]:

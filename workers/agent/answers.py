@@ -1,5 +1,6 @@
 """Reading what an agent's model answered, as it came back through the relay: a chat
-completion or a Responses API answer, whole or streamed (server-sent events).
+completion or a Responses API answer, whole or streamed (server-sent events), read as
+one JSON object by `runstate.answers.answer_json` (which the exports read answers with).
 
 Usage is what the provider reported, read by the one reader of chat completions
 (`workers.llm.reply.usage_of`) or its Responses API counterpart here; a stream that
@@ -14,7 +15,8 @@ import orjson
 from openai.types.chat import ChatCompletion
 
 from events.payloads.model import Usage
-from workers.llm.reply import json_object, usage_of
+from runstate.answers import Unreadable, answer_json
+from workers.llm.reply import usage_of
 
 
 @dataclass(frozen=True)
@@ -38,89 +40,11 @@ class Answer:
     calls: tuple[AnswerCall, ...] = field(default_factory=tuple)
 
 
-class Unreadable(ValueError):
-    """A 200 answer that is neither a chat completion nor a Responses API answer."""
-
-
 def read_answer(api: str, body: bytes, streamed: bool) -> Answer:
-    """The answer of `api` (`chat` or `responses`) in `body`; `Unreadable` if it is none."""
-    if streamed:
-        chunks = list(_sse_data(body))
-        if api == "chat":
-            return _chat(_chat_from_chunks(chunks))
-        done = [c for c in chunks if c.get("type") in ("response.completed", "response.done")]
-        if not done or not isinstance(done[-1].get("response"), dict):
-            incomplete = [c for c in chunks if isinstance(c.get("response"), dict)]
-            if not incomplete:
-                raise Unreadable("the stream carried no response")
-            return _response(_with_items(incomplete[-1]["response"], chunks))
-        return _response(_with_items(done[-1]["response"], chunks))
-    data = json_object(body, "the answer", Unreadable)
+    """The answer of `api` (`chat` or `responses`) in `body`; `Unreadable` if it is none
+    (the answer as one JSON object: `runstate.answers.answer_json`)."""
+    data = answer_json(api, body, streamed)
     return _chat(data) if api == "chat" else _response(data)
-
-
-def _sse_data(body: bytes) -> list[dict[str, Any]]:
-    """The JSON objects of a server-sent event stream's `data:` lines (`[DONE]` left out)."""
-    found = []
-    for line in body.splitlines():
-        if not line.startswith(b"data:"):
-            continue
-        data = line[5:].strip()
-        if not data or data == b"[DONE]":
-            continue
-        try:
-            value = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            found.append(value)
-    return found
-
-
-def _with_items(response: dict[str, Any], chunks: list[dict[str, Any]]) -> dict[str, Any]:
-    """`response`, its `output` taken from the stream's `response.output_item.done` events
-    when it holds none (what a client such as Codex CLI acts on; a server may leave the
-    final event's `output` empty)."""
-    if response.get("output"):
-        return response
-    items = [
-        c["item"]
-        for c in chunks
-        if c.get("type") == "response.output_item.done" and isinstance(c.get("item"), dict)
-    ]
-    return response | {"output": items} if items else response
-
-
-def _chat_from_chunks(chunks: list[dict[str, Any]]) -> dict[str, Any]:
-    """The chat completion a stream of chunks adds up to."""
-    text: list[str] = []
-    calls: dict[int, dict[str, Any]] = {}
-    finish = None
-    usage = None
-    model = None
-    for chunk in chunks:
-        model = chunk.get("model") or model
-        usage = chunk.get("usage") or usage
-        for choice in chunk.get("choices") or []:
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-                continue
-            finish = choice.get("finish_reason") or finish
-            delta = choice.get("delta") or {}
-            if isinstance(delta.get("content"), str):
-                text.append(delta["content"])
-            for part in delta.get("tool_calls") or []:
-                call = calls.setdefault(
-                    part.get("index", 0), {"id": "", "function": {"name": "", "arguments": ""}}
-                )
-                call["id"] = part.get("id") or call["id"]
-                function = part.get("function") or {}
-                call["function"]["name"] += function.get("name") or ""
-                call["function"]["arguments"] += function.get("arguments") or ""
-    message: dict[str, Any] = {"role": "assistant", "content": "".join(text)}
-    if calls:
-        message["tool_calls"] = [{"type": "function", **calls[index]} for index in sorted(calls)]
-    choice = {"index": 0, "message": message, "finish_reason": finish}
-    return {"model": model, "choices": [choice], "usage": usage}
 
 
 def _chat(data: dict[str, Any]) -> Answer:

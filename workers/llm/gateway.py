@@ -29,9 +29,10 @@ from openai.types.chat import ChatCompletion
 
 from events.blobs import blob_ref
 from events.payloads.model import ModelFailed, ModelResponded, Usage
+from runstate.answers import json_object
 from workers.llm.failures import DETAIL, Failure, classify
 from workers.llm.prices import PriceTable
-from workers.llm.reply import MalformedResponse, Reply, json_object, read_completion
+from workers.llm.reply import MalformedResponse, Reply, read_completion
 from workers.llm.request import ModelRequest, PreparedCall, prepare_call
 from workers.llm.scrub import scrub, scrub_bytes
 from workers.retry import RetryPolicy

@@ -11,7 +11,6 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from openai.types.chat import ChatCompletion
 from pydantic import ValidationError
 
@@ -23,18 +22,6 @@ log = logging.getLogger(__name__)
 
 class MalformedResponse(ValueError):
     """A 200 answer that is not a chat completion (a proxy's page, a cut-off body)."""
-
-
-def json_object(body: bytes, what: str, error: type[ValueError]) -> dict[str, Any]:
-    """A model's answer `body` read as a JSON object; else `error`, saying that `what`
-    (e.g. "the answer") is not one, with the start of `body`."""
-    try:
-        data = orjson.loads(body)
-    except orjson.JSONDecodeError as exc:
-        raise error(f"{what} is not JSON ({exc}): {body[:200]!r}") from exc
-    if not isinstance(data, dict):
-        raise error(f"{what} is not a JSON object: {body[:200]!r}")
-    return data
 
 
 @dataclass(frozen=True)
