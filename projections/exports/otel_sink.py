@@ -16,12 +16,20 @@ The checkpoint is one per endpoint URL (a new endpoint is sent the log from its 
 in a table of its own that `labrxiv rebuild` leaves alone: rebuilding the read models
 sends no span again. The network is not used inside a database transaction: the
 checkpoint moves from the position read to the page's end in a short one afterwards.
-"""
+
+A loop (`follow_step`, the projector's) sends one page a step, so the read models move
+between the sink's pages however long its backlog. A page the endpoint did not take is
+tried again after a backoff (doubling to `RETRY_CAP_S`), each try waiting at most the
+exporter's timeout; a page the endpoint refuses outright (a 4xx other than 408 and 429,
+which sending again cannot change) `REFUSALS_TO_SKIP` times running is skipped: an error
+line names its positions and the endpoint's reason, and its spans are counted
+(`labrxiv_otel_spans_skipped`, `OtelSink.skipped`)."""
 
 import hashlib
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sqlalchemy import MetaData
 
@@ -31,25 +39,36 @@ from events.engines import writing
 from events.recorded import Recorded
 from events.schema import create_tables
 from events.streams import stream_kind
+from projections.exports.otel_metrics import spans_skipped
 from projections.exports.otel_send import ExportFailed, SpanSender
 from projections.exports.otel_span import Span
-from projections.exports.otel_spans import run_spans
+from projections.exports.otel_spans import CLOSING_TYPES, run_spans
 
 log = logging.getLogger(__name__)
 
 SINK_CHECKPOINTS = Checkpoints("export_checkpoints", MetaData())
 """How far each live export has sent the log, by its name."""
 
-CLOSING_TYPES = frozenset({"model.responded", "model.failed", "tool.returned", "run.finished"})
-"""The events that complete a span of their run."""
-
 RETRY_CAP_S = 30.0
 """The longest wait before sending again to an endpoint that did not take a page."""
+
+REFUSALS_TO_SKIP = 3
+"""Refusals running of one page (`ExportFailed.refused`) after which it is skipped."""
 
 
 def sink_name(url: str) -> str:
     """The checkpoint's name for the endpoint `url`."""
     return f"otel {hashlib.sha256(url.encode()).hexdigest()[:16]}"
+
+
+@dataclass(frozen=True)
+class Page:
+    """The spans that the events after `seen` up to `to` complete."""
+
+    seen: int
+    to: int
+    events: int
+    spans: list[Span]
 
 
 class OtelSink:
@@ -62,57 +81,98 @@ class OtelSink:
         self.page = page
         self.sent = 0
         """Spans the endpoint took from this sink."""
+        self.skipped = 0
+        """Spans this sink skipped: the endpoint refused their page every time."""
         self._ready = False
         self._failures = 0
+        self._refusals = (0, 0)
+        """(the page's `seen`, how many times running the endpoint refused it)."""
         self._next_try = 0.0
 
     def catch_up(self) -> int:
         """Send the spans of every event after the checkpoint; returns how many events
         it went past. Raises `ExportFailed` when the endpoint does not take a page (the
         checkpoint stays before it)."""
-        self._ensure_table()
         done = 0
-        while moved := self._one_page():
-            done += moved
+        while page := self._next_page():
+            self._send(page)
+            done += page.events
         return done
 
     def follow_step(self) -> int:
-        """`catch_up` for a loop that must go on when the endpoint is away: a page not
-        taken is said once a try, and tried again after a backoff (doubling to
-        `RETRY_CAP_S`); returns the events gone past (0 while waiting)."""
+        """One page, for a loop that must go on when the endpoint is away or refuses:
+        returns the events gone past (0 while waiting or when nothing is new). A page not
+        taken is said once a try and tried again after a backoff; one refused
+        `REFUSALS_TO_SKIP` times running is skipped, and said as an error."""
         if time.monotonic() < self._next_try:
             return 0
-        try:
-            done = self.catch_up()
-        except ExportFailed as exc:
-            wait = min(RETRY_CAP_S, 0.5 * 2**self._failures)
-            self._failures += 1
-            self._next_try = time.monotonic() + wait
-            log.warning("%s; trying again in %.1fs", exc, wait)
+        page = self._next_page()
+        if page is None:
             return 0
+        try:
+            self._send(page)
+        except ExportFailed as exc:
+            return self._failed(page, exc)
         self._failures = 0
-        return done
+        self._refusals = (0, 0)
+        return page.events
 
     def position(self) -> int:
-        """The checkpoint: the last position whose spans were sent."""
+        """The checkpoint: the last position whose spans were sent (or skipped)."""
         self._ensure_table()
         with self.store.engine.connect() as conn:
             return SINK_CHECKPOINTS.read(conn, self.name)
 
-    def _one_page(self) -> int:
+    def _next_page(self) -> Page | None:
         seen = self.position()
         records = self.store.read_records(seen, self.page)
         if not records:
-            return 0
+            return None
         to = records[-1].position
-        spans = completed_spans(self.store, records, seen, to)
-        self.sender.send(spans)
+        return Page(seen, to, len(records), completed_spans(self.store, records, seen, to))
+
+    def _send(self, page: Page) -> None:
+        self.sender.send(page.spans)
+        self._advance(page)
+        self.sent += len(page.spans)
+
+    def _advance(self, page: Page) -> None:
         with writing(self.store.engine) as conn:
             SINK_CHECKPOINTS.ensure(conn, [self.name])
-            if not SINK_CHECKPOINTS.advance(conn, [self.name], seen, to):
-                log.debug("%s: another process sent this page first", self.name)
-        self.sent += len(spans)
-        return len(records)
+            if not SINK_CHECKPOINTS.advance(conn, [self.name], page.seen, page.to):
+                log.debug("%s: another process moved past this page first", self.name)
+
+    def _failed(self, page: Page, exc: ExportFailed) -> int:
+        """Back off after a page not taken, or skip it when refused often enough."""
+        if exc.refused:
+            before, times = self._refusals
+            times = times + 1 if before == page.seen else 1
+            self._refusals = (page.seen, times)
+            if times >= REFUSALS_TO_SKIP:
+                self._skip(page, exc, times)
+                return page.events
+        wait = min(RETRY_CAP_S, 0.5 * 2**self._failures)
+        self._failures += 1
+        self._next_try = time.monotonic() + wait
+        log.warning("%s; trying again in %.1fs", exc, wait)
+        return 0
+
+    def _skip(self, page: Page, exc: ExportFailed, times: int) -> None:
+        lost = len(page.spans) - exc.taken
+        self._advance(page)
+        self.skipped += lost
+        spans_skipped().inc(lost)
+        self._failures = 0
+        self._refusals = (0, 0)
+        self._next_try = 0.0
+        log.error(
+            "%s; refused %d times: skipped %d span(s) completed at log positions %d-%d",
+            exc,
+            times,
+            lost,
+            page.seen + 1,
+            page.to,
+        )
 
     def _ensure_table(self) -> None:
         if not self._ready:

@@ -45,6 +45,13 @@ from projections.exports.otel_span import Attribute, Span, SpanEvent
 
 UNKNOWN_OUTCOME = "outcome unknown: the run finished with the call open"
 
+CLOSERS = (ModelResponded, ModelFailed, ToolReturned, RunFinished)
+"""The payloads that complete spans of their run (`run_spans` closes spans at these and
+only these)."""
+
+CLOSING_TYPES = frozenset(closer.model_fields["type"].default for closer in CLOSERS)
+"""The event types of `CLOSERS`: the events the live sink looks for in a page."""
+
 
 @dataclass(frozen=True)
 class _Run:
@@ -76,22 +83,34 @@ def run_spans(events: Iterable[Fact]) -> list[Span]:
             opened[f"model:{payload.call_id}"] = (event, payload)
         elif isinstance(payload, ToolInvoked):
             opened[f"tool:{payload.call_id}"] = (event, payload)
-        elif isinstance(payload, ModelResponded | ModelFailed):
-            called = opened.pop(f"model:{payload.call_id}", None)
-            if called is not None and isinstance(called[1], ModelCalled):
-                spans.append(_model_span(run, called[0], called[1], event))
-        elif isinstance(payload, ToolReturned):
-            invoked = opened.pop(f"tool:{payload.call_id}", None)
-            if invoked is not None and isinstance(invoked[1], ToolInvoked):
-                spans.append(_tool_span(run, invoked[0], invoked[1], event))
         elif isinstance(payload, ExperimentScored):
             scores.append(evaluation_event(payload, event.occurred_at))
-        elif isinstance(payload, RunFinished):
-            for opener, asked in opened.values():
-                spans.append(_unfinished(run, opener, asked, event))
-            opened.clear()
-            spans.append(_run_span(run, event, payload, tuple(scores)))
+        elif isinstance(payload, CLOSERS):
+            spans.extend(_closed(run, opened, tuple(scores), event, payload))
     return spans
+
+
+def _closed(
+    run: _Run,
+    opened: dict[str, tuple[Fact, ModelCalled | ToolInvoked]],
+    scores: tuple[SpanEvent, ...],
+    event: Fact,
+    payload: ModelResponded | ModelFailed | ToolReturned | RunFinished,
+) -> list[Span]:
+    """The spans `event` (one of `CLOSERS`) completes; the calls it closes leave `opened`."""
+    if isinstance(payload, RunFinished):
+        spans = [_unfinished(run, opener, asked, event) for opener, asked in opened.values()]
+        opened.clear()
+        return [*spans, _run_span(run, event, payload, scores)]
+    if isinstance(payload, ToolReturned):
+        invoked = opened.pop(f"tool:{payload.call_id}", None)
+        if invoked is not None and isinstance(invoked[1], ToolInvoked):
+            return [_tool_span(run, invoked[0], invoked[1], event)]
+        return []
+    called = opened.pop(f"model:{payload.call_id}", None)
+    if called is not None and isinstance(called[1], ModelCalled):
+        return [_model_span(run, called[0], called[1], event)]
+    return []
 
 
 def _run_span(run: _Run, last: Fact, finished: RunFinished, scores: tuple[SpanEvent, ...]) -> Span:
