@@ -17,6 +17,11 @@ in a table of its own that `labrxiv rebuild` leaves alone: rebuilding the read m
 sends no span again. The network is not used inside a database transaction: the
 checkpoint moves from the position read to the page's end in a short one afterwards.
 
+A run's stream is read once, in parts: the sink keeps each unfinished run's fold
+(`otel_spans.RunFold`) as of the pages gone past, and a page reads only the events of
+its runs after their folds. A fold is pure of the stream's prefix, so it stays right
+whoever moved the checkpoint; a run whose fold is not kept is read from its start.
+
 A loop (`follow_step`, the projector's) sends one page a step, so the read models move
 between the sink's pages however long its backlog. A page the endpoint did not take is
 tried again after a backoff (doubling to `RETRY_CAP_S`), each try waiting at most the
@@ -28,7 +33,7 @@ line names its positions and the endpoint's reason, and its spans are counted
 import hashlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import MetaData
@@ -42,7 +47,7 @@ from events.streams import stream_kind
 from projections.exports.otel_metrics import spans_skipped
 from projections.exports.otel_send import ExportFailed, SpanSender
 from projections.exports.otel_span import Span
-from projections.exports.otel_spans import CLOSING_TYPES, run_spans
+from projections.exports.otel_spans import CLOSING_TYPES, RunFold
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +56,10 @@ SINK_CHECKPOINTS = Checkpoints("export_checkpoints", MetaData())
 
 RETRY_CAP_S = 30.0
 """The longest wait before sending again to an endpoint that did not take a page."""
+
+MAX_FOLDS = 10_000
+"""Unfinished runs whose folds are kept between pages (past it they are dropped, and a
+run's next page reads its stream from the start)."""
 
 REFUSALS_TO_SKIP = 3
 """Refusals running of one page (`ExportFailed.refused`) after which it is skipped."""
@@ -70,6 +79,8 @@ class Page:
     to: int
     events: int
     spans: list[Span]
+    folds: dict[str, RunFold]
+    """The folds of the runs the page completes spans of, at their last event in it."""
 
 
 class OtelSink:
@@ -89,6 +100,8 @@ class OtelSink:
         self._refusals = (0, 0)
         """(the page's `seen`, how many times running the endpoint refused it)."""
         self._next_try = 0.0
+        self._folds: dict[str, RunFold] = {}
+        """Runs' folds as of pages gone past, so a page reads only their new events."""
 
     def catch_up(self) -> int:
         """Send the spans of every event after the checkpoint; returns how many events
@@ -130,7 +143,8 @@ class OtelSink:
         if not records:
             return None
         to = records[-1].position
-        return Page(seen, to, len(records), completed_spans(self.store, records, seen, to))
+        spans, folds = completed_spans(self.store, records, seen, to, self._folds)
+        return Page(seen, to, len(records), spans, folds)
 
     def _send(self, page: Page) -> None:
         self.sender.send(page.spans)
@@ -142,6 +156,13 @@ class OtelSink:
             SINK_CHECKPOINTS.ensure(conn, [self.name])
             if not SINK_CHECKPOINTS.advance(conn, [self.name], page.seen, page.to):
                 log.debug("%s: another process moved past this page first", self.name)
+        if len(self._folds) > MAX_FOLDS:
+            self._folds.clear()
+        for run, fold in page.folds.items():
+            if fold.finished:
+                self._folds.pop(run, None)
+            else:
+                self._folds[run] = fold
 
     def _failed(self, page: Page, exc: ExportFailed) -> int:
         """Back off after a page not taken, or skip it when refused often enough."""
@@ -181,19 +202,32 @@ class OtelSink:
             self._ready = True
 
 
-def completed_spans(store: EventStore, page: Sequence[Recorded], seen: int, to: int) -> list[Span]:
+def completed_spans(
+    store: EventStore,
+    page: Sequence[Recorded],
+    seen: int,
+    to: int,
+    folds: Mapping[str, RunFold] | None = None,
+) -> tuple[list[Span], dict[str, RunFold]]:
     """The spans that the events of `page` (positions after `seen`, up to `to`) complete,
-    each built from its run's stream up to the page's last event of it."""
+    each built from its run's stream up to the page's last event of it; and each such
+    run's fold at that event. A run's fold in `folds` (from an earlier page) is gone on
+    from, so only the run's events after it are read; without one, its whole stream is."""
     last_version: dict[str, int] = {}
     for record in page:
         if record.type in CLOSING_TYPES and stream_kind(record.stream) == "run":
             last_version[record.stream] = max(record.version, last_version.get(record.stream, -1))
     spans: list[Span] = []
+    after: dict[str, RunFold] = {}
     for run, version in sorted(last_version.items()):
+        known = (folds or {}).get(run)
+        fold = known.copy() if known is not None and known.version < version else RunFold()
+        events = store.read_stream(run, after_version=fold.version, limit=version - fold.version)
         try:
-            built = run_spans(store.read_stream(run, limit=version + 1))
+            built = fold.feed(events)
         except ValueError as exc:  # a hand-made stream that is no run's: nothing to send
             log.warning("%s: no spans sent: %s", run, exc)
             continue
         spans.extend(s for s in built if seen < s.closed_at <= to)
-    return spans
+        after[run] = fold
+    return spans, after

@@ -16,7 +16,7 @@ import pytest
 from prometheus_client import REGISTRY
 from typer.testing import CliRunner
 
-from events import EventStore
+from events import Event, EventStore
 from labrxiv.cli import app
 from labrxiv.projecting import follow
 from projections.checkpoints import read_checkpoint
@@ -326,3 +326,33 @@ def test_credentials_in_the_endpoint_are_refused_in_one_line(tmp_path: Path) -> 
         code, said = labrxiv(tmp_path, *args)
         assert code == 1 and "OTEL_EXPORTER_OTLP_HEADERS" in said, (args, said)
         assert "s3cret" not in said and "Traceback" not in said, (args, said)
+
+
+@pytest.mark.slow
+def test_the_sink_reads_each_runs_events_once_across_its_pages(
+    done: Campaign, receiver: OtlpReceiver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = EventStore.from_url(f"sqlite:///{_db(tmp_path)}")
+    copy_log(done.system.store, store, 0, done.system.store.max_position())
+    stream = store.read_stream
+    read = Counter[str]()
+
+    def counted(run: str, after_version: int = -1, limit: int | None = None) -> list[Event]:
+        events = stream(run, after_version, limit)
+        read[run] += len(events)
+        return events
+
+    monkeypatch.setattr(store, "read_stream", counted)
+    sender = SpanSender(receiver.url)
+    sink = OtelSink(store, sender, page=5)
+    try:
+        while sink.follow_step():
+            pass
+    finally:
+        sender.close()
+    assert sink.position() == store.max_position()
+    assert read.keys() == set(done.runs)
+    for run in done.runs:
+        assert read[run] <= len(stream(run)), (run, read[run], len(stream(run)))
+    counts = Counter(r.span_id for r in receiver.spans)
+    assert set(counts.values()) == {1} and len(counts) == len(expected(done))
