@@ -25,8 +25,9 @@ def follow(
     """Catch up, then again every `poll_seconds` while nothing was new, until stopped; a
     transient fault of the database is logged and tried again (`workers.retry.keep_going`),
     any other error is a bug of a read model and stops the projector. Each of `sinks`
-    (the OpenTelemetry sink's `follow_step`) is called after each catch-up and returns
-    the events it went past."""
+    (the OpenTelemetry sink's `follow_step`) is called after each catch-up, does a
+    bounded share of its work (a page) and returns the events it went past: the read
+    models catch up again between a sink's pages, whatever its backlog."""
 
     def work() -> float:
         done = runner.catch_up()

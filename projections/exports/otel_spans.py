@@ -45,6 +45,13 @@ from projections.exports.otel_span import Attribute, Span, SpanEvent
 
 UNKNOWN_OUTCOME = "outcome unknown: the run finished with the call open"
 
+CLOSERS = (ModelResponded, ModelFailed, ToolReturned, RunFinished)
+"""The payloads that complete spans of their run (`run_spans` closes spans at these and
+only these)."""
+
+CLOSING_TYPES = frozenset(closer.model_fields["type"].default for closer in CLOSERS)
+"""The event types of `CLOSERS`: the events the live sink looks for in a page."""
+
 
 @dataclass(frozen=True)
 class _Run:
@@ -61,37 +68,79 @@ class _Run:
 def run_spans(events: Iterable[Fact]) -> list[Span]:
     """The complete spans of the run whose stream is `events` (version order, stored:
     each with its position), in the order they completed."""
-    run: _Run | None = None
-    opened: dict[str, tuple[Fact, ModelCalled | ToolInvoked]] = {}
-    scores: list[SpanEvent] = []
-    spans: list[Span] = []
-    for event in events:
+    return RunFold().feed(events)
+
+
+class RunFold:
+    """`run_spans` over a stream read in parts: `feed` the events after `version` and
+    get the spans they complete. Its state (the run, its open calls, its scores so far)
+    is that of the stream up to `version`, so a copy can go on from there later."""
+
+    def __init__(self) -> None:
+        self.version = -1
+        """The last version fed (-1: none)."""
+        self.finished = False
+        """Whether `run.finished` was fed: the run completes no span after it."""
+        self._run: _Run | None = None
+        self._opened: dict[str, tuple[Fact, ModelCalled | ToolInvoked]] = {}
+        self._scores: list[SpanEvent] = []
+
+    def copy(self) -> "RunFold":
+        """Another fold at the same point, that feeding leaves this one alone."""
+        other = RunFold()
+        other.version, other.finished, other._run = self.version, self.finished, self._run
+        other._opened = dict(self._opened)
+        other._scores = list(self._scores)
+        return other
+
+    def feed(self, events: Iterable[Fact]) -> list[Span]:
+        """The spans `events` (the stream's next ones, in version order) complete."""
+        spans: list[Span] = []
+        for event in events:
+            self._take(event, spans)
+            self.version = event.version
+        return spans
+
+    def _take(self, event: Fact, spans: list[Span]) -> None:
         payload = event.payload
+        run = self._run
         if isinstance(payload, RunStarted):
             ids = trace_id_of(event.stream), run_span_id(event.stream)
-            run = _Run(event.stream, *ids, payload, event.occurred_at, event.correlation_id)
+            self._run = _Run(event.stream, *ids, payload, event.occurred_at, event.correlation_id)
         elif run is None:
             raise ValueError(f"{event.stream} does not begin with run.started")
         elif isinstance(payload, ModelCalled):
-            opened[f"model:{payload.call_id}"] = (event, payload)
+            self._opened[f"model:{payload.call_id}"] = (event, payload)
         elif isinstance(payload, ToolInvoked):
-            opened[f"tool:{payload.call_id}"] = (event, payload)
-        elif isinstance(payload, ModelResponded | ModelFailed):
-            called = opened.pop(f"model:{payload.call_id}", None)
-            if called is not None and isinstance(called[1], ModelCalled):
-                spans.append(_model_span(run, called[0], called[1], event))
-        elif isinstance(payload, ToolReturned):
-            invoked = opened.pop(f"tool:{payload.call_id}", None)
-            if invoked is not None and isinstance(invoked[1], ToolInvoked):
-                spans.append(_tool_span(run, invoked[0], invoked[1], event))
+            self._opened[f"tool:{payload.call_id}"] = (event, payload)
         elif isinstance(payload, ExperimentScored):
-            scores.append(evaluation_event(payload, event.occurred_at))
-        elif isinstance(payload, RunFinished):
-            for opener, asked in opened.values():
-                spans.append(_unfinished(run, opener, asked, event))
-            opened.clear()
-            spans.append(_run_span(run, event, payload, tuple(scores)))
-    return spans
+            self._scores.append(evaluation_event(payload, event.occurred_at))
+        elif isinstance(payload, CLOSERS):
+            spans.extend(_closed(run, self._opened, tuple(self._scores), event, payload))
+            self.finished = self.finished or isinstance(payload, RunFinished)
+
+
+def _closed(
+    run: _Run,
+    opened: dict[str, tuple[Fact, ModelCalled | ToolInvoked]],
+    scores: tuple[SpanEvent, ...],
+    event: Fact,
+    payload: ModelResponded | ModelFailed | ToolReturned | RunFinished,
+) -> list[Span]:
+    """The spans `event` (one of `CLOSERS`) completes; the calls it closes leave `opened`."""
+    if isinstance(payload, RunFinished):
+        spans = [_unfinished(run, opener, asked, event) for opener, asked in opened.values()]
+        opened.clear()
+        return [*spans, _run_span(run, event, payload, scores)]
+    if isinstance(payload, ToolReturned):
+        invoked = opened.pop(f"tool:{payload.call_id}", None)
+        if invoked is not None and isinstance(invoked[1], ToolInvoked):
+            return [_tool_span(run, invoked[0], invoked[1], event)]
+        return []
+    called = opened.pop(f"model:{payload.call_id}", None)
+    if called is not None and isinstance(called[1], ModelCalled):
+        return [_model_span(run, called[0], called[1], event)]
+    return []
 
 
 def _run_span(run: _Run, last: Fact, finished: RunFinished, scores: tuple[SpanEvent, ...]) -> Span:

@@ -1,6 +1,7 @@
 """A minimal OTLP/HTTP trace receiver for tests: every request's spans decoded with
 `opentelemetry-proto` (the protocol's own messages), kept in arrival order. It can refuse
-requests (`refuse`), as a backend that is down does, and forward what it takes to
+requests (`refuse`, with the status `refuse_status`), as a backend that is down or
+rejects the spans does, keeps each request's headers, and forward what it takes to
 another receiver (`forward_to`: Phoenix), so a test counts what was sent and reads
 what the backend kept."""
 
@@ -9,6 +10,7 @@ import urllib.request
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -47,7 +49,13 @@ class OtlpReceiver:
         self.spans: list[Received] = []
         self.requests = 0
         self.refuse = 0
-        """Requests still to refuse (with a 400, which the exporter does not retry)."""
+        """Requests still to refuse, with `refuse_status`."""
+        self.refuse_status = 400
+        """400 by default: a refusal the exporter does not retry."""
+        self.headers: list[dict[str, str]] = []
+        """Each request's headers, lower-cased names."""
+        self.paths: list[str] = []
+        """Each request's path, with its query."""
         self.forward_to = forward_to
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -59,10 +67,11 @@ class OtlpReceiver:
         """The base URL (the exporter posts to its `/v1/traces`)."""
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
-    def take(self, body: bytes) -> bool:
+    def take(self, body: bytes, headers: dict[str, str]) -> bool:
         """Decode and keep one request's spans; False when refused."""
         with self._lock:
             self.requests += 1
+            self.headers.append(headers)
             if self.refuse:
                 self.refuse -= 1
                 return False
@@ -108,8 +117,15 @@ def _handler(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 - http.server's name
             body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-            if self.path != "/v1/traces" or not receiver.take(body):
-                self.send_response(400 if self.path == "/v1/traces" else 404)
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            receiver.paths.append(self.path)
+            if urlsplit(self.path).path != "/v1/traces":
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            if not receiver.take(body, headers):
+                self.send_response(receiver.refuse_status, "spans refused by the test")
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return

@@ -14,7 +14,7 @@ from events import Event
 from events.payloads import ModelCalled, RunFinished
 from projections.exports.otel_ids import trace_id_of
 from projections.exports.otel_span import Span
-from projections.exports.otel_spans import UNKNOWN_OUTCOME, run_spans
+from projections.exports.otel_spans import CLOSING_TYPES, UNKNOWN_OUTCOME, run_spans
 from projections.ledger import ledger_calls
 from tests.exports.otel_campaign import Campaign, llm_campaign
 
@@ -166,3 +166,15 @@ def test_a_stream_that_is_no_run_is_refused() -> None:
     )
     with pytest.raises(ValueError, match="does not begin with run.started"):
         run_spans([stray])
+
+
+@pytest.mark.slow
+def test_the_sinks_closing_types_are_the_events_that_complete_spans(done: Campaign) -> None:
+    """The live sink looks for `CLOSING_TYPES` in a page: each span of the campaign is
+    completed by an event of one of them, and each of them completes some span."""
+    store = done.system.store
+    closers = set()
+    for run in done.runs:
+        by_position = {e.position: e.type for e in store.read_stream(run)}
+        closers |= {by_position[span.closed_at] for span in run_spans(store.read_stream(run))}
+    assert closers == CLOSING_TYPES
