@@ -2,26 +2,20 @@
 and environment the profile gives, and an npm prefix installed once by the profile's own
 `install` line (the machine's npm) into a cache folder.
 
-The cache is `$LABRXIV_TEST_CACHE/codex-<version>-<install line's hash>`, else the same
-name in `.cache/` under the repository (git ignores `.cache/`). A missing npm or a failed
-install fails the test under CI=true and skips it elsewhere (tests/needs.py).
+Its folder in the test cache (tests/cached_tools.py) is
+`codex-<version>-<install line's hash>`.
 """
 
-import fcntl
 import hashlib
-import os
-import shutil
-import subprocess
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tests.needs import missing
+from tests.cached_tools import built_once
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILE = REPO / "workers" / "agent" / "profiles" / "codex.toml"
-INSTALL_TIMEOUT_S = 900
 
 
 def profile() -> dict[str, Any]:
@@ -29,44 +23,24 @@ def profile() -> dict[str, Any]:
     return tomllib.loads(PROFILE.read_text())
 
 
-def _cache_root() -> Path:
-    return Path(os.environ.get("LABRXIV_TEST_CACHE") or REPO / ".cache")
-
-
 def codex_prefix() -> Path:
     """The npm prefix holding the profile's version of Codex CLI, installed by the
-    profile's `install` line the first time (one process at a time installs it)."""
+    profile's `install` line the first time."""
     found = profile()
     digest = hashlib.sha256(found["install"].encode()).hexdigest()[:8]
-    prefix = _cache_root() / f"codex-{found['version']}-{digest}"
-    done = prefix / ".installed"
-    if done.exists():
-        return prefix
-    if shutil.which("npm") is None:
-        missing("npm is not on PATH (Codex CLI's install line needs it)")
-    prefix.parent.mkdir(parents=True, exist_ok=True)
-    with open(prefix.parent / f"{prefix.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.exists():
-            return prefix
-        shutil.rmtree(prefix, ignore_errors=True)
-        prefix.mkdir()
-        line = found["install"].format(install_dir=prefix, version=found["version"])
-        try:
-            result = subprocess.run(
-                ["/bin/sh", "-c", line],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=INSTALL_TIMEOUT_S,
-            )
-        except subprocess.TimeoutExpired:
-            missing(f"installing Codex CLI took over {INSTALL_TIMEOUT_S} s: {line}")
-        if result.returncode != 0:
-            missing(f"installing Codex CLI failed ({line}):\n{result.stderr[-3000:]}")
-        prefix.chmod(0o755)
-        done.touch()
-    return prefix
+    return built_once(
+        f"codex-{found['version']}-{digest}",
+        "Codex CLI",
+        lambda prefix: [
+            ["mkdir", "-p", str(prefix)],
+            [
+                "/bin/sh",
+                "-c",
+                found["install"].format(install_dir=prefix, version=found["version"]),
+            ],
+        ],
+        needs=("npm",),
+    )
 
 
 def command_line(found: Mapping[str, Any], prefix: Path, model: str, task: Path) -> list[str]:

@@ -2,27 +2,21 @@
 the command line and environment the profile gives, and a virtualenv built once by the
 profile's own `install` line into a cache folder.
 
-The cache is `$LABRXIV_TEST_CACHE/mini-swe-agent-<version>-<install line's hash>`, else
-the same name in `.cache/` under the repository (git ignores `.cache/`). A
-failed install fails the test under CI=true and skips it elsewhere (tests/needs.py).
+Its folder in the test cache (tests/cached_tools.py) is
+`mini-swe-agent-<version>-<install line's hash>`.
 """
 
-import fcntl
 import hashlib
-import os
-import shutil
-import subprocess
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tests.needs import missing
+from tests.cached_tools import built_once
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILES = REPO / "workers" / "agent" / "profiles"
 PROFILE = PROFILES / "mini-swe-agent.toml"
-INSTALL_TIMEOUT_S = 900
 
 
 def profile() -> dict[str, Any]:
@@ -30,42 +24,19 @@ def profile() -> dict[str, Any]:
     return tomllib.loads(PROFILE.read_text())
 
 
-def _cache_root() -> Path:
-    return Path(os.environ.get("LABRXIV_TEST_CACHE") or REPO / ".cache")
-
-
 def mswe_venv() -> Path:
     """The virtualenv holding the profile's version of mini-swe-agent, installed by the
-    profile's `install` line the first time (one process at a time builds it)."""
+    profile's `install` line the first time."""
     found = profile()
     digest = hashlib.sha256(found["install"].encode()).hexdigest()[:8]
-    venv = _cache_root() / f"mini-swe-agent-{found['version']}-{digest}"
-    done = venv / ".installed"
-    if done.exists():
-        return venv
-    if shutil.which("python3.11") is None:
-        missing("python3.11 is not on PATH (mini-swe-agent's install line needs it)")
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    with open(venv.parent / f"{venv.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.exists():
-            return venv
-        shutil.rmtree(venv, ignore_errors=True)
-        line = found["install"].format(install_dir=venv, version=found["version"])
-        try:
-            result = subprocess.run(
-                ["/bin/sh", "-c", line],
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=INSTALL_TIMEOUT_S,
-            )
-        except subprocess.TimeoutExpired:
-            missing(f"installing mini-swe-agent took over {INSTALL_TIMEOUT_S} s: {line}")
-        if result.returncode != 0:
-            missing(f"installing mini-swe-agent failed ({line}):\n{result.stderr[-3000:]}")
-        done.touch()
-    return venv
+    return built_once(
+        f"mini-swe-agent-{found['version']}-{digest}",
+        "mini-swe-agent",
+        lambda venv: [
+            ["/bin/sh", "-c", found["install"].format(install_dir=venv, version=found["version"])]
+        ],
+        needs=("python3.11",),
+    )
 
 
 def command_line(

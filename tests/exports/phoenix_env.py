@@ -10,10 +10,8 @@ names them: `PHOENIX_PORT` (HTTP: the UI, the REST API under `/v1` and OTLP/HTTP
 `PHOENIX_WORKING_DIR` (its SQLite database), `PHOENIX_TELEMETRY_ENABLED`.
 """
 
-import fcntl
 import json
 import os
-import shutil
 import subprocess
 import time
 import urllib.error
@@ -25,52 +23,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.cached_tools import pip_venv
 from tests.needs import missing
 from tests.ports import free_port
 
 VERSION = "20.26.1"
 """The Phoenix release the test reads back from (its REST API's span list is `GET
 /v1/projects/{project}/spans`)."""
-INSTALL_TIMEOUT_S = 1200
 START_TIMEOUT_S = 180
 REPO = Path(__file__).resolve().parents[2]
 
 
 def phoenix_venv() -> Path:
-    """The virtualenv holding Phoenix, installed the first time (one process at a time)."""
-    root = Path(os.environ.get("LABRXIV_TEST_CACHE") or REPO / ".cache")
-    venv = root / f"arize-phoenix-{VERSION}"
-    done = venv / ".installed"
-    if done.exists():
-        return venv
-    python = shutil.which("python3.11")
-    if python is None:
-        missing("python3.11 is not on PATH (Phoenix's virtualenv is made with it)")
-    venv.parent.mkdir(parents=True, exist_ok=True)
-    with open(venv.parent / f"{venv.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.exists():
-            return venv
-        shutil.rmtree(venv, ignore_errors=True)
-        steps = [
-            [python, "-m", "venv", str(venv)],
-            [str(venv / "bin" / "pip"), "install", "--quiet", f"arize-phoenix=={VERSION}"],
-        ]
-        for step in steps:
-            try:
-                result = subprocess.run(
-                    step,
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                    text=True,
-                    timeout=INSTALL_TIMEOUT_S,
-                )
-            except subprocess.TimeoutExpired:
-                missing(f"installing Phoenix took over {INSTALL_TIMEOUT_S} s: {step}")
-            if result.returncode != 0:
-                missing(f"installing Phoenix failed ({step}):\n{result.stderr[-3000:]}")
-        done.touch()
-    return venv
+    """The virtualenv holding Phoenix, installed the first time."""
+    return pip_venv(f"arize-phoenix-{VERSION}", "Phoenix", f"arize-phoenix=={VERSION}")
 
 
 @dataclass(frozen=True)
