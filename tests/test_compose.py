@@ -573,7 +573,7 @@ def test_the_offline_override_runs_the_same_stack_on_local_images(tmp_path: Path
         dockerfile = (COMPOSE_DIR / "offline" / f"{name}.Dockerfile").read_text()
         # The stand-in runs as the user the official image has, whom the compose file names.
         assert re.findall(r"^USER (\S+)", dockerfile, re.M)[-1] == services[name]["user"]
-    for name in ("recorder", "steps", "reactor", "projector", "exporter", "cli"):
+    for name in ("recorder", "steps", "reactor", "projector", "exporter", "serve", "cli"):
         assert services[name]["build"]["args"] == {"BASE": "labrxiv-offline/python:3.11"}
         assert services[name]["command"] == yaml.safe_load(COMPOSE_TEXT)["services"][name].get(
             "command", services[name]["command"]
