@@ -123,7 +123,13 @@ def main(argv: list[str]) -> int:
     port = listener.getsockname()[1]
     threading.Thread(target=_relay, args=(listener, path), daemon=True).start()
     base = f"http://127.0.0.1:{port}/v1"
-    env = dict(os.environ, OPENAI_BASE_URL=base, OPENAI_API_BASE=base, LABRXIV_MODEL_BASE_URL=base)
+    env = dict(
+        os.environ,
+        OPENAI_BASE_URL=base,
+        OPENAI_API_BASE=base,
+        ANTHROPIC_BASE_URL=base.removesuffix("/v1"),
+        LABRXIV_MODEL_BASE_URL=base,
+    )
     try:
         agent = subprocess.Popen(
             command,
