@@ -113,3 +113,9 @@ def test_claude_code_from_npm_runs_a_lab_through_the_messages_api(tmp_path: Path
     assert "attempts: used 0;" in returned[reported[1].call_id]
     lab = [p.tool for p in payloads("tool.invoked") if not p.reported]
     assert lab == ["budget", "finish"]
+    # Its own files (settings, logs) stay in the jail's scratch folder, out of the log.
+    assert not payloads("workspace.changed")
+    assert not [p for p in payloads("tool.returned") if p.files_written or p.files_deleted]
+    # `lab finish` ended the run: its next request was refused, and it exited saying so.
+    (exited,) = payloads("agent.exited")
+    assert exited.exit_code == 1 and exited.stopped is None
