@@ -87,6 +87,8 @@ def test_claude_code_from_npm_runs_a_lab_through_the_messages_api(tmp_path: Path
     store = store_of(tmp_path)
     (run,) = {r.stream for r in store.iter_records(types=["run.started"])}
     events = store.read_stream(run)
+    (exited,) = [e.payload for e in events if e.type == "agent.exited"]
+    stdout = (store.get_blob(exited.stdout.sha256) or b"").decode() if exited.stdout else ""
     store.engine.dispose()
 
     def payloads(kind: str) -> list[Any]:
@@ -116,6 +118,7 @@ def test_claude_code_from_npm_runs_a_lab_through_the_messages_api(tmp_path: Path
     # Its own files (settings, logs) stay in the jail's scratch folder, out of the log.
     assert not payloads("workspace.changed")
     assert not [p for p in payloads("tool.returned") if p.files_written or p.files_deleted]
-    # `lab finish` ended the run: its next request was refused, and it exited saying so.
-    (exited,) = payloads("agent.exited")
+    # `lab finish` ended the run: its next request was refused (in Anthropic's error
+    # shape, which it read), and it exited saying so.
     assert exited.exit_code == 1 and exited.stopped is None
+    assert "API Error: 400 labrxiv: the run has ended" in stdout, stdout
