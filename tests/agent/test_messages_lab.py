@@ -2,7 +2,8 @@
 recording endpoint at `$ANTHROPIC_BASE_URL` with the worker's key as `x-api-key`, the
 cache tokens of its answers count against the run's token budget, its `tool_use` blocks
 and the `tool_result` blocks that answer them are its reported calls, and the call past
-the budget is refused in Anthropic's error shape (400 `invalid_request_error`)."""
+the budget is refused in Anthropic's error shape (400 `invalid_request_error`), as are a
+request for another model (404 `not_found_error`) and a path the relay does not serve."""
 
 from pathlib import Path
 
@@ -23,6 +24,23 @@ signal.signal(signal.SIGTERM, signal.SIG_IGN)  # say what the refusal was first
 url = os.environ["ANTHROPIC_BASE_URL"] + "/v1/messages"
 tools = [{"name": "bash", "description": "Run a command.",
           "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}]
+
+
+
+def refused(exc):
+    said = json.load(exc)
+    return f"{exc.code} {said['type']} {said['error']['type']}: {said['error']['message']}"
+
+
+for path, model in (("/v1/messages", "claude-other"), ("/v1/messages/count_tokens", None)):
+    asked = {"model": model or os.environ["OPENAI_MODEL"], "max_tokens": 8,
+             "messages": [{"role": "user", "content": "hi"}]}
+    request = urllib.request.Request(os.environ["ANTHROPIC_BASE_URL"] + path,
+        data=json.dumps(asked).encode(), headers={"content-type": "application/json"})
+    try:
+        urllib.request.urlopen(request, timeout=60)
+    except urllib.error.HTTPError as exc:
+        print(f"{path}: {refused(exc)}", flush=True)
 messages = [{"role": "user", "content": "begin"}]
 for number in range(1, 50):
     asked = {"model": os.environ["OPENAI_MODEL"], "max_tokens": 256, "messages": messages,
@@ -34,10 +52,7 @@ for number in range(1, 50):
         with urllib.request.urlopen(request, timeout=60) as answer:
             message = json.load(answer)
     except urllib.error.HTTPError as exc:
-        said = json.load(exc)
-        error = said["error"]
-        print(f"refused: {exc.code} {said['type']} {error['type']}: {error['message']}",
-              flush=True)
+        print(f"refused: {refused(exc)}", flush=True)
         sys.exit(1)
     print(f"call {number}: answered", flush=True)
     messages.append({"role": "assistant", "content": message["content"]})
@@ -113,7 +128,11 @@ def test_a_messages_api_agent_is_recorded_and_stopped_at_its_token_budget(
         stdout = (store.get_blob(exited.stdout.sha256) or b"").decode()
     finally:
         store.engine.dispose()
-    lines = stdout.splitlines()
+    other, count, *lines = stdout.splitlines()
+    # A request for another model is refused as Anthropic's API refuses an unknown model,
+    # and count_tokens is no route: neither reaches the provider.
+    assert other.startswith("/v1/messages: 404 error not_found_error: labrxiv: this lab's")
+    assert count.startswith("/v1/messages/count_tokens: 404 error not_found_error: no route")
     assert lines[:3] == ["call 1: answered", "call 2: answered", "call 3: answered"], stdout
     assert lines[3].startswith("refused: 400 error invalid_request_error: "), stdout
     assert "tokens" in lines[3] and len(lines) == 4

@@ -138,7 +138,8 @@ class _Handler(BaseHTTPRequestHandler):
             answer = self.server.session.lab_call(path.removeprefix("/lab/"), args)
             self._json(404 if "error" in answer else 200, answer)
             return
-        self._error(404, f"no route POST {path}")
+        api = "messages" if path.startswith(("/v1/messages/", "/messages/")) else "chat"
+        self._error(404, f"no route POST {path}", api)
 
     def _body(self) -> bytes | None:
         if self.headers.get("transfer-encoding", "").lower() == "chunked":

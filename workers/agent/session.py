@@ -348,9 +348,12 @@ class AgentSession:
                 return
             other = self._other_model(body)
             if other is not None:
-                reply.start(400, {"content-type": "application/json"})
-                kind = "not_found_error" if api == "messages" else "invalid_request_error"
-                reply.write(error_body(other, kind, "model_not_found", api=api))
+                if api == "messages":  # as Anthropic's API answers a model it does not know
+                    reply.start(404, {"content-type": "application/json"})
+                    reply.write(error_body(other, "not_found_error", api=api))
+                else:
+                    reply.start(400, {"content-type": "application/json"})
+                    reply.write(error_body(other, "invalid_request_error", "model_not_found"))
                 return
             if self.replay is not None and self._replayed_model(api, body, reply):
                 return
