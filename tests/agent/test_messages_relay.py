@@ -26,6 +26,8 @@ from workers.agent.server import LabSocket, Replier
 from workers.agent.session import AgentSession
 from workers.llm.prices import PriceTable
 
+pytestmark = pytest.mark.timeout(900)  # the first run installs Anthropic's client
+
 KEY = "sk-ant-test-relay-0123456789abcdefghijklmnop"
 MODEL = "claude-test-1"
 PRICES = """
