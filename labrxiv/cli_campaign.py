@@ -131,7 +131,9 @@ def campaign(
         help="Papers archive labs are shown: all, or accepted (needs --review).",
     ),
     agent: str | None = typer.Option(
-        None, "--agent", help="agent labs: a profile (codex, mini-swe-agent) or a command line."
+        None,
+        "--agent",
+        help="agent labs: a profile (claude-code, codex, mini-swe-agent) or a command line.",
     ),
     agent_env: Path | None = typer.Option(
         None, "--agent-env", help="agent labs: the folder the agent is installed in."

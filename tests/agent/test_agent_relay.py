@@ -6,7 +6,7 @@ its calls (written ahead, usage and price, unknown cost kept unknown), the key n
 import json
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +38,11 @@ class _Session:
         self.relay = relay
         self.calls = 0
 
-    def model_call(self, api: str, body: bytes, reply: Replier) -> None:
+    def model_call(
+        self, api: str, body: bytes, reply: Replier, asked: Mapping[str, str] | None = None
+    ) -> None:
         self.calls += 1
-        self.relay.relay(api, body, f"run-t:agent:{self.calls}", "gpt-4o-mini", reply)
+        self.relay.relay(api, body, f"run-t:agent:{self.calls}", "gpt-4o-mini", reply, asked)
 
     def lab_call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         return {"error": "no lab here"}

@@ -9,7 +9,9 @@ from tests.agent.agent_support import run_campaign, store_of
 from tests.llm.fake_server import FakeServer
 from workers.agent.session import last_words
 
-NEEDS = "--policy agent needs --agent: a profile (codex, mini-swe-agent) or a command line"
+NEEDS = (
+    "--policy agent needs --agent: a profile (claude-code, codex, mini-swe-agent) or a command line"
+)
 WRONG = [
     (("--model", "m"), NEEDS),
     (("--agent", "mini-swe-agent", "--model", "m"), "--agent mini-swe-agent needs --agent-env DIR"),
@@ -23,7 +25,7 @@ WRONG = [
     ),
     (
         ("--agent", "mini-swe-agnet", "--model", "m"),
-        "--agent 'mini-swe-agnet' is no profile (profiles: codex, mini-swe-agent)",
+        "--agent 'mini-swe-agnet' is no profile (profiles: claude-code, codex, mini-swe-agent)",
     ),
     (("--agent", "python 'a.py", "--model", "m"), '--agent "python \'a.py" is not a command line'),
 ]

@@ -3,9 +3,10 @@
 import json
 
 import orjson
+import pytest
 
 from tests.agent.codex_server import call_item, responses_usage, stream
-from workers.agent.answers import read_answer
+from workers.agent.answers import Unreadable, read_answer
 from workers.agent.reported import Pending, invoked, results
 
 
@@ -119,3 +120,42 @@ def test_usage_details_that_are_not_objects_count_nothing_and_break_nothing() ->
                                          "input_tokens_details": 5}}  # fmt: skip
     answer = read_answer("responses", orjson.dumps(responses), False)
     assert answer.usage is not None and answer.usage.output_tokens == 2
+
+
+def test_a_messages_api_answer_counts_its_cache_as_input_and_reports_its_tool_use() -> None:
+    message = {
+        "type": "message", "model": "claude-x", "stop_reason": "tool_use",
+        "content": [{"type": "text", "text": "ok"},
+                    {"type": "tool_use", "id": "toolu_1", "name": "Bash",
+                     "input": {"command": "ls"}}],
+        "usage": {"input_tokens": 4, "output_tokens": 9, "cache_read_input_tokens": 60,
+                  "cache_creation_input_tokens": None},
+    }  # fmt: skip
+    answer = read_answer("messages", orjson.dumps(message), False)
+    assert answer.usage is not None
+    assert (answer.usage.input_tokens, answer.usage.cached_input_tokens) == (64, 60)
+    assert answer.text == "ok" and answer.finish_reason == "tool_use"
+    events, pending = invoked("functions", answer, "r:1")
+    assert [(e.tool, e.args) for e in events] == [("Bash", {"command": "ls"})]
+    # The conversation comes back whole: the latest tool_result for the id is its result.
+    again = {"messages": [
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                      "content": "older"}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                      "content": "a b"}]},
+    ]}  # fmt: skip
+    (result,) = results("messages", orjson.dumps(again), pending)
+    assert result.output == "a b"
+    # No usage, or one without its counts, is no usage (the cost unknown, never 0).
+    del message["usage"]
+    assert read_answer("messages", orjson.dumps(message), False).usage is None
+    stream = b'event: message_start\ndata: {"type": "message_start", "message": {}}\n\n'
+    assert read_answer("messages", stream, True).usage is None
+
+
+def test_a_stream_with_no_message_start_is_unreadable() -> None:
+    stream = b'event: ping\ndata: {"type": "ping"}\n\n'
+    with pytest.raises(Unreadable):
+        read_answer("messages", stream, True)
+    with pytest.raises(Unreadable):
+        read_answer("messages", b'{"error": "x"}', False)

@@ -1,9 +1,9 @@
 """A local OpenAI-compatible server for tests and benchmarks, scripted per test.
 
-`POST /v1/chat/completions` and `POST /v1/responses` answer with the next scripted
-`Scripted` reply in the queue (then with `default`, if set, else a 500 that says the
-script ran out; a streamed Responses API answer is a `Scripted` of SSE text with its
-`content-type`, tests/agent/codex_server.py);
+`POST /v1/chat/completions`, `POST /v1/responses` and `POST /v1/messages` (Anthropic's
+Messages API) answer with the next scripted `Scripted` reply in the queue (then with
+`default`, if set, else a 500 that says the script ran out; a streamed Responses API
+answer is a `Scripted` of SSE text with its `content-type`, tests/agent/codex_server.py);
 `GET /v1/models` lists `models`. Every request is recorded (method, path, headers,
 JSON body) before it is answered, so a test can assert what arrived, even for a
 request that was left hanging.
@@ -188,6 +188,11 @@ class FakeServer:
         with self._lock:
             return [r for r in self.received if r.path.endswith("/responses")]
 
+    def messages(self) -> list[Received]:
+        """The Messages API requests received so far."""
+        with self._lock:
+            return [r for r in self.received if r.path.endswith("/messages")]
+
     def start(self) -> "FakeServer":
         self._thread.start()
         return self
@@ -276,7 +281,7 @@ def _handler_for(server: FakeServer) -> type[BaseHTTPRequestHandler]:
             except json.JSONDecodeError:
                 body = raw.decode(errors="replace")
             received = self._received(body)
-            if not self.path.rstrip("/").endswith(("/chat/completions", "/responses")):
+            if not self.path.rstrip("/").endswith(("/chat/completions", "/responses", "/messages")):
                 self._send(error(404, f"no route {self.path}"))
                 return
             problem = conversation_problem(body)

@@ -1,11 +1,12 @@
 """Reading what an agent's model answered, as it came back through the relay: a chat
-completion or a Responses API answer, whole or streamed (server-sent events), read as
-one JSON object by `runstate.answers.answer_json` (which the exports read answers with).
+completion, a Responses API answer or an Anthropic Messages API answer, whole or streamed
+(server-sent events); chat and Responses answers are read as one JSON object by
+`runstate.answers.answer_json` (which the exports read answers with).
 
 Usage is what the provider reported, read by the one reader of chat completions
-(`workers.llm.reply.usage_of`) or its Responses API counterpart here; a stream that
-carried no usage (a chat completion streamed without `stream_options.include_usage`)
-has none, and its cost stays unknown.
+(`workers.llm.reply.usage_of`) or its Responses and Messages API counterparts here; a
+stream that carried no usage (a chat completion streamed without
+`stream_options.include_usage`) has none, and its cost stays unknown.
 """
 
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ import orjson
 from openai.types.chat import ChatCompletion
 
 from events.payloads.model import Usage
-from runstate.answers import Unreadable, answer_json
+from runstate.answers import Unreadable, answer_json, json_object, sse_data
 from workers.llm.reply import usage_of
 
 
@@ -41,8 +42,10 @@ class Answer:
 
 
 def read_answer(api: str, body: bytes, streamed: bool) -> Answer:
-    """The answer of `api` (`chat` or `responses`) in `body`; `Unreadable` if it is none
-    (the answer as one JSON object: `runstate.answers.answer_json`)."""
+    """The answer of `api` (`chat`, `responses` or `messages`) in `body`; `Unreadable` if
+    it is none (chat and Responses answers as one JSON object: `runstate.answers`)."""
+    if api == "messages":
+        return messages_answer(body, streamed)
     data = answer_json(api, body, streamed)
     return _chat(data) if api == "chat" else _response(data)
 
@@ -143,3 +146,95 @@ def _detail(usage: dict[str, Any], details: str, name: str) -> Any:
     or the object is not an object: a provider's answer is not trusted to be well formed)."""
     found = usage.get(details)
     return (found.get(name) or 0) if isinstance(found, dict) else 0
+
+
+def messages_answer(body: bytes, streamed: bool) -> Answer:
+    """An Anthropic Messages API answer: its `content` blocks (text, `tool_use`) and
+    `usage`; streamed, the message that `message_start`, the `content_block_*` events and
+    `message_delta` (its usage cumulative) add up to."""
+    if not streamed:
+        data = json_object(body, "the answer", Unreadable)
+        if data.get("type") != "message" and "content" not in data:
+            raise Unreadable(f"the answer is not a message: {orjson.dumps(data)[:200]!r}")
+        content = [b for b in data.get("content") or [] if isinstance(b, dict)]
+        whole = [
+            (b, orjson.dumps(b.get("input") or {}).decode())
+            for b in content
+            if b.get("type") == "tool_use"
+        ]
+        return _message(data, content, whole)
+    events = sse_data(body)
+    start = next((e for e in events if e.get("type") == "message_start"), None)
+    if start is None or not isinstance(start.get("message"), dict):
+        raise Unreadable("the stream carried no message_start")
+    message = dict(start["message"])
+    usage = dict(message.get("usage") or {})
+    blocks: dict[int, dict[str, Any]] = {}
+    partial: dict[int, list[str]] = {}
+    for event in events:
+        kind = event.get("type")
+        index = event.get("index")
+        if kind == "message_delta":
+            said = event.get("delta") or {}
+            message["stop_reason"] = said.get("stop_reason") or message.get("stop_reason")
+            more = event.get("usage")
+            if isinstance(more, dict):
+                usage |= {k: v for k, v in more.items() if v is not None}
+        elif not isinstance(index, int):
+            continue
+        elif kind == "content_block_start" and isinstance(event.get("content_block"), dict):
+            blocks[index] = dict(event["content_block"])
+            partial[index] = []
+        elif kind == "content_block_delta" and index in blocks:
+            delta = event.get("delta") or {}
+            if delta.get("type") == "text_delta":
+                blocks[index]["text"] = blocks[index].get("text", "") + str(delta.get("text", ""))
+            elif delta.get("type") == "input_json_delta":
+                partial[index].append(str(delta.get("partial_json", "")))
+    message["usage"] = usage or None
+    ordered = [blocks[index] for index in sorted(blocks)]
+    calls = []
+    for index in sorted(blocks):
+        block = blocks[index]
+        if block.get("type") == "tool_use":
+            written = "".join(partial[index])
+            calls.append((block, written or orjson.dumps(block.get("input") or {}).decode()))
+    return _message(message, ordered, calls)
+
+
+def _message(
+    data: dict[str, Any],
+    blocks: list[dict[str, Any]],
+    calls: list[tuple[dict[str, Any], str]],
+) -> Answer:
+    return Answer(
+        model=data.get("model"),
+        usage=messages_usage(data.get("usage")),
+        finish_reason=data.get("stop_reason"),
+        text="".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text"),
+        calls=tuple(
+            AnswerCall(str(b.get("id", "")), str(b.get("name", "")), arguments)
+            for b, arguments in calls
+        ),
+    )
+
+
+def messages_usage(usage: object) -> Usage | None:
+    """A Messages API `usage` as labrxiv counts tokens; None when there is none.
+
+    Anthropic's `input_tokens` leaves out the prompt's cached part: labrxiv's input is
+    `input_tokens + cache_read_input_tokens + cache_creation_input_tokens`, of which
+    `cache_read_input_tokens` are cached (priced at the cached-input price; tokens written
+    to the cache are priced as input)."""
+    if not isinstance(usage, dict):
+        return None
+    try:
+        read = int(usage.get("cache_read_input_tokens") or 0)
+        written = int(usage.get("cache_creation_input_tokens") or 0)
+        return Usage(
+            input_tokens=int(usage["input_tokens"]) + read + written,
+            cached_input_tokens=read,
+            output_tokens=int(usage["output_tokens"]),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None

@@ -2,7 +2,10 @@
 
 Inside the sandbox the agent's base URL is on loopback; the launcher relays it to the
 worker over the lab socket (`workers.agent.server`), and this relay forwards each request
-to the run's endpoint with the worker's key (never seen in the sandbox or the log). Each
+to the run's endpoint with the worker's key (never seen in the sandbox or the log): as
+`authorization: Bearer` for OpenAI's Chat Completions and Responses APIs, as `x-api-key`
+for Anthropic's Messages API (its `anthropic-version` and `anthropic-beta` headers passed
+on as the agent sent them). Each
 request is recorded as the built-in loop records its calls: `model.called` sent to the
 log before the request goes out, then `model.responded` (usage as the provider reported
 it, the price frozen in the event, an unknown cost kept unknown) or `model.failed`. The
@@ -10,7 +13,7 @@ answer goes back to the agent as the provider sent it, a stream chunk by chunk.
 """
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -25,8 +28,12 @@ from workers.llm.gateway import provider_of
 from workers.llm.prices import PriceTable
 from workers.llm.scrub import scrub, scrub_bytes
 
-API_OF_PATH = {"/chat/completions": "chat", "/responses": "responses"}
+API_OF_PATH = {"/chat/completions": "chat", "/responses": "responses", "/messages": "messages"}
 """The model APIs relayed, by path after the base URL's `/v1`."""
+PASSED_HEADERS = ("anthropic-version", "anthropic-beta")
+"""Headers of the agent's request passed on to the provider."""
+ANTHROPIC_VERSION = "2023-06-01"
+"""The `anthropic-version` sent when the agent's Messages API request names none."""
 KEPT_HEADERS = (
     "content-type",
     "retry-after",
@@ -47,8 +54,11 @@ class Replier(Protocol):
     def write(self, chunk: bytes) -> None: ...
 
 
-def error_body(message: str, kind: str, code: str | None = None) -> bytes:
-    """An error as OpenAI's API writes it (what its clients read)."""
+def error_body(message: str, kind: str, code: str | None = None, api: str = "chat") -> bytes:
+    """An error as the API `api` writes it (what its clients read): OpenAI's shape, or
+    Anthropic's (`{"type": "error", "error": {"type", "message"}}`) for `messages`."""
+    if api == "messages":
+        return orjson.dumps({"type": "error", "error": {"type": kind, "message": message}})
     return orjson.dumps({"error": {"message": message, "type": kind, "param": None, "code": code}})
 
 
@@ -85,12 +95,21 @@ class ModelRelay:
     def close(self) -> None:
         self._client.close()
 
-    def relay(self, api: str, body: bytes, request_id: str, model: str, reply: Replier) -> Relayed:
-        """Record and send the request `body` (of `api`: `chat` or `responses`) as the
-        call `request_id`; answer the agent through `reply`."""
+    def relay(
+        self,
+        api: str,
+        body: bytes,
+        request_id: str,
+        model: str,
+        reply: Replier,
+        asked: Mapping[str, str] | None = None,
+    ) -> Relayed:
+        """Record and send the request `body` (of `api`: `chat`, `responses` or
+        `messages`) as the call `request_id`; answer the agent through `reply`. `asked`:
+        the agent's request headers (those of `PASSED_HEADERS` are passed on)."""
         parsed = orjson.loads(body)
         streamed = bool(parsed.get("stream"))
-        items = parsed.get("messages") if api == "chat" else parsed.get("input")
+        items = parsed.get("input") if api == "responses" else parsed.get("messages")
         ref = blob_ref(body)
         called = ModelCalled(
             call_id=f"{request_id}/1",
@@ -102,19 +121,22 @@ class ModelRelay:
             request=ref,
         )
         self._emit([called], {ref.sha256: body})  # written ahead: sent before the request
-        path = next(p for p, a in API_OF_PATH.items() if a == api)
         headers = {"content-type": "application/json", "accept-encoding": "identity"}
+        headers |= {k.lower(): v for k, v in (asked or {}).items() if k.lower() in PASSED_HEADERS}
+        if api == "messages":
+            headers.setdefault("anthropic-version", ANTHROPIC_VERSION)
         if self._key:
-            headers["authorization"] = f"Bearer {self._key}"
+            if api == "messages":
+                headers["x-api-key"] = self._key
+            else:
+                headers["authorization"] = f"Bearer {self._key}"
         sent, unasked = _asking_usage(api, parsed, body)
         started = self._clock()
-        request = self._client.build_request(
-            "POST", self.base_url + path, content=sent, headers=headers
-        )
+        request = self._client.build_request("POST", self.url(api), content=sent, headers=headers)
         try:
             response = self._client.send(request, stream=True)
         except httpx2.HTTPError as exc:
-            return self._unreached(called, exc, started, reply)
+            return self._unreached(api, called, exc, started, reply)
         try:
             kept = {k: v for k, v in response.headers.items() if k.lower() in KEPT_HEADERS}
             if response.status_code != 200:
@@ -131,12 +153,21 @@ class ModelRelay:
                     passed.write(chunk)
             except httpx2.HTTPError as exc:  # the provider broke off: billed, perhaps
                 passed.close()
-                return self._unreached(called, exc, started, None)
+                return self._unreached(api, called, exc, started, None)
         finally:
             response.close()
         relayed = self._answered(api, called, b"".join(chunks), streamed, started)
         passed.close()  # the stream's last event once its outcome is in the log
         return relayed
+
+    def url(self, api: str) -> str:
+        """Where a request of `api` goes: the base URL and the API's path; for the Messages
+        API, `/v1/messages` under a base URL that does not end in `/v1` (Anthropic's own
+        base URL names no version)."""
+        path = next(p for p, a in API_OF_PATH.items() if a == api)
+        if api == "messages" and not self.base_url.endswith("/v1"):
+            path = "/v1" + path
+        return self.base_url + path
 
     def _answered(
         self, api: str, called: ModelCalled, data: bytes, streamed: bool, started: float
@@ -199,7 +230,12 @@ class ModelRelay:
         return Relayed(called, failed, None)
 
     def _unreached(
-        self, called: ModelCalled, exc: Exception, started: float, reply: Replier | None
+        self,
+        api: str,
+        called: ModelCalled,
+        exc: Exception,
+        started: float,
+        reply: Replier | None,
     ) -> Relayed:
         timeout = isinstance(exc, httpx2.TimeoutException)
         detail = scrub(f"{type(exc).__name__}: {exc}", self._secrets)[:2000]
@@ -213,7 +249,8 @@ class ModelRelay:
         self._emit([failed], {})
         if reply is not None:
             reply.start(504 if timeout else 502, {"content-type": "application/json"})
-            _write(reply, error_body(f"the model endpoint was not reached: {detail}", "api_error"))
+            said = f"the model endpoint was not reached: {detail}"
+            _write(reply, error_body(said, "api_error", api=api))
         return Relayed(called, failed, None)
 
 

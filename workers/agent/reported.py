@@ -1,7 +1,9 @@
 """An agent's own tool calls, as its model traffic shows them (`AgentConfig.reports`).
 
-`functions`: the tool calls of an answer, and in a later request the `tool` messages
-(Chat Completions) or `function_call_output` items (Responses API) that answer them.
+`functions`: the tool calls of an answer (`tool_use` blocks of a Messages API answer),
+and in a later request the `tool` messages (Chat Completions), `function_call_output`
+items (Responses API) or `tool_result` blocks of user messages (Messages API) that answer
+them.
 `bash_blocks` (mini-swe-agent): the one ```bash block of an answer, and the user message
 that follows it in the next request (the command's output). `none`: nothing.
 Recorded as `tool.invoked` / `tool.returned` marked `reported`: labrxiv did not run them.
@@ -84,26 +86,42 @@ def results(api: str, body: bytes, pending: list[Pending]) -> list[Result]:
         parsed = orjson.loads(body)
     except orjson.JSONDecodeError:
         return []
-    items = parsed.get("messages") if api == "chat" else parsed.get("input")
+    items = parsed.get("input") if api == "responses" else parsed.get("messages")
     if not isinstance(items, list):
         return []
     by_id = {p.answer_id: p for p in pending if p.answer_id}
     found: list[Result] = []
     for item in reversed(items):  # the latest first: servers reuse their ids
-        if not isinstance(item, dict):
-            continue
-        answered = item.get("tool_call_id") if item.get("role") == "tool" else None
-        if item.get("type") == "function_call_output":
-            answered = item.get("call_id")
-        if isinstance(answered, str) and answered in by_id:
-            output = item.get("content") if item.get("role") == "tool" else item.get("output")
-            found.append(Result(by_id.pop(answered), _text(output)))
+        for answered, output in _answers(item):
+            if answered in by_id:
+                found.append(Result(by_id.pop(answered), _text(output)))
     found.sort(key=lambda result: pending.index(result.pending))
     blocks = [p for p in pending if not p.answer_id]
     users = [i for i in items if isinstance(i, dict) and i.get("role") == "user"]
     if blocks and users:
         found.append(Result(blocks[0], _text(users[-1].get("content"))))
     return found
+
+
+def _answers(item: object) -> list[tuple[str, object]]:
+    """The (call id, output) pairs a request's message or item carries: a `tool` message,
+    a `function_call_output` item, or a user message's `tool_result` blocks."""
+    if not isinstance(item, dict):
+        return []
+    if item.get("role") == "tool" and isinstance(item.get("tool_call_id"), str):
+        return [(item["tool_call_id"], item.get("content"))]
+    if item.get("type") == "function_call_output" and isinstance(item.get("call_id"), str):
+        return [(item["call_id"], item.get("output"))]
+    content = item.get("content")
+    if item.get("role") != "user" or not isinstance(content, list):
+        return []
+    return [
+        (block["tool_use_id"], block.get("content"))
+        for block in reversed(content)
+        if isinstance(block, dict)
+        and block.get("type") == "tool_result"
+        and isinstance(block.get("tool_use_id"), str)
+    ]
 
 
 def _args(raw: str) -> dict[str, Any]:

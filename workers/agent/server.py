@@ -2,14 +2,16 @@
 
 The agent reaches it through the `lab` command, the MCP server, or its model base URL
 (the launcher relays loopback to it). Routes:
-- `POST /v1/chat/completions`, `POST /v1/responses` (and without `/v1`): model calls,
-  recorded and relayed (`workers.agent.relay`); `GET /v1/models`: the run's model;
+- `POST /v1/chat/completions`, `POST /v1/responses`, `POST /v1/messages` (Anthropic's
+  Messages API) (and without `/v1`): model calls, recorded and relayed
+  (`workers.agent.relay`); `GET /v1/models`: the run's model;
 - `POST /lab/<name>` with a JSON object: a lab-API call, answered with
   `{"output", "exit_code", "finished"}`, or `{"error"}` (one line: 400 for a body that
   is not a JSON object, 404 for no such call);
 - `GET /lab/_stop`: answered when the worker wants the agent stopped (the launcher waits
   on it).
-A malformed model request is answered 400 with an OpenAI-style error and recorded nowhere.
+A malformed model request is answered 400 with an error in its API's shape (OpenAI's, or
+Anthropic's for the Messages API) and recorded nowhere.
 """
 
 import os
@@ -18,13 +20,14 @@ import socketserver
 import struct
 import sys
 import threading
+from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any, Protocol
 
 import orjson
 
-from workers.agent.relay import error_body
+from workers.agent.relay import API_OF_PATH, error_body
 
 MAX_BODY = 8 * 1024 * 1024
 """Bytes of a request body at most (a model request with a long conversation): its blob
@@ -54,7 +57,9 @@ class Replier:
 class Session(Protocol):
     """What the socket serves (`workers.agent.session.AgentSession`)."""
 
-    def model_call(self, api: str, body: bytes, reply: Replier) -> None: ...
+    def model_call(
+        self, api: str, body: bytes, reply: Replier, asked: Mapping[str, str] | None = None
+    ) -> None: ...
 
     def lab_call(self, name: str, args: dict[str, Any]) -> dict[str, Any]: ...
 
@@ -111,14 +116,15 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._body()
         if body is None:
             return
-        api = {"/chat/completions": "chat", "/responses": "responses"}.get(path.removeprefix("/v1"))
+        api = API_OF_PATH.get(path.removeprefix("/v1"))
         if api is not None:
             problem = _request_problem(body)
             if problem:
-                self._error(400, problem)
+                self._error(400, problem, api)
                 return
             reply = Replier(self)
-            self.server.session.model_call(api, body, reply)
+            asked = {k.lower(): v for k, v in self.headers.items()}
+            self.server.session.model_call(api, body, reply, asked)
             return
         if path.startswith("/lab/"):
             try:
@@ -132,7 +138,8 @@ class _Handler(BaseHTTPRequestHandler):
             answer = self.server.session.lab_call(path.removeprefix("/lab/"), args)
             self._json(404 if "error" in answer else 200, answer)
             return
-        self._error(404, f"no route POST {path}")
+        api = "messages" if path.startswith(("/v1/messages/", "/messages/")) else "chat"
+        self._error(404, f"no route POST {path}", api)
 
     def _body(self) -> bytes | None:
         if self.headers.get("transfer-encoding", "").lower() == "chunked":
@@ -177,8 +184,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def _error(self, status: int, message: str) -> None:
-        data = error_body(message, "invalid_request_error")
+    def _error(self, status: int, message: str, api: str = "chat") -> None:
+        kind = "not_found_error" if api == "messages" and status == 404 else "invalid_request_error"
+        data = error_body(message, kind, api=api)
         self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))

@@ -22,6 +22,7 @@ import os
 import shutil
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -292,6 +293,7 @@ class AgentSession:
             "PATH": ":".join(path),
             "HOME": WORKSPACE_MOUNT,
             "OPENAI_API_KEY": "labrxiv",
+            "ANTHROPIC_API_KEY": "labrxiv",
             "OPENAI_MODEL": llm.model if llm else "",
             "LABRXIV_LAB_SOCKET": f"{WORKSPACE_MOUNT}/{SOCKET}",
             "LABRXIV_LAB_MCP": f"{WORKSPACE_MOUNT}/{LAB_DIR}/lib/lab_mcp.py",
@@ -325,41 +327,63 @@ class AgentSession:
     def wait_stop(self) -> None:
         self._stop.wait()
 
-    def model_call(self, api: str, body: bytes, reply: Replier) -> None:
+    def model_call(
+        self, api: str, body: bytes, reply: Replier, asked: Mapping[str, str] | None = None
+    ) -> None:
         try:
-            self._model_call(api, body, reply)
+            self._model_call(api, body, reply, asked)
         except Halted as exc:
             if not reply.started:
                 reply.start(503, {"content-type": "application/json", "x-should-retry": "false"})
-                reply.write(error_body(f"labrxiv: the lab stopped: {exc}", "api_error"))
+                reply.write(error_body(f"labrxiv: the lab stopped: {exc}", "api_error", api=api))
 
-    def _model_call(self, api: str, body: bytes, reply: Replier) -> None:
+    def _model_call(
+        self, api: str, body: bytes, reply: Replier, asked: Mapping[str, str] | None
+    ) -> None:
         with self._serial:
             if self._closed:
                 reply.start(503, {"content-type": "application/json", "x-should-retry": "false"})
-                reply.write(error_body("labrxiv: the agent's session has ended", "api_error"))
+                said = "labrxiv: the agent's session has ended"
+                reply.write(error_body(said, "api_error", api=api))
                 return
             other = self._other_model(body)
             if other is not None:
-                reply.start(400, {"content-type": "application/json"})
-                reply.write(error_body(other, "invalid_request_error", "model_not_found"))
+                if api == "messages":  # as Anthropic's API answers a model it does not know
+                    reply.start(404, {"content-type": "application/json"})
+                    reply.write(error_body(other, "not_found_error", api=api))
+                else:
+                    reply.start(400, {"content-type": "application/json"})
+                    reply.write(error_body(other, "invalid_request_error", "model_not_found"))
                 return
             if self.replay is not None and self._replayed_model(api, body, reply):
                 return
             refused = self._model_refusal()
             if refused is not None:
-                reply.start(429, {"content-type": "application/json", "x-should-retry": "false"})
-                reply.write(error_body(refused, "insufficient_quota", "insufficient_quota"))
+                self._refuse(api, refused, reply)
                 return
             state = self.emitter.state
             self._report_results(api, body)
             request_id = f"{state.stream}:agent:{len(state.calls) + 1}"
             llm = state.started.llm
-            relayed = self.relay.relay(api, body, request_id, llm.model if llm else "", reply)
+            model = llm.model if llm else ""
+            relayed = self.relay.relay(api, body, request_id, model, reply, asked)
             if relayed.answer is not None:
                 events, pending = reported.invoked(self.config.reports, relayed.answer, request_id)
                 self._emit(list(events))
                 self._pending += pending
+
+    @staticmethod
+    def _refuse(api: str, refused: str, reply: Replier) -> None:
+        """A model call refused for a spent budget, as the agent's API says credit ran
+        out: OpenAI's 429 `insufficient_quota`; Anthropic's 400 `invalid_request_error`
+        (what its API answers a spent credit balance), which its clients do not retry."""
+        headers = {"content-type": "application/json", "x-should-retry": "false"}
+        if api == "messages":
+            reply.start(400, headers)
+            reply.write(error_body(refused, "invalid_request_error", api=api))
+        else:
+            reply.start(429, headers)
+            reply.write(error_body(refused, "insufficient_quota", "insufficient_quota"))
 
     def lab_call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         try:

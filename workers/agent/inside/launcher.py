@@ -1,5 +1,7 @@
 """Starts an agent inside the sandbox: its model base URL on loopback, relayed to the lab
-socket; its output passed on within bounds; stopped when the worker asks.
+socket (`OPENAI_BASE_URL`, `OPENAI_API_BASE` and `LABRXIV_MODEL_BASE_URL` end in `/v1`;
+`ANTHROPIC_BASE_URL`, for Anthropic's clients, does not); its output passed on within
+bounds; stopped when the worker asks.
 
 Run by labrxiv as `python launcher.py SOCKET -- COMMAND...` in the run's workspace. The
 standard library only: it runs in the sandbox with whatever interpreter shows there.
@@ -123,7 +125,13 @@ def main(argv: list[str]) -> int:
     port = listener.getsockname()[1]
     threading.Thread(target=_relay, args=(listener, path), daemon=True).start()
     base = f"http://127.0.0.1:{port}/v1"
-    env = dict(os.environ, OPENAI_BASE_URL=base, OPENAI_API_BASE=base, LABRXIV_MODEL_BASE_URL=base)
+    env = dict(
+        os.environ,
+        OPENAI_BASE_URL=base,
+        OPENAI_API_BASE=base,
+        ANTHROPIC_BASE_URL=base.removesuffix("/v1"),
+        LABRXIV_MODEL_BASE_URL=base,
+    )
     try:
         agent = subprocess.Popen(
             command,
