@@ -20,8 +20,9 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("analysis", "bench", "events", "labrxiv", "projections", "runstate", "workers")
 DOMAINS = frozenset(name.split(".", 1)[0] for name in BY_TYPE)
 SHAPE = re.compile(r"([a-z]+)\.[a-z_]+")
-NOT_EVENTS: frozenset[str] = frozenset()
-"""Strings shaped like an event type of a known domain that are something else."""
+NOT_EVENTS = frozenset({"papers.html", "paper.html", "campaign.html", "run.html"})
+"""Strings shaped like an event type of a known domain that are something else: the
+templates of `labrxiv serve`'s pages (labrxiv/web/templates/)."""
 
 
 def type_strings(tree: ast.AST) -> Iterator[ast.Constant]:

@@ -79,7 +79,7 @@ def test_old_rows_are_upgraded_on_read_and_left_as_stored(
     store: EventStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     old = finished("run-a", 0, "all good")
-    other = invoked("run-a", 1)
+    other = invoked("run-c", 0)  # another stream: a run takes nothing after its end
     store.append([old, other])
 
     monkeypatch.setattr(RunFinished, "SCHEMA_VERSION", 2)

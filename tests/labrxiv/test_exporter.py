@@ -20,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from events import EventStore
 from projections.catalogue import all_projectors
+from projections.exports.otel_metrics import spans_skipped
 from projections.runner import ProjectionRunner
 from tests.ports import free_port
 from tests.simulated import simulated_run
@@ -153,7 +154,8 @@ def documented() -> dict[str, set[str]]:
 
 
 def worker_exposition() -> str:
-    """Every system metric of a worker, each label set used once (in this process)."""
+    """Every system metric of a worker and of the projector's OpenTelemetry sink, each
+    label set used once (in this process)."""
     metrics.count_recorded([], 1)
     event = next(simulated_run("n", datetime(2026, 1, 1, tzinfo=UTC)))
     metrics.count_recorded([event], 0)
@@ -167,6 +169,7 @@ def worker_exposition() -> str:
     metrics.count_retry("labrxiv.record", "later")
     metrics.count_redelivery("labrxiv.record")
     metrics.count_reaped(1)
+    spans_skipped().inc(0)
     return generate_latest(REGISTRY).decode()
 
 
