@@ -74,7 +74,7 @@ def llm_config_or_exit(fields: dict[str, object]) -> LlmConfig:
     event was dead-lettered and its campaign watched a run that never began). An empty
     model is refused here: the payload takes one, no endpoint does."""
     if not fields.get("model"):
-        say_error("--model is required for --policy llm")
+        say_error("--model is required for --policy llm and --policy agent (the model called)")
         raise typer.Exit(2)
     try:
         return LlmConfig.model_validate(fields)

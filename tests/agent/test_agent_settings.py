@@ -28,6 +28,7 @@ WRONG = [
         "--agent 'mini-swe-agnet' is no profile (profiles: claude-code, codex, mini-swe-agent)",
     ),
     (("--agent", "python 'a.py", "--model", "m"), '--agent "python \'a.py" is not a command line'),
+    (("--agent", "codex"), "--model is required for --policy llm and --policy agent"),
 ]
 
 
