@@ -400,7 +400,8 @@ def _react(ctx: WorkerContext, appended: list[Event]) -> None:
     past the reactor's checkpoint: a recorder killed before this line loses none of
     them, the next catch-up (`labrxiv reactor`, the watcher, the next append) sends them."""
     if appended and ctx.reactor is not None:
-        ctx.reactor.poke()
+        positions = [event.position for event in appended if event.position is not None]
+        ctx.reactor.poke(max(positions) if len(positions) == len(appended) else None)
 
 
 def record_dead_letter(ctx: WorkerContext, queue: str, reason: str, raw: str) -> None:

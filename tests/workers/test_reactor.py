@@ -95,6 +95,39 @@ def test_reactors_catching_up_together_send_each_reaction_once(store_url: str) -
     assert reactors[0].position() == store.max_position()
 
 
+def test_a_poke_for_an_append_a_catch_up_already_took_begins_no_transaction(
+    sqlite_url: str,
+) -> None:
+    """A recorder pokes the reactor with the last position it appended: when this
+    reactor's checkpoint is already there (a neighbour's catch-up took the event), it
+    begins no write transaction; an append past it is still reacted to."""
+    store = EventStore.from_url(sqlite_url)
+    _runs(store, count=2, steps=3)
+    bus = MemoryBus()
+    reactor = Reactor(store, bus, REACTIONS)
+    reactor.catch_up()
+    reached = store.max_position()
+    claims: list[int] = []
+    claim = reactor._claim
+
+    def counted(conn: Any) -> int:
+        claims.append(1)
+        return claim(conn)
+
+    reactor._claim = counted  # type: ignore[method-assign]
+    reactor.poke(reached)
+    assert claims == [], "nothing past the checkpoint: no transaction begun"
+    more = ToolInvoked(call_id="c3", tool="bash", args={})
+    [appended] = store.append(
+        [Event(id=new_id(), stream="run-r0", version=3, occurred_at=utcnow(), payload=more)]
+    ).appended
+    assert appended.position is not None and appended.position > reached
+    reactor.poke(appended.position)
+    assert claims, "an append past the checkpoint is caught up"
+    assert ("run-r0", 3) in [args for _, args in bus.sent]
+    assert reactor.position() == appended.position
+
+
 def test_a_crash_before_the_checkpoint_moves_sends_again(sqlite_url: str) -> None:
     store = EventStore.from_url(sqlite_url)
     _runs(store, count=2, steps=3)
