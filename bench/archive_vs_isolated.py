@@ -15,18 +15,26 @@ mean over the labs of each lab's own best (what a lab reaches on its budget).
 
 import argparse
 import logging
-import math
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.console import Console
-from scipy.stats import wilcoxon
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from analysis.archive_effect import (  # noqa: E402
+    RECORD,
+    ArchiveEffect,
+    Paired,
+    paired,
+    spread,
+    stderr,
+)
 from labrxiv.campaigns import run_campaign  # noqa: E402
 from labrxiv.report import summarize  # noqa: E402
 from labrxiv.settings import load_settings  # noqa: E402
@@ -41,10 +49,17 @@ def main() -> None:
     parser.add_argument("--labs", type=int, default=3)
     parser.add_argument("--papers", type=int, default=3)
     parser.add_argument("--attempts", type=int, default=6)
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="write the figures into the task bundle (baselines/archive_effect.json)",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     quiet = Console(file=open("/dev/null", "w"))  # noqa: SIM115 - the live tables go nowhere
     curves: dict[str, list[list[float]]] = {"isolated": [], "archive": []}
+    raw: dict[str, list[float]] = {"isolated": [], "archive": []}
+    """Per seed: the campaign's best raw primary score."""
     labs: dict[str, list[float]] = {"isolated": [], "archive": []}
     """Per seed: the mean over the campaign's labs of each lab's best."""
     started = time.perf_counter()
@@ -66,6 +81,7 @@ def main() -> None:
                     system.settle()
                     summary = summarize(system.store, outcome.campaign, mode, bundle)
                     curves[mode].append(summary.best_per_paper)
+                    raw[mode].append(summary.best_score or 0.0)
                     labs[mode].append(statistics.mean(summary.best_per_lab))
             finally:
                 system.close()
@@ -76,60 +92,78 @@ def main() -> None:
             flush=True,
         )
     elapsed = time.perf_counter() - started
-    papers = min(len(c) for mode in curves.values() for c in mode)
+    primary = bundle.card.subtask(bundle.card.primary)
+    effect = ArchiveEffect(
+        task=args.task,
+        seeds=args.seeds,
+        labs=args.labs,
+        papers=args.papers,
+        attempts=args.attempts,
+        primary=primary.name,
+        metric=primary.metric,
+        direction=primary.direction,
+        measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        commit=_commit(),
+        frontier=paired([c[-1] for c in curves["archive"]], [c[-1] for c in curves["isolated"]]),
+        frontier_raw=_raw(raw, primary.direction),
+        labs_best=paired(labs["archive"], labs["isolated"]),
+        per_paper=curves,
+    )
     print(
         f"\n{args.task}: {args.seeds} seeds, {args.labs} labs × {args.papers} papers × "
-        f"{args.attempts} attempts per campaign ({elapsed:.0f} s)"
+        f"{args.attempts} attempts per lab ({elapsed:.0f} s)"
     )
     print("paper  isolated (mean ± sd)  archive (mean ± sd)  archive − isolated (mean ± sd)")
+    papers = min(len(c) for mode in curves.values() for c in mode)
     for index in range(papers):
         iso = [c[index] for c in curves["isolated"]]
         arc = [c[index] for c in curves["archive"]]
         diff = [a - i for a, i in zip(arc, iso, strict=True)]
         print(f"{index + 1:>5}  {_fmt(iso):>20}  {_fmt(arc):>19}  {_fmt(diff):>30}")
     print()
-    _paired(
-        "campaign best (any lab's) after the last paper",
-        [c[-1] for c in curves["archive"]],
-        [c[-1] for c in curves["isolated"]],
-    )
-    _paired("mean over the labs of each lab's best", labs["archive"], labs["isolated"])
+    _show("campaign best (any lab's), normalized", effect.frontier)
+    _show(f"campaign best (any lab's), raw {primary.name}", effect.frontier_raw)
+    print(f"relative gain of the archive at the frontier: {effect.gain:+.1%}")
+    _show("mean over the labs of each lab's best", effect.labs_best)
+    if args.record:
+        path = bundle.path / RECORD
+        path.write_text(effect.model_dump_json(indent=1) + "\n")
+        print(f"recorded in {path}")
 
 
-def _paired(what: str, archive: list[float], isolated: list[float]) -> None:
-    """The per-seed comparison of one figure: sign and signed-rank tests, mean difference."""
-    diff = [a - i for a, i in zip(archive, isolated, strict=True)]
-    ahead, behind = sum(d > 0 for d in diff), sum(d < 0 for d in diff)
+def _raw(raw: dict[str, list[float]], direction: str) -> Paired:
+    """The raw best, compared with higher as better (a minimized metric negated back)."""
+    sign = 1.0 if direction == "maximize" else -1.0
+    compared = paired([sign * v for v in raw["archive"]], [sign * v for v in raw["isolated"]])
+    return compared.model_copy(update={"archive": raw["archive"], "isolated": raw["isolated"]})
+
+
+def _show(what: str, figure: Paired) -> None:
+    """One paired figure: the modes, how many seeds each way, the tests, the difference."""
+    diff = figure.differences
     print(
-        f"{what}: isolated {_fmt(isolated)}, archive {_fmt(archive)}; archive ahead in "
-        f"{ahead} of {len(diff)} seeds, behind in {behind}, tied in "
-        f"{len(diff) - ahead - behind}; one-sided sign test p = {_sign_test(ahead, behind):.3f},"
-        f" Wilcoxon signed-rank p = {_wilcoxon(diff):.3f}; mean difference {_fmt(diff)}"
-        f" (standard error {_stderr(diff):.3f})"
+        f"{what}: isolated {_fmt(figure.isolated)}, archive {_fmt(figure.archive)}; archive "
+        f"ahead in {figure.ahead} of {len(diff)} seeds, behind in {figure.behind}, tied in "
+        f"{figure.tied}; one-sided sign test p = {figure.sign_p:.3f}, Wilcoxon signed-rank "
+        f"p = {figure.wilcoxon_p:.3f}; mean difference {_fmt(diff)} (standard error "
+        f"{stderr(diff):.3f})"
     )
 
 
-def _sign_test(ahead: int, behind: int) -> float:
-    """P(at least `ahead` of the untied seeds favour the archive) if neither mode is better."""
-    untied = ahead + behind
-    return sum(math.comb(untied, k) for k in range(ahead, untied + 1)) / 2**untied
-
-
-def _wilcoxon(diff: list[float]) -> float:
-    """One-sided Wilcoxon signed-rank test of archive > isolated (tied seeds dropped):
-    unlike the sign test it weighs how far apart the modes are on each seed."""
-    if not any(diff):
-        return 1.0
-    return float(wilcoxon(diff, zero_method="wilcox", alternative="greater").pvalue)
-
-
-def _stderr(values: list[float]) -> float:
-    return statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
+def _commit() -> str:
+    done = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parent,
+        check=False,
+    )
+    return done.stdout.strip() or "unknown"
 
 
 def _fmt(values: list[float]) -> str:
-    spread = statistics.stdev(values) if len(values) > 1 else 0.0
-    return f"{statistics.mean(values):.3f} ± {spread:.3f}"
+    mean, sd = spread(values)
+    return f"{mean:.3f} ± {sd:.3f}"
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from labrxiv.cli_reviewers import reviewers_app
 from labrxiv.cli_serve import serve
 from labrxiv.cli_tasks import tasks_app
 from labrxiv.console import make_console
+from labrxiv.demo_defaults import DEMO_TASK
 from labrxiv.words import counted
 
 # ShellGroup: an error a person can fix (no log, an unknown id, a server away) is one
@@ -66,13 +67,23 @@ DEFAULT_REPORT = Path("report")
 
 @app.command()
 def demo(
-    labs: int = typer.Option(3, min=1, help="Labs per campaign.", max=INT64_MAX),
-    papers: int = typer.Option(3, min=1, help="Papers per lab.", max=INT64_MAX),
+    labs: int | None = typer.Option(
+        None,
+        min=1,
+        help="Labs per campaign (default: as the task's recorded effect was measured, else 3).",
+        max=INT64_MAX,
+    ),
+    papers: int | None = typer.Option(
+        None, min=1, help="Papers per lab (default: as measured, else 3).", max=INT64_MAX
+    ),
     attempts: int | None = typer.Option(
-        None, min=1, help="Graded attempts per lab (default: the task card's).", max=INT64_MAX
+        None,
+        min=1,
+        help="Graded attempts per lab (default: as measured, else the task card's).",
+        max=INT64_MAX,
     ),
     seed: int = typer.Option(0, help="Seed of the labs.", max=SEED_MAX, min=0),
-    task: str = typer.Option("continual-digits", help="Built-in task to run."),
+    task: str = typer.Option(DEMO_TASK, help="Built-in task to run."),
     report: Path = typer.Option(DEFAULT_REPORT, help="Folder for the report."),
     deterministic: bool = typer.Option(
         False,

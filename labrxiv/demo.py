@@ -6,6 +6,11 @@ comparison and writes `report/` (plots and a markdown summary). Every number com
 from experiments that ran and were graded by the task's grader. How each run ended is
 printed after each campaign; when every run of both ended in error, nothing was
 measured: no report is written, and the result says so (`DemoResult.failed`).
+
+One seed's pair of campaigns is an anecdote: where the task bundle records the
+archive's effect measured over many seeds (`analysis.archive_effect`, written by
+`bench/archive_vs_isolated.py --record`), the demo runs that budget, states the
+measured effect with its spread and draws this run over the bench's curves.
 """
 
 from dataclasses import dataclass, replace
@@ -14,9 +19,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from analysis.archive_effect import ArchiveEffect, read_effect
 from analysis.campaign_summary import CampaignSummary
 from labrxiv.campaigns import run_campaign
+from labrxiv.demo_defaults import DEMO_TASK, LABS, PAPERS
 from labrxiv.demo_folder import make_room, mark_finished
+from labrxiv.effect_plot import effect_plot
 from labrxiv.interrupt import Stopped, ctrl_c_between_ticks, stop_embedded
 from labrxiv.plots import Plot, report_curves
 from labrxiv.report import (
@@ -29,6 +37,7 @@ from labrxiv.report import (
 from labrxiv.settings import Settings
 from labrxiv.wiring import Embedded, open_embedded
 from projections.curves import curve_points, paper_points
+from workers.gym.registry import find_bundle
 from workers.lab.campaign import CampaignPlan, deterministic_id
 
 DETERMINISTIC = (
@@ -53,6 +62,8 @@ class DemoResult:
     report: Path
     endings: tuple[RunEnding, ...] = ()
     """How each run of both campaigns ended."""
+    effect: ArchiveEffect | None = None
+    """The archive's effect recorded for the task over many seeds; None if none is."""
 
     @property
     def failed(self) -> bool:
@@ -63,9 +74,9 @@ class DemoResult:
 def run_demo(
     settings: Settings,
     console: Console,
-    task: str = "continual-digits",
-    labs: int = 3,
-    papers: int = 3,
+    task: str = DEMO_TASK,
+    labs: int | None = None,
+    papers: int | None = None,
     attempts: int | None = None,
     seed: int = 0,
     report: Path = Path("report"),
@@ -74,7 +85,8 @@ def run_demo(
 ) -> DemoResult:
     """Run both campaigns in a fresh `<data_dir>/demo` and write the report (a folder
     there with more than a finished demo's log is moved aside: `labrxiv.demo_folder`).
-    `attempts`: each lab's; None: the task card's, as its wall-time limit is.
+    `labs`, `papers`, `attempts` (each lab's): None, the budget the task's recorded
+    effect was measured on; with no record, 3 labs, 3 papers and the card's attempts.
 
     `deterministic`: the labs take turns, one step at a time in the order their steps
     were triggered (one bus thread, first in first out), and the campaigns' ids derive
@@ -82,6 +94,12 @@ def run_demo(
     in parallel and, in archive mode, which lab reads which paper first depends on
     timing, so two demos may give different numbers. `sandbox`: the
     backend chosen for the labs' tools, recorded in each `run.started`."""
+    effect = read_effect(find_bundle(task, settings.gym_path).path)
+    if effect is not None:
+        labs = labs or effect.labs
+        papers = papers or effect.papers
+        attempts = attempts or effect.attempts
+    labs, papers = labs or LABS, papers or PAPERS
     demo_dir = settings.data_dir / "demo"
     kept = make_room(demo_dir)
     if kept is not None:
@@ -121,7 +139,9 @@ def run_demo(
         system.settle()
         mark_finished(demo_dir, system.store.max_position())  # the next demo may delete it
         summaries = {m: summarize(system.store, c, m, bundle) for m, c in campaigns.items()}
-        result = DemoResult(summaries["isolated"], summaries["archive"], report, tuple(endings))
+        result = DemoResult(
+            summaries["isolated"], summaries["archive"], report, tuple(endings), effect
+        )
         if result.failed:
             console.print(
                 "[red]every run ended in error: nothing was measured and no report was "
@@ -135,9 +155,13 @@ def run_demo(
         points = [replace(p, campaign=labels[p.campaign]) for p in points]  # type: ignore[index]
         paper_rows = [replace(p, campaign=labels[p.campaign]) for p in paper_rows]  # type: ignore[index]
         plots = report_curves(points, paper_rows, report, by="campaign")
+        if effect is not None:
+            this_run = {m: summaries[m].best_per_paper for m in ("isolated", "archive")}
+            plots.insert(0, effect_plot(effect, this_run, report))
     finally:
         system.close()
     console.print(comparison_table(result))
+    console.print(effect_said(result, task, labs, papers, attempts), markup=False, soft_wrap=True)
     write_report(result, task, labs, papers, attempts, seed, plots, deterministic)
     drawn = ", ".join(p.file for p in plots if p.drawn)
     console.print(f"report written to {report}/ (summary.md, {drawn})")
@@ -175,6 +199,25 @@ def _run_campaigns(
         console.print(f"{plan.mode} campaign: {count_endings(outcome.endings)}")
         endings += outcome.endings
     return campaigns, endings
+
+
+def effect_said(result: DemoResult, task: str, labs: int, papers: int, attempts: int | None) -> str:
+    """What holds beyond this run: the effect measured over many seeds, or how to measure
+    it; said whether this run's budget is the one measured."""
+    effect = result.effect
+    if effect is None:
+        return (
+            f"No archive effect over many seeds is recorded for {task}: this run is one "
+            f"seed. `python bench/archive_vs_isolated.py --task {task} --seeds 20 --record` "
+            "measures it."
+        )
+    said = "The archive's effect at the frontier. " + effect.said()
+    if (labs, papers, attempts) != (effect.labs, effect.papers, effect.attempts):
+        said += (
+            f" This run's budget ({labs} labs, {papers} papers, {attempts} attempts a lab) "
+            "is not the one measured."
+        )
+    return said + " This run is one seed of it."
 
 
 def comparison_table(result: DemoResult) -> Table:
@@ -251,10 +294,12 @@ def write_report(
     if deterministic:
         lines += ["Timings vary from run to run: they are in [timings.md](timings.md).", ""]
         (result.report / "timings.md").write_text("\n".join(["# timings", "", *timings]) + "\n")
+    lines += [
+        "## What holds over many seeds",
+        "",
+        effect_said(result, task, labs, papers, attempts),
+        "",
+    ]
     for plot in plots:
         lines += [plot.markdown(), ""]
-    lines.append(
-        "One seed is an anecdote: `python bench/archive_vs_isolated.py` measures the "
-        "difference over several seeds with its spread."
-    )
     (result.report / "summary.md").write_text("\n".join(lines) + "\n")
