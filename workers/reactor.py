@@ -65,6 +65,9 @@ class Reactor:
         self._reached = 0
         """A position this reactor has seen its checkpoint at or past (it never moves back):
         an append at or before it needs no catch-up of its own."""
+        self._poking = threading.Lock()
+        """Pokes take turns here, not at the database's writer lock: one that waited for
+        a neighbour's catch-up finds its event taken and begins nothing."""
 
     def catch_up(self, limit: int | None = None) -> int:
         """Send the reactions of the events after the checkpoint (at most about `limit`);
@@ -86,14 +89,15 @@ class Reactor:
         thread's catch-up took that event in its page), there is nothing to do, and no
         write transaction is begun for it: with a hundred labs in one process, most of
         their appends are reacted to by a neighbour's catch-up."""
-        if upto is not None and upto <= self._reached:
-            return
-        try:
-            self.catch_up()
-        except BusStopped:
-            pass  # stopping (Ctrl-C): nothing to warn of; a resume's catch-up sends them
-        except Exception:  # noqa: BLE001 - the log keeps what was not sent
-            log.warning("reactions not sent now; the next catch-up sends them", exc_info=True)
+        with self._poking:
+            if upto is not None and upto <= self._reached:
+                return
+            try:
+                self.catch_up()
+            except BusStopped:
+                pass  # stopping (Ctrl-C): nothing to warn of; a resume's catch-up sends them
+            except Exception:  # noqa: BLE001 - the log keeps what was not sent
+                log.warning("reactions not sent now; the next catch-up sends them", exc_info=True)
 
     def position(self) -> int:
         """The checkpoint: the last position whose reactions were sent."""
