@@ -27,6 +27,7 @@ from events.payloads.base import Payload
 from events.recorded import EventLike, Fact
 from runstate import RunState
 from runstate.best import NORMALIZED, best_of
+from runstate.budget import run_used
 from runstate.fold import fold_from
 from runstate.fork import Load
 from runstate.trajectory import groups
@@ -167,17 +168,17 @@ def best(state: RunState) -> float | None:
 
 def used(state: RunState) -> dict[str, float]:
     """The fraction of each of the run's limits `state` has used, by limit name (only the
-    limits the run has)."""
-    budget = state.started.budget
+    limits the run has), counted as the lab counts them (`runstate.budget.run_used`). Wall
+    time runs from the run's start to its last event: the run's own stream does not say
+    how long it stood stopped between a `campaign.interrupted` and a resume, which the
+    lab leaves out of its limit, so for a run that was resumed this is an upper bound."""
     elapsed = (state.last_at - state.started_at).total_seconds()
-    counts = {
-        "attempts": (len(state.attempts), budget.attempts),
-        "steps": (state.steps, budget.steps),
-        "tokens": (state.spend.tokens, budget.tokens),
-        "dollars": (state.spend.dollars, budget.dollars),
-        "wall_seconds": (elapsed, budget.wall_seconds),
+    limits = state.started.budget.model_dump()
+    return {
+        name: amount / limits[name]
+        for name, amount in run_used(state, elapsed).items()
+        if limits.get(name)
     }
-    return {name: n / limit for name, (n, limit) in counts.items() if limit}
 
 
 def read_run(events: Sequence[Fact], load: Load | None = None) -> DetectorView:
