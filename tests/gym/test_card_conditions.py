@@ -5,9 +5,12 @@ import json
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from labrxiv.cli import app
 from tests.conditional_bundle import CARD, STARTER, conditional_bundle
 from workers.gym.bundle import load_bundle, validate_bundle
+from workers.lab.policies.llm.context import brief
 
 
 def _with_conditions(table: str) -> str:
@@ -104,3 +107,24 @@ def test_validate_names_starter_values_the_conditions_cannot_read(tmp_path: Path
         "workspace/config.json: max_depth = 3 is not one of search_space.max_depth's values "
         "[2, 4, 8, 16] (it applies in the starter)"
     ]
+
+
+def test_tasks_show_and_a_labs_brief_say_when_each_parameter_applies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")
+    folder = conditional_bundle(tmp_path / "gym")
+    result = CliRunner().invoke(
+        app, ["tasks", "show", "pick-a-model", "--gym-path", str(folder.parent)]
+    )
+    assert result.exit_code == 0, result.output
+    rows = {
+        line.split(line[0])[1].strip(): line
+        for line in result.output.splitlines()
+        if line[:1] in ("│", "┃")
+    }
+    assert "applies when" in rows["parameter"]
+    assert "n_neighbors is one of 5, 15, 30" in rows["weights"] and "always" in rows["scale"]
+    told = brief(load_bundle(folder).card)
+    assert "- alpha: [0.01, 0.1, 1.0, 10.0] (applies only when model is ridge;" in told
+    assert "- scale: [True, False]\n" in told

@@ -34,6 +34,17 @@ def applicable(
     return [name for name in names if applies(name)]
 
 
+def when(conditions: Conditions, name: str) -> str:
+    """When `name` applies, in words ("model is knn and n_neighbors is one of 5, 15");
+    "" when it always applies."""
+    return " and ".join(
+        f"{other} is {values[0]}"
+        if len(values) == 1
+        else f"{other} is one of {', '.join(map(str, values))}"
+        for other, values in conditions.get(name, {}).items()
+    )
+
+
 def among(value: Any, values: Sequence[Any]) -> bool:
     """Whether `value` is one of `values` (`true` is not `1`, as it is in Python)."""
     return any(value == v and isinstance(value, bool) == isinstance(v, bool) for v in values)
