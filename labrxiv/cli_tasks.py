@@ -14,6 +14,7 @@ from labrxiv.console import make_console
 from workers.errors import BundleError
 from workers.gym.bundle import Bundle, load_bundle, validate_bundle
 from workers.gym.card import Budgets
+from workers.gym.conditions import when
 from workers.gym.registry import bundle_dirs, find_bundle
 from workers.lab.policies import policy_needs
 
@@ -115,10 +116,13 @@ def _print_card(bundle: Bundle) -> None:
     if card.search_space:
         starter = bundle.starter_config()
         space = Table(title="search space")
-        for column in ("parameter", "values", "starter"):
+        columns = ("parameter", "values", "starter", "applies when")
+        for column in columns[: 4 if card.search_space_conditions else 3]:
             space.add_column(column)
         for key, values in card.search_space.items():
-            space.add_row(key, ", ".join(map(str, values)), str(starter.get(key, "-")))
+            cells = [key, ", ".join(map(str, values)), str(starter.get(key, "-"))]
+            applies = when(card.search_space_conditions, key) or "always"
+            space.add_row(*cells, *([escape(applies)] if card.search_space_conditions else []))
         console.print(space)
 
 

@@ -38,6 +38,7 @@ from workers.lab.policies.search.policy import (
     _read,
     start_from,
 )
+from workers.lab.policies.search.space import Space
 from workers.review.evidence import gather
 from workers.review.grounded import ClaimCheck
 
@@ -46,9 +47,15 @@ GYM = Path(__file__).resolve().parents[2] / "gym"
 BETTER = {"method": "replay", "replay_per_class": 20, "hidden_units": 64, "epochs": 10}
 
 
+def space_of(values: dict[str, list], starter: dict | None = None) -> Space:
+    """The search policy's view of a card with this search space (no conditions)."""
+    card = load_bundle(GYM / "continual-digits").card.model_copy(update={"search_space": values})
+    return Space(card, starter or {})
+
+
 def memory_of(own: list[dict], primary: Subtask, scores: list[float | None]) -> RunMemory:
     """A run's memory of attempts with these configurations and primary scores."""
-    memory = RunMemory(sorted({key for config in own for key in config}))
+    memory = RunMemory(space_of({key: [] for config in own for key in config}))
     for number, (config, score) in enumerate(zip(own, scores, strict=True), start=1):
         graded = None if score is None else {primary.name: score}
         memory.add(Attempt(number=number, config=config, scores=graded), primary)
@@ -200,7 +207,7 @@ def test_a_jump_covers_pairs_of_values_no_known_experiment_tried() -> None:
     memory = memory_of(tried, primary, [None, None, None])
     covered = []
     for seed in range(20):
-        jump = _novel(random.Random(seed), tried[0], space, memory)
+        jump = _novel(random.Random(seed), tried[0], space_of(space), memory)
         assert jump not in tried
         keys = sorted(space)
         pairs = {(a, jump[a], b, jump[b]) for i, a in enumerate(keys) for b in keys[i + 1 :]}
@@ -259,7 +266,8 @@ def test_a_crossing_takes_some_of_a_good_partners_values_and_keeps_some_of_the_b
     memory = memory_of([best.config], primary, [best.score])
     assert _partners(memory, read, best, primary, space) == [partner]
     children = [
-        _crossed(random.Random(seed), best.config, partner.config, space) for seed in range(20)
+        _crossed(random.Random(seed), best.config, partner.config, space_of(space), {})
+        for seed in range(20)
     ]
     assert {c["replay_per_class"] for c in children} == {20}
     for child in children:
@@ -313,8 +321,8 @@ def test_a_configuration_the_lab_graded_itself_is_known_by_its_own_score(sqlite_
     primary = bundle.card.subtask("final_accuracy")
     state = fold(reader)
     memory = memory_of([a.config for a in state.attempts], primary, [0.3])
-    starter = dict(bundle.starter_config())
-    read = _read(_published(state, LogArchive(store)), memory, primary, starter)
+    space = Space(bundle.card, dict(bundle.starter_config()))
+    read = _read(_published(state, LogArchive(store)), memory, primary, space)
     known = [*memory.own, *read]
     assert [(k.score, k.own) for k in known if k.config == published] == [(0.3, True)]
 
@@ -468,5 +476,6 @@ def test_a_verified_percentage_is_known_at_the_fraction_the_grader_measured(
     [experiment] = [e for e in published[0]["experiments"] if e["verified"]]
     assert experiment["scores"]["final_accuracy"] == 90.0
     assert experiment["measured"]["final_accuracy"] == 0.9
-    read = _read(published, memory_of([], primary, []), primary, dict(bundle.starter_config()))
+    space = Space(bundle.card, dict(bundle.starter_config()))
+    read = _read(published, memory_of([], primary, []), primary, space)
     assert [k.score for k in read if k.measured] == [0.9]

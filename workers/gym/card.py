@@ -8,9 +8,12 @@ A task bundle is a folder:
 - `baselines/`: scripts that reproduce the card's baseline and reference scores.
 """
 
-from typing import Annotated, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from workers.gym import conditions
 
 PolicyName = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$")]
 """A policy's name; which names exist is checked against the policies found
@@ -113,6 +116,9 @@ class TaskCard(_Strict):
     reproduce: Reproduce
     search_space: dict[str, list[ParamValue]] = Field(default_factory=dict)
     """Parameters an offline search agent may set, each with its allowed values."""
+    search_space_conditions: dict[str, dict[str, list[ParamValue]]] = Field(default_factory=dict)
+    """Parameters that apply only under conditions: name → {parameter: values}; it applies
+    when each parameter named applies and has one of the values (`workers.gym.conditions`)."""
     entrypoint: str = "solution.py"
     """The workspace file a lab edits and experiments run."""
 
@@ -126,7 +132,25 @@ class TaskCard(_Strict):
         for key, values in self.search_space.items():
             if not values:
                 raise ValueError(f"search_space.{key} lists no values")
+        if found := conditions.problems(self.search_space, self.search_space_conditions):
+            raise ValueError("; ".join(found))
         return self
+
+    @field_validator("search_space_conditions", mode="before")
+    @classmethod
+    def _values_as_lists(cls, raw: Any) -> Any:
+        return conditions.as_lists(raw) if isinstance(raw, Mapping) else raw
+
+    def applicable(self, config: Mapping[str, Any]) -> list[str]:
+        """The search space's parameters that apply in `config`, sorted."""
+        return conditions.applicable(
+            self.search_space_conditions, sorted(self.search_space), config
+        )
+
+    def settings(self, config: Mapping[str, Any]) -> dict[str, Any]:
+        """`config` without the search space's parameters that do not apply in it."""
+        applies = set(self.applicable(config))
+        return {k: v for k, v in config.items() if k not in self.search_space or k in applies}
 
     def subtask(self, name: str) -> Subtask:
         """The subtask called `name`."""

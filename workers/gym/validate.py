@@ -15,6 +15,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from workers.gym.card import TaskCard
+from workers.gym.conditions import among, applicable, as_lists
+from workers.gym.conditions import problems as conditions_problems
 from workers.gym.layout import (
     CARD_FILE,
     CONFIG_FILE,
@@ -92,11 +94,11 @@ def _check_card(raw: dict[str, Any], policies: Collection[str] = ()) -> list[str
         TaskCard.model_validate(raw)
     except ValidationError as exc:
         errors = [e for e in exc.errors() if not _unknown_policy_error(raw, policies, e)]
-        problems = [_field_problem(error) for error in errors]
-        if all(error["loc"] for error in errors):
-            # The card's cross-field validator only runs once every field is valid.
-            problems += _cross_field_problems(raw)
-        return problems
+        # The card's cross-field validator (an error with no field) runs only once every
+        # field is valid and stops at its first problem: the raw card is checked instead.
+        return [_field_problem(error) for error in errors if error["loc"]] + _cross_field_problems(
+            raw
+        )
     return []
 
 
@@ -110,6 +112,22 @@ def _field_problem(error: Any) -> str:
 
 
 def _cross_field_problems(raw: dict[str, Any]) -> list[str]:
+    return _subtask_problems(raw) + _space_problems(raw)
+
+
+def _space_problems(raw: dict[str, Any]) -> list[str]:
+    space, conditions = raw.get("search_space", {}), raw.get("search_space_conditions", {})
+    if not isinstance(space, dict):
+        return []
+    problems = [
+        f"{CARD_FILE}: search_space.{key} lists no values" for key, v in space.items() if v == []
+    ]
+    if isinstance(conditions, dict):
+        problems += [f"{CARD_FILE}: {p}" for p in conditions_problems(space, as_lists(conditions))]
+    return problems
+
+
+def _subtask_problems(raw: dict[str, Any]) -> list[str]:
     subtasks = raw.get("subtasks")
     if not isinstance(subtasks, list):
         return []
@@ -152,10 +170,11 @@ def _check_workspace(path: Path, raw: dict[str, Any]) -> list[str]:
             problems.append(f"{WORKSPACE}/{entrypoint}: missing (the card's entrypoint)")
     if (workspace / OUTPUTS).exists():
         problems.append(f"{WORKSPACE}/{OUTPUTS}/: leftover results of a run; delete it")
-    return problems + _check_config(workspace, raw.get("search_space"))
+    return problems + _check_config(workspace, raw)
 
 
-def _check_config(workspace: Path, search_space: Any) -> list[str]:
+def _check_config(workspace: Path, raw: dict[str, Any]) -> list[str]:
+    search_space = raw.get("search_space")
     config_path = workspace / CONFIG_FILE
     if not config_path.is_file():
         return [f"{WORKSPACE}/{CONFIG_FILE}: missing (the baseline config the solution reads)"]
@@ -171,7 +190,28 @@ def _check_config(workspace: Path, search_space: Any) -> list[str]:
         f"search_space.{key}: not a key of {WORKSPACE}/{CONFIG_FILE}"
         for key in search_space
         if key not in config
-    ]
+    ] + _check_starter_conditions(config, search_space, raw.get("search_space_conditions"))
+
+
+def _check_starter_conditions(
+    config: dict[str, Any], space: dict[str, Any], conditions: Any
+) -> list[str]:
+    """The starter's values the conditions read: each parameter a condition depends on,
+    and each conditioned parameter that applies in the starter, holds one of its values."""
+    if not isinstance(conditions, dict) or conditions_problems(space, as_lists(conditions)):
+        return []  # the card's own lines name those problems
+    conditions = as_lists(conditions)
+    read = {other for entry in conditions.values() for other in entry}
+    applying = set(applicable(conditions, sorted(conditions), config))
+    problems = []
+    for key in sorted(read | applying):
+        if key in config and isinstance(space[key], list) and not among(config[key], space[key]):
+            why = "a condition reads it" if key in read else "it applies in the starter"
+            problems.append(
+                f"{WORKSPACE}/{CONFIG_FILE}: {key} = {config[key]!r} is not one of "
+                f"search_space.{key}'s values {space[key]} ({why})"
+            )
+    return problems
 
 
 def _scripts(raw: dict[str, Any]) -> dict[str, str]:

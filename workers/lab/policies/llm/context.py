@@ -16,6 +16,7 @@ import orjson
 from events.payloads import ContextTruncated, LlmConfig
 from runstate import Exchange, RunState
 from workers.gym.card import TaskCard
+from workers.gym.conditions import when
 from workers.lab.policies.llm import phases, text_protocol
 from workers.lab.policies.llm.history import BlobReader, ParsedResponses, reply_of
 from workers.lab.policies.llm.truncation import (
@@ -178,10 +179,19 @@ def brief(card: TaskCard) -> str:
         + (" (primary)" if s.name == card.primary else "")
         for s in card.subtasks
     )
-    space = "\n".join(f"- {k}: {v}" for k, v in card.search_space.items()) or "- (free)"
+    space = "\n".join(_parameter(card, key) for key in card.search_space) or "- (free)"
     return (
         f"# {card.title}\n\n{card.goal.strip()}\n\n## Subtasks\n{subtasks}\n\n"
         f"## Workspace\nThe solution is `{card.entrypoint}`; it reads `config.json` and "
         "`data/` and writes `outputs/`. Parameters the starter solution understands:\n"
         f"{space}"
     )
+
+
+def _parameter(card: TaskCard, key: str) -> str:
+    """One parameter of the search space as a lab is told it: its values, and when it
+    applies if it applies only under conditions."""
+    line = f"- {key}: {card.search_space[key]}"
+    if applies := when(card.search_space_conditions, key):
+        line += f" (applies only when {applies}; it has no effect otherwise)"
+    return line

@@ -16,12 +16,15 @@ from collections import Counter
 from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from events.bounded_cache import BoundedCache
 from runstate import Attempt, RunState
 from workers.gym.card import Subtask
 from workers.gym.scoring import PROGRESS, better, over_baseline
+
+if TYPE_CHECKING:
+    from workers.lab.policies.search.space import Space
 
 
 def config_key(config: dict[str, Any]) -> Hashable:
@@ -60,21 +63,22 @@ class Known:
 class RunMemory:
     """A run's attempts [0, `attempts`) summed up for the policy's next decision."""
 
-    keys: list[str]
-    """The search space's parameters, sorted."""
+    space: "Space"
+    """The task's search space: which parameters apply, when two configurations are one."""
     attempts: int = 0
     last: Attempt | None = None
     """The last attempt folded in (a check that the run is the one remembered)."""
     own: list[Known] = field(default_factory=list)
-    """The scored attempts, in order."""
+    """The scored attempts, in order (their configurations in canonical form)."""
     tried: set[Hashable] = field(default_factory=set)
-    """The configurations of every attempt."""
+    """The configurations of every attempt (`Space.key`)."""
     scored: set[Hashable] = field(default_factory=set)
     """The configurations of scored attempts."""
     pair_counts: Counter[tuple[str, Any, str, Any]] = field(default_factory=Counter)
-    """How many attempts set each pair of values."""
+    """How many attempts set each pair of values of parameters that apply."""
     value_sums: dict[tuple[str, Hashable], list[float]] = field(default_factory=dict)
-    """Per (parameter, value): [sum of results over the baseline, count] of scored attempts."""
+    """Per (parameter, value): [sum of results over the baseline, count] of scored attempts
+    in which the parameter applies."""
     total: float = 0.0
     """The sum of every scored attempt's result over the baseline."""
     top: Known | None = None
@@ -89,20 +93,22 @@ class RunMemory:
         """Fold the run's next attempt in."""
         self.attempts += 1
         self.last = attempt
-        key = config_key(attempt.config)
+        config = self.space.canonical(attempt.config)
+        applies = self.space.applicable(config)
+        key = config_key(config)
         self.tried.add(key)
-        self.pair_counts.update(pairs(attempt.config, self.keys))
+        self.pair_counts.update(pairs(config, applies))
         if attempt.scores is None:
             self.stuck += 1
             return
-        result = Known(attempt.scores[primary.name], attempt.config, True, own=True)
+        result = Known(attempt.scores[primary.name], config, True, own=True)
         value = over_baseline(primary, result.score)
         self.scored.add(key)
         bisect.insort(self.ranked, (-value, len(self.own)))
         self.own.append(result)
         self.total += value
-        for name in self.keys:
-            sums = self.value_sums.setdefault((name, _frozen(attempt.config.get(name))), [0.0, 0])
+        for name in applies:
+            sums = self.value_sums.setdefault((name, _frozen(config.get(name))), [0.0, 0])
             sums[0] += value
             sums[1] += 1
         if self.top is None or better(primary, result.score, self.top.score):
@@ -121,16 +127,16 @@ class Memories:
         self._runs: BoundedCache[str, tuple[threading.Lock, RunMemory]] = BoundedCache(max_runs)
 
     @contextmanager
-    def of(self, state: RunState, primary: Subtask, keys: list[str]) -> Iterator[RunMemory]:
+    def of(self, state: RunState, primary: Subtask, space: "Space") -> Iterator[RunMemory]:
         """The run's memory with every attempt of `state` folded in, held for the caller
         alone until the block ends."""
-        lock, memory = self._runs.obtain(state.stream, lambda: (threading.Lock(), RunMemory(keys)))
+        lock, memory = self._runs.obtain(state.stream, lambda: (threading.Lock(), RunMemory(space)))
         with lock:
             seen = memory.attempts
             if seen > len(state.attempts) or (
                 seen and state.attempts[seen - 1] != memory.last
             ):  # not the run remembered (an older state of it, or another with its name)
-                memory = RunMemory(keys)
+                memory = RunMemory(space)
                 self._runs.put(state.stream, (lock, memory))
                 seen = 0
             for attempt in state.attempts[seen:]:

@@ -1,10 +1,15 @@
-"""Writing a paper from what a run measured: every number comes from a graded attempt."""
+"""Writing a paper from what a run measured: every number comes from a graded attempt.
+
+A paper names only the settings that apply (`TaskCard.settings`): its title, `method`,
+results table and best configuration leave out a parameter that had no effect in the
+configuration; its experiments report each attempt's whole configuration, as the run
+wrote it, which is what the archive checks them against."""
 
 from typing import Any
 
 from runstate import Attempt, RunState
 from workers.gym.bundle import Bundle
-from workers.gym.card import Subtask
+from workers.gym.card import Subtask, TaskCard
 from workers.gym.scoring import PROGRESS, better, over_baseline
 from workers.lab.reviews import Revise
 
@@ -29,7 +34,7 @@ def write_paper(
     cited = [
         p["paper_id"]
         for p in published
-        if best and (_same_method(p["method"], best.config) or _led(p, primary, before))
+        if best and (_same_method(p["method"], best.config, card) or _led(p, primary, before))
     ]
     number = len(state.papers) + 1
     if best is not None and best not in round_attempts and state.papers and not revising:
@@ -43,7 +48,7 @@ def write_paper(
         scores = best.scores
         assert scores is not None  # the best of the scored attempts
         value = scores[primary.name]
-        changed = _changes(best.config, bundle.starter_config())
+        changed = _changes(card.settings(best.config), bundle.starter_config())
         title = f"{card.title}: {primary.name} {value:.4f} with {changed or 'the baseline setup'}"
         abstract = (
             f"We searched the task's configuration space with {len(state.attempts)} graded "
@@ -52,8 +57,8 @@ def write_paper(
             + (f" It starts from {', '.join(cited)}." if cited else "")
         )
         claims = _claims(best, card.subtasks)
-        method = dict(best.config)
-    body = _body(card.goal, round_attempts, scored, best, card.subtasks, cited)
+        method = card.settings(best.config)
+    body = _body(card, round_attempts, scored, best, cited)
     return {
         "title": title[:300],
         "abstract": abstract,
@@ -98,7 +103,7 @@ def _no_gain(
         assert scores is not None
         outcome = f"The round's best reached {primary.name} = {scores[primary.name]:.4f}."
         claims = _claims(found, card.subtasks)
-        method = dict(found.config)
+        method = card.settings(found.config)
     abstract = (
         f"We tried {tried} more configuration{'' if tried == 1 else 's'} around our best "
         f"(attempt {best.number}, {primary.name} = {stands:.4f}); none beat it. {outcome}"
@@ -107,7 +112,7 @@ def _no_gain(
     return {
         "title": title[:300],
         "abstract": abstract,
-        "body": _body(card.goal, round_attempts, scored, best, card.subtasks, cited),
+        "body": _body(card, round_attempts, scored, best, cited),
         "claims": claims,
         "method": method,
         "experiments": [
@@ -194,25 +199,35 @@ def _changes(config: dict[str, Any], starter: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(config.items()) if starter.get(k) != v)
 
 
-def _same_method(method: dict[str, Any], config: dict[str, Any]) -> bool:
-    return bool(method) and all(config.get(k) == v for k, v in method.items())
+def _same_method(method: dict[str, Any], config: dict[str, Any], card: TaskCard) -> bool:
+    """Whether `config` sets every setting of `method` that applies in `config`."""
+    shown = card.settings(config)
+    return bool(method) and all(
+        config.get(k) == v for k, v in method.items() if k in shown or k not in config
+    )
+
+
+def _shown(config: dict[str, Any], card: TaskCard) -> str:
+    """The settings of `config` that apply, as a paper lists them."""
+    return ", ".join(f"{k}={v}" for k, v in sorted(card.settings(config).items()))
 
 
 def _body(
-    goal: str,
+    card: TaskCard,
     round_attempts: list[Attempt],
     scored: list[Attempt],
     best: Attempt | None,
-    subtasks: list[Subtask],
     cited: list[str],
 ) -> str:
+    goal, subtasks = card.goal, card.subtasks
     header = "| attempt | configuration | " + " | ".join(s.name for s in subtasks) + " |"
     rule = "|---|---|" + "---|" * len(subtasks)
     rows = []
     for attempt in round_attempts:
         cells = [f"{attempt.scores[s.name]:.4f}" if attempt.scores else "failed" for s in subtasks]
-        config = ", ".join(f"{k}={v}" for k, v in sorted(attempt.config.items()))
-        rows.append(f"| {attempt.number} | {config} | " + " | ".join(cells) + " |")
+        rows.append(
+            f"| {attempt.number} | {_shown(attempt.config, card)} | " + " | ".join(cells) + " |"
+        )
     parts = [
         "## Goal",
         goal.strip(),
@@ -224,7 +239,6 @@ def _body(
         "\n".join([header, rule, *rows]),  # one block: blank lines would split the table
     ]
     if best is not None:
-        config = ", ".join(f"{k}={v}" for k, v in sorted(best.config.items()))
-        parts += ["## Best configuration", f"Attempt {best.number}: {config}"]
+        parts += ["## Best configuration", f"Attempt {best.number}: {_shown(best.config, card)}"]
     parts += [f"Scored attempts in the whole run: {len(scored)}."]
     return "\n\n".join(parts)

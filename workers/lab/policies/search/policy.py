@@ -36,6 +36,7 @@ from workers.lab.budget import out_of_attempts
 from workers.lab.policies.base import StepInput, StepOutcome
 from workers.lab.policies.search.memory import Known, Memories, RunMemory, config_key, pairs
 from workers.lab.policies.search.paper import revision, write_paper
+from workers.lab.policies.search.space import Space
 from workers.lab.reviews import WAIT, Revise, review_round
 from workers.tools.env import Archive
 from workers.tools.invoke import invoke
@@ -113,28 +114,30 @@ class SearchPolicy:
 
     def _next_config(self, state: RunState, bundle: Bundle, archive: Archive) -> dict[str, Any]:
         primary = bundle.card.subtask(bundle.card.primary)
-        starter = dict(bundle.starter_config())
-        space = bundle.card.search_space
-        with self._memories.of(state, primary, sorted(space)) as memory:
-            return _next_config(state, memory, primary, starter, space, _published(state, archive))
+        space = Space(bundle.card, dict(bundle.starter_config()))
+        with self._memories.of(state, primary, space) as memory:
+            return _next_config(state, memory, primary, space, _published(state, archive))
 
 
 def _next_config(
     state: RunState,
     memory: RunMemory,
     primary: Subtask,
-    starter: dict[str, Any],
-    space: dict[str, list[Any]],
+    space: Space,
     published: list[dict[str, Any]],
 ) -> dict[str, Any]:
-    read = _read(published, memory, primary, starter)
+    """The next configuration to try; a parameter that does not apply in it is never
+    varied (it keeps the starter's value, `space.py`), and one that applies alike to a
+    configuration tried before is not taken."""
+    starter = space.starter
+    read = _read(published, memory, primary, space)
     if not memory.own and not read:
-        return starter
+        return space.canonical(starter)
     best = start_from(memory, read, primary)
     measured_read = {config_key(k.config) for k in read if k.measured}
 
     def tried(config: dict[str, Any]) -> bool:
-        key = config_key(config)
+        key = space.key(config)
         return key in memory.tried or key in measured_read
 
     if not tried(best.config):
@@ -143,8 +146,9 @@ def _next_config(
     stuck = len(state.attempts_since_paper())
     if config_key(best.config) in memory.scored:
         stuck = memory.stuck
-    weights = _value_weights(memory, space)
-    partners = _partners(memory, read, best, primary, space)
+    weights = _value_weights(memory, space.values)
+    partners = _partners(memory, read, best, primary, space.values)
+    applies = space.applicable(best.config)
     for _ in range(50):
         # Moves around the best: small while they pay, wider after every attempt
         # that did not improve (a best adopted from a paper is a new start, judged on
@@ -152,34 +156,41 @@ def _next_config(
         # another good result is known) cross the best with it. New values are
         # drawn by what the run's own results say of them.
         candidate = dict(best.config)
-        moves = min(len(space), 1 + stuck + rng.choice([0, 0, 1]))
+        moves = min(len(applies), 1 + stuck + rng.choice([0, 0, 1]))
         draw = rng.random()
         if draw < 0.2:
             candidate = _novel(rng, candidate, space, memory)
         elif draw < 0.4 and partners:
-            candidate = _crossed(rng, candidate, rng.choice(partners).config, space)
+            candidate = _crossed(rng, candidate, rng.choice(partners).config, space, weights)
         else:
-            for key in rng.sample(sorted(space), k=moves):
-                candidate[key] = rng.choices(space[key], weights[key])[0]
+            moved = rng.sample(applies, k=moves)
+            for key in moved:
+                candidate[key] = rng.choices(space.values[key], weights[key])[0]
+            candidate = space.settle(rng, candidate, best.config, moved, weights)
         if not tried(candidate):
             return candidate
-    return {key: rng.choice(values) for key, values in space.items()} | {
-        k: v for k, v in starter.items() if k not in space
-    }
+    return space.canonical(
+        {key: rng.choice(values) for key, values in space.values.items()}
+        | {k: v for k, v in starter.items() if k not in space.values}
+    )
 
 
 def _novel(
-    rng: random.Random, base: dict[str, Any], space: dict[str, list[Any]], memory: RunMemory
+    rng: random.Random, base: dict[str, Any], space: Space, memory: RunMemory
 ) -> dict[str, Any]:
     """A jump: of a few random configurations, the one that sets the most pairs of
-    values (two parameters set together) that the run's attempts did not. Effects that
-    need two settings together (rehearsal and a memory) are found by covering pairs."""
-    keys = sorted(space)
+    values (two parameters that apply, set together) that the run's attempts did not.
+    Effects that need two settings together (rehearsal and a memory) are found by
+    covering pairs."""
+    keys = space.names
     seen = memory.pair_counts
     best, novelty = base, -1.0
     for _ in range(JUMP_CANDIDATES):
-        candidate = dict(base) | {key: rng.choice(space[key]) for key in keys}
-        score = sum(1 / (1 + seen[pair]) for pair in pairs(candidate, keys))
+        candidate = space.canonical(
+            dict(base) | {key: rng.choice(space.values[key]) for key in keys}
+        )
+        applies = space.applicable(candidate)
+        score = sum(1 / (1 + seen[pair]) for pair in pairs(candidate, applies))
         if score > novelty and config_key(candidate) not in memory.tried:
             best, novelty = candidate, score
     return best
@@ -225,17 +236,34 @@ PARTNERS = 3
 
 
 def _crossed(
-    rng: random.Random, base: dict[str, Any], partner: dict[str, Any], space: dict[str, list[Any]]
+    rng: random.Random,
+    base: dict[str, Any],
+    partner: dict[str, Any],
+    space: Space,
+    weights: dict[str, list[float]],
 ) -> dict[str, Any]:
     """The best with each parameter where the partner differs taken from the partner
-    with even odds (at least one taken, at least one kept): uniform crossover."""
-    differing = [key for key in sorted(space) if partner.get(key) != base.get(key)]
+    with even odds (at least one taken, at least one kept): uniform crossover. Both are
+    canonical, so they differ only where a parameter applies in one of them; one that
+    the taken values make applicable comes from the partner where it applies there."""
+    differing = [key for key in space.names if partner.get(key) != base.get(key)]
     taken = [key for key in differing if rng.random() < 0.5]
     if not taken:
         taken = [rng.choice(differing)]
     if len(taken) == len(differing):
         taken.remove(rng.choice(taken))
-    return dict(base) | {key: partner[key] for key in taken}
+    crossed = dict(base) | {key: partner[key] for key in taken}
+    if not space.card.search_space_conditions:
+        return crossed
+    theirs = space.applicable(partner)
+    while follow := [
+        key
+        for key in space.applicable(crossed)
+        if key in theirs and key not in taken and crossed.get(key) != partner.get(key)
+    ]:
+        crossed |= {key: partner[key] for key in follow}
+        taken += follow
+    return space.settle(rng, crossed, base, taken, weights)
 
 
 JUMP_CANDIDATES = 8
@@ -270,21 +298,21 @@ the baseline that a lab would get stuck on; a lab keeps its own line for those."
 
 
 def _read(
-    published: list[dict[str, Any]], memory: RunMemory, primary: Subtask, starter: dict
+    published: list[dict[str, Any]], memory: RunMemory, primary: Subtask, space: Space
 ) -> list[Known]:
     """What the papers the run read report: their verified experiments (graded), and
-    each paper's claimed best (not graded unless a verified experiment ran it). A
-    configuration the run graded itself is known by its own score."""
+    each paper's claimed best (not graded unless a verified experiment ran it), in
+    canonical form. A configuration the run graded itself is known by its own score."""
     known = []
     for paper in published:
         for experiment in paper.get("experiments") or []:
-            config = {**starter, **experiment["config"]}
+            config = space.canonical({**space.starter, **experiment["config"]})
             value = (experiment.get("measured") or {}).get(primary.name)
             if experiment.get("verified") and value is not None:
                 if config_key(config) not in memory.tried:
                     known.append(Known(value, config, True))
         claimed = [c for c in paper["claims"] if c["subtask"] == primary.name]
-        config = {**starter, **paper["method"]}
+        config = space.canonical({**space.starter, **paper["method"]})
         if claimed and paper["method"] and config_key(config) not in memory.tried:
             known.append(Known(claimed[0]["value"], config, False))
     return known
