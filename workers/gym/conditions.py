@@ -20,7 +20,8 @@ Conditions = Mapping[str, Mapping[str, Sequence[Any]]]
 def applicable(
     conditions: Conditions, names: Sequence[str], config: Mapping[str, Any]
 ) -> list[str]:
-    """The parameters of `names` that apply in `config`, in the order of `names`."""
+    """The parameters of `names` that apply in `config`, in the order of `names`
+    (`conditions` without cycles: `problems` names those)."""
     memo: dict[str, bool] = {}
 
     def applies(name: str) -> bool:
