@@ -144,9 +144,31 @@ def test_parameters_of_an_ingredient_that_is_off_are_ignored(tmp_path: Path) -> 
 
 
 def _write(workspace: Path, test: np.ndarray, train: np.ndarray) -> None:
+    """The outputs, a row per training seed: one row given is written for all three."""
     (workspace / "outputs").mkdir()
-    np.save(workspace / "outputs" / "test_predictions.npy", test)
-    np.save(workspace / "outputs" / "train_predictions.npy", train)
+    np.save(workspace / "outputs" / "test_predictions.npy", _rows(test))
+    np.save(workspace / "outputs" / "train_predictions.npy", _rows(train))
+
+
+def _rows(predictions: np.ndarray) -> np.ndarray:
+    return np.stack([predictions] * 3) if predictions.ndim == 1 else predictions
+
+
+def test_every_score_is_the_mean_over_the_seeds_rows(tmp_path: Path) -> None:
+    y_test, y_train, noisy = _labels()
+    workspace = _workspace(tmp_path)
+    zeros = np.zeros_like(y_test, dtype=np.int64)
+    test = np.stack([y_test.astype(np.int64), y_test.astype(np.int64), zeros])
+    train = np.stack([y_train.astype(np.int64), noisy.astype(np.int64), noisy.astype(np.int64)])
+    _write(workspace, test, train)
+    graded = _grade(workspace)
+    assert graded.returncode == 0, graded.stderr
+    scores = json.loads(graded.stdout)["scores"]
+    assert scores["test_accuracy"] == pytest.approx((2 + (y_test == 0).mean()) / 3)
+    assert scores["label_recovery"] == pytest.approx(1 / 3)
+    one_row = _workspace(tmp_path / "one")
+    _write(one_row, y_test[None, :].astype(np.int64), y_train[None, :].astype(np.int64))
+    assert "expected (3, 540)" in _grade(one_row).stderr, "a lucky seed alone is not scored"
 
 
 def test_grader_scores_the_true_labels_1_and_the_noisy_labels_0_recovery(tmp_path: Path) -> None:

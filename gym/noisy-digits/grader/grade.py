@@ -6,7 +6,8 @@ arrays, never as pickles; no workspace code is run), prints one JSON object
 `{"scores": {...}, "notes": "..."}` and exits 0. Missing or malformed outputs exit 2
 with the reason on stderr, in one line.
 
-Scores:
+Each output holds one row of predictions per training seed (`SEEDS`, three); every
+score is the mean over the rows:
 - `test_accuracy`: accuracy on the test images against their true labels.
 - `label_recovery`: of the training images whose public label is wrong, the fraction
   whose predicted digit is the true one (the network corrected the label).
@@ -19,6 +20,8 @@ from pathlib import Path
 import numpy as np
 
 BUNDLE = Path(__file__).resolve().parent.parent
+SEEDS = 3
+"""Rows of predictions an output holds: one per training seed."""
 
 
 class BadOutputs(Exception):
@@ -26,7 +29,7 @@ class BadOutputs(Exception):
 
 
 def load_predictions(path: Path, count: int) -> np.ndarray:
-    """One predicted digit per image, checked for presence, type, shape and range."""
+    """One predicted digit per image and seed, checked for presence, type, shape, range."""
     if not path.is_file():
         raise BadOutputs(f"missing {path}: the solution must write it")
     try:
@@ -34,8 +37,11 @@ def load_predictions(path: Path, count: int) -> np.ndarray:
     except (ValueError, OSError) as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise BadOutputs(f"{path} is not a plain numpy array (no pickles): {reason}") from None
-    if predictions.shape != (count,):
-        raise BadOutputs(f"{path} has shape {predictions.shape}, expected ({count},)")
+    if predictions.shape != (SEEDS, count):
+        raise BadOutputs(
+            f"{path} has shape {predictions.shape}, expected ({SEEDS}, {count}): one row of "
+            "predictions per training seed"
+        )
     if not np.issubdtype(predictions.dtype, np.integer):
         raise BadOutputs(f"{path} has dtype {predictions.dtype}, expected integer labels")
     if count and (predictions.min() < 0 or predictions.max() > 9):
@@ -49,8 +55,8 @@ def score(
     """The subtask scores from the predictions and the true and noisy labels."""
     flipped = noisy != y_train
     return {
-        "test_accuracy": float((test == y_test).mean()),
-        "label_recovery": float((train[flipped] == y_train[flipped]).mean()),
+        "test_accuracy": float((test == y_test[None, :]).mean()),
+        "label_recovery": float((train[:, flipped] == y_train[None, flipped]).mean()),
     }
 
 
@@ -71,11 +77,13 @@ def main(argv: list[str]) -> int:
         return 2
     scores = score(test, train, y_test, y_train, noisy)
     clean = noisy == y_train
+    per_seed = ", ".join(f"{(row == y_test).mean():.4f}" for row in test)
     notes = (
-        f"training images: {(train == y_train).mean():.3f} predicted as their true digit, "
-        f"{(train[clean] == y_train[clean]).mean():.3f} of the correctly labelled ones, "
-        f"{(train[~clean] == noisy[~clean]).mean():.3f} of the mislabelled ones predicted "
-        f"as their wrong label (memorized)"
+        f"test accuracy per seed: {per_seed}; training images: "
+        f"{(train == y_train[None, :]).mean():.3f} predicted as their true digit, "
+        f"{(train[:, clean] == y_train[None, clean]).mean():.3f} of the correctly labelled "
+        f"ones, {(train[:, ~clean] == noisy[None, ~clean]).mean():.3f} of the mislabelled ones "
+        "predicted as their wrong label (memorized)"
     )
     print(json.dumps({"scores": scores, "notes": notes}))
     return 0
