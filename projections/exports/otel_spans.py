@@ -3,7 +3,9 @@ conventions: pure, so the command over past runs and the live sink send the same
 
 One trace a run. Its root is the run's `invoke_agent {lab}` span, from `run.started` to
 `run.finished`; every event of the run stream follows, by its causation, from the run's
-`run.started`, so each call's span is a child of the run's:
+`run.started`, so each model call's span is a child of the run's, and so is each tool
+call's, unless a model call of the run asked for it (its id says so,
+`projections.exports.otel_parents`): then it is a child of that call's `chat` span:
 - a model call (a physical attempt, keyed by `call_id` as the ledger keys it,
   `projections.ledger`) is a `chat {model}` span of kind CLIENT from its `model.called`
   to its `model.responded` or `model.failed` (a failure is an error status), its tokens
@@ -41,6 +43,7 @@ from projections.exports.otel_attributes import (
     run_attributes,
 )
 from projections.exports.otel_ids import call_span_id, run_span_id, trace_id_of
+from projections.exports.otel_parents import asked_by, asking_names
 from projections.exports.otel_span import Attribute, Span, SpanEvent
 
 UNKNOWN_OUTCOME = "outcome unknown: the run finished with the call open"
@@ -84,6 +87,9 @@ class RunFold:
         self._run: _Run | None = None
         self._opened: dict[str, tuple[Fact, ModelCalled | ToolInvoked]] = {}
         self._scores: list[SpanEvent] = []
+        self._chats: dict[str, int] = {}
+        """The `chat` span of each model call so far, by each name a tool call's id may
+        give it (`otel_parents.asking_names`); the latest call of a name wins."""
 
     def copy(self) -> "RunFold":
         """Another fold at the same point, that feeding leaves this one alone."""
@@ -91,6 +97,7 @@ class RunFold:
         other.version, other.finished, other._run = self.version, self.finished, self._run
         other._opened = dict(self._opened)
         other._scores = list(self._scores)
+        other._chats = dict(self._chats)
         return other
 
     def feed(self, events: Iterable[Fact]) -> list[Span]:
@@ -111,36 +118,54 @@ class RunFold:
             raise ValueError(f"{event.stream} does not begin with run.started")
         elif isinstance(payload, ModelCalled):
             self._opened[f"model:{payload.call_id}"] = (event, payload)
+            self._chats |= dict.fromkeys(asking_names(payload), call_span_id(event.id))
         elif isinstance(payload, ToolInvoked):
             self._opened[f"tool:{payload.call_id}"] = (event, payload)
         elif isinstance(payload, ExperimentScored):
             self._scores.append(evaluation_event(payload, event.occurred_at))
         elif isinstance(payload, CLOSERS):
-            spans.extend(_closed(run, self._opened, tuple(self._scores), event, payload))
+            spans.extend(
+                _closed(run, self._opened, self._chats, tuple(self._scores), event, payload)
+            )
             self.finished = self.finished or isinstance(payload, RunFinished)
 
 
 def _closed(
     run: _Run,
     opened: dict[str, tuple[Fact, ModelCalled | ToolInvoked]],
+    chats: dict[str, int],
     scores: tuple[SpanEvent, ...],
     event: Fact,
     payload: ModelResponded | ModelFailed | ToolReturned | RunFinished,
 ) -> list[Span]:
     """The spans `event` (one of `CLOSERS`) completes; the calls it closes leave `opened`."""
     if isinstance(payload, RunFinished):
-        spans = [_unfinished(run, opener, asked, event) for opener, asked in opened.values()]
+        spans = [
+            _unfinished(run, opener, asked, event, _parent(run, chats, asked))
+            for opener, asked in opened.values()
+        ]
         opened.clear()
         return [*spans, _run_span(run, event, payload, scores)]
     if isinstance(payload, ToolReturned):
         invoked = opened.pop(f"tool:{payload.call_id}", None)
         if invoked is not None and isinstance(invoked[1], ToolInvoked):
-            return [_tool_span(run, invoked[0], invoked[1], event)]
+            parent = _parent(run, chats, invoked[1])
+            return [_tool_span(run, invoked[0], invoked[1], event, parent)]
         return []
     called = opened.pop(f"model:{payload.call_id}", None)
     if called is not None and isinstance(called[1], ModelCalled):
         return [_model_span(run, called[0], called[1], event)]
     return []
+
+
+def _parent(run: _Run, chats: dict[str, int], asked: ModelCalled | ToolInvoked) -> int:
+    """The span a call's span is a child of: a tool call's, the `chat` span of the model
+    call that asked for it when its id names one; else the run's."""
+    if isinstance(asked, ToolInvoked):
+        named = asked_by(asked.call_id)
+        if named is not None and named in chats:
+            return chats[named]
+    return run.span_id
 
 
 def _run_span(run: _Run, last: Fact, finished: RunFinished, scores: tuple[SpanEvent, ...]) -> Span:
@@ -177,10 +202,11 @@ def _model_span(run: _Run, opener: Fact, called: ModelCalled, outcome: Fact) -> 
     if isinstance(answer, ModelFailed):
         error = f"{answer.error}: {answer.detail}" if answer.detail else answer.error
     name = f"chat {called.model}"
-    return _call_span(run, opener, name, "client", (start, end), outcome, attributes, error)
+    window = (start, end)
+    return _call_span(run, opener, name, "client", window, outcome, attributes, error, run.span_id)
 
 
-def _tool_span(run: _Run, opener: Fact, invoked: ToolInvoked, outcome: Fact) -> Span:
+def _tool_span(run: _Run, opener: Fact, invoked: ToolInvoked, outcome: Fact, parent: int) -> Span:
     returned = outcome.payload
     assert isinstance(returned, ToolReturned)
     start = opener.occurred_at
@@ -193,10 +219,13 @@ def _tool_span(run: _Run, opener: Fact, invoked: ToolInvoked, outcome: Fact) -> 
         attributes["error.type"] = why
         error = why
     name = f"execute_tool {invoked.tool}"
-    return _call_span(run, opener, name, "internal", (start, end), outcome, attributes, error)
+    window = (start, end)
+    return _call_span(run, opener, name, "internal", window, outcome, attributes, error, parent)
 
 
-def _unfinished(run: _Run, opener: Fact, asked: ModelCalled | ToolInvoked, finished: Fact) -> Span:
+def _unfinished(
+    run: _Run, opener: Fact, asked: ModelCalled | ToolInvoked, finished: Fact, parent: int
+) -> Span:
     """A call the run finished with open: an error from its start to the run's end."""
     attributes = call_attributes(run.stream, asked)
     attributes["error.type"] = "unknown_outcome"
@@ -206,7 +235,8 @@ def _unfinished(run: _Run, opener: Fact, asked: ModelCalled | ToolInvoked, finis
     else:
         name = f"execute_tool {asked.tool}"
     window = (opener.occurred_at, max(opener.occurred_at, finished.occurred_at))
-    return _call_span(run, opener, name, kind, window, finished, attributes, UNKNOWN_OUTCOME)
+    error = UNKNOWN_OUTCOME
+    return _call_span(run, opener, name, kind, window, finished, attributes, error, parent)
 
 
 def _call_span(
@@ -218,13 +248,14 @@ def _call_span(
     closer: Fact,
     attributes: dict[str, Attribute],
     error: str | None,
+    parent: int,
 ) -> Span:
     return Span(
         name=name,
         kind=kind,
         trace_id=run.trace_id,
         span_id=call_span_id(opener.id),
-        parent_id=run.span_id,
+        parent_id=parent,
         start=window[0],
         end=window[1],
         attributes=attributes,
