@@ -28,7 +28,8 @@ tried again after a backoff (doubling to `RETRY_CAP_S`), each try waiting at mos
 exporter's timeout; a page the endpoint refuses outright (a 4xx other than 408 and 429,
 which sending again cannot change) `REFUSALS_TO_SKIP` times running is skipped: an error
 line names its positions and the endpoint's reason, and its spans are counted
-(`labrxiv_otel_spans_skipped`, `OtelSink.skipped`)."""
+(`labrxiv_otel_spans_skipped`, `OtelSink.skipped`); the spans the endpoint took are
+counted too (`labrxiv_otel_spans_sent`, `OtelSink.sent`)."""
 
 import hashlib
 import logging
@@ -44,7 +45,7 @@ from events.engines import writing
 from events.recorded import Recorded
 from events.schema import create_tables
 from events.streams import stream_kind
-from projections.exports.otel_metrics import spans_skipped
+from projections.exports.otel_metrics import spans_sent, spans_skipped
 from projections.exports.otel_send import ExportFailed, SpanSender
 from projections.exports.otel_span import Span
 from projections.exports.otel_spans import CLOSING_TYPES, RunFold
@@ -150,6 +151,7 @@ class OtelSink:
         self.sender.send(page.spans)
         self._advance(page)
         self.sent += len(page.spans)
+        spans_sent().inc(len(page.spans))
 
     def _advance(self, page: Page) -> None:
         with writing(self.store.engine) as conn:
