@@ -224,6 +224,14 @@ def projector(
     otel_endpoint: str | None = typer.Option(
         None, "--otel-endpoint", help="Also send runs' spans to this OTLP/HTTP endpoint, live."
     ),
+    metrics_port: int | None = typer.Option(
+        None,
+        "--metrics-port",
+        min=0,
+        max=65535,
+        help="Serve the projector's metrics (its OpenTelemetry sink's) on this port.",
+    ),
+    metrics_addr: str = typer.Option("0.0.0.0", "--metrics-addr", help="Address for metrics."),
 ) -> None:
     """Apply new events to the read models, following the log."""
     from labrxiv.cli_export_otel import open_sink, otlp_url, send_once
@@ -233,6 +241,10 @@ def projector(
     settings = settings_or_exit()
     otel_url = None if otel_endpoint is None else otlp_url(otel_endpoint)
     require_shared_database(settings, "projector")
+    if once and metrics_port is not None:
+        raise typer.BadParameter(
+            "is for a projector that follows the log, not --once", param_hint="'--metrics-port'"
+        )
     if once:
         runner = open_runner(settings)
         runner.page = page
@@ -247,6 +259,10 @@ def projector(
     runner = open_runner(settings)
     runner.page = page
     sinks = [] if otel_url is None else [open_sink(runner.store, otel_url)]
+    if metrics_port is not None:
+        from labrxiv.cli_exporter import serve_projector_metrics
+
+        serve_projector_metrics(metrics_port, metrics_addr, sinks)
     said = ready("projector", settings, f"polling every {poll:g} s", redis=False)
     console.print(said, soft_wrap=True)
     projecting.follow(runner, poll_seconds=poll, sinks=[sink.follow_step for sink in sinks])

@@ -27,17 +27,20 @@ def export_otel(
         "http://127.0.0.1:6006/v1/traces for Phoenix).",
     ),
     run: str | None = typer.Option(None, "--run", help="This run's trace (an id from `runs`)."),
-    campaign: str | None = typer.Option(None, "--campaign", help="Every run of this campaign."),
+    campaign: str | None = typer.Option(
+        None, "--campaign", help="Every run, review and inspection of this campaign."
+    ),
     timeout: float = typer.Option(
         10.0, "--timeout", min=0.1, help="Seconds to wait for the endpoint."
     ),
 ) -> None:
     """Send runs' traces (GenAI semantic conventions: `invoke_agent`, `chat`,
-    `execute_tool` spans, the grader's scores as evaluation events), one trace a run,
-    with ids derived from the log: sent twice, they are the same spans."""
+    `execute_tool` spans, the grader's scores as evaluation events), one trace a run (and,
+    for a campaign, a review or an inspection), with ids derived from the log: sent
+    twice, they are the same spans."""
     if (run is None) == (campaign is None):
         raise ShellError("give one of --run RUN or --campaign CAMPAIGN")
-    from projections.exports.otel_runs import run_traces
+    from projections.exports.otel_runs import reviews_and_inspections, run_traces
     from projections.exports.otel_send import ExportFailed, SpanSender
 
     url = otlp_url(endpoint)
@@ -48,9 +51,11 @@ def export_otel(
             runs = [resolve_run(conn, run)]
         else:
             named = resolve_campaign(runner.store, conn, campaign)
+            assert named is not None
             runs = [view.stream for view in runs_of(conn, campaign=named)]
             if not runs:
                 raise NotFound(f"campaign {named} has no runs")
+            runs += reviews_and_inspections(conn, named)
     traces = run_traces(runner.store, runs)
     sender = SpanSender(url, timeout_s=timeout)
     try:

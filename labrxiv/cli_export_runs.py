@@ -1,9 +1,11 @@
 """`labrxiv export inspect` and `labrxiv export finetune`: a run's or a campaign's runs
 as an Inspect AI eval log and as fine-tuning JSONL (docs/exports.md). Both read the
-read models and the log (`projections.exports`); they write the file only."""
+read models and the log (`projections.exports`, imported when a command runs); they
+write the file only."""
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 import typer
@@ -15,11 +17,11 @@ from labrxiv.cli_common import read_runner
 from labrxiv.console import make_console
 from labrxiv.errors import CannotWrite, NotFound
 from labrxiv.lookup import resolve_campaign, resolve_run
-from projections.exports.finetune import example_of, kept
-from projections.exports.inspect_log import write_eval
-from projections.exports.runs import ExportedRun, exported_runs
 from projections.runner import ProjectionRunner
 from projections.runs import runs_of
+
+if TYPE_CHECKING:
+    from projections.exports.runs import ExportedRun
 
 console = make_console()
 VERDICTS = ("PASS", "SUSPICIOUS", "FAIL")
@@ -34,6 +36,8 @@ def export_inspect(
 ) -> None:
     """The runs as an Inspect AI eval log: one sample per run with its messages, events,
     model usage, best score and verdict (open it with `inspect view`)."""
+    from projections.exports.inspect_log import write_eval
+
     runner, name, runs = _runs(run, campaign)
     try:
         write_eval(out, name, runs, runner.store.get_blob)
@@ -55,6 +59,8 @@ def export_finetune(
 ) -> None:
     """The runs' conversations in OpenAI's chat fine-tuning format, one run a line:
     `{"messages": [...], "tools": [...]}`."""
+    from projections.exports.finetune import example_of, kept
+
     wanted = {v.upper() for v in verdict}
     unknown = sorted(wanted - set(VERDICTS))
     if unknown:
@@ -75,9 +81,13 @@ def export_finetune(
     console.print(f"{written} of {len(runs)} run(s) written to {out}", soft_wrap=True)
 
 
-def _runs(run: str | None, campaign: str | None) -> tuple[ProjectionRunner, str, list[ExportedRun]]:
+def _runs(
+    run: str | None, campaign: str | None
+) -> tuple[ProjectionRunner, str, list["ExportedRun"]]:
     """The read runner (caught up), the eval's name and the runs `--run` or `--campaign`
     names."""
+    from projections.exports.runs import exported_runs
+
     if (run is None) == (campaign is None):
         raise typer.BadParameter("give --run or --campaign (one of them)")
     runner = read_runner()

@@ -1,5 +1,6 @@
-"""`labrxiv exporter` (research and system metrics over HTTP) and `labrxiv worker
---metrics-port` (a worker's own metrics): wiring and serving only; the metrics are
+"""`labrxiv exporter` (research and system metrics over HTTP), `labrxiv worker
+--metrics-port` (a worker's own metrics) and `labrxiv projector --metrics-port` (its
+OpenTelemetry sink's): wiring and serving only; the metrics are
 `projections.metrics`, `projections.lag_metrics`, `workers.queue_metrics`,
 `workers.metrics` and `workers.metrics_serve` (docs/metrics.md)."""
 
@@ -20,6 +21,7 @@ from labrxiv.settings import Settings
 if TYPE_CHECKING:  # imported lazily below, so `labrxiv --help` stays fast
     from prometheus_client import CollectorRegistry
 
+    from projections.exports.otel_sink import OtelSink
     from projections.metrics import Bounds
 
 console = make_console()
@@ -113,6 +115,25 @@ def serve_worker_metrics(port: int, addr: str, folder: Path | None) -> None:
         console.print(f"[red]cannot serve worker metrics on {addr}:{port}: {exc}[/]")
         raise typer.Exit(2) from None
     console.print(f"worker metrics on http://{addr}:{port}/metrics (counted in {folder})")
+
+
+def serve_projector_metrics(port: int, addr: str, sinks: "list[OtelSink]") -> None:
+    """Serve `labrxiv projector`'s metrics on `addr:port`: its live OpenTelemetry sinks'
+    counters and lag (`projections.exports.otel_metrics`), and its process's."""
+    from prometheus_client import REGISTRY, disable_created_metrics, start_http_server
+
+    from projections.exports.otel_metrics import SinkLag, spans_sent, spans_skipped
+
+    disable_created_metrics()
+    spans_sent(), spans_skipped()  # made now: exported at 0 before their first count
+    for sink in sinks:
+        REGISTRY.register(SinkLag(sink))
+    try:
+        start_http_server(port, addr=addr)
+    except OSError as exc:
+        console.print(f"[red]cannot serve metrics on {addr}:{port}: {exc.strerror}[/]")
+        raise typer.Exit(2) from None
+    console.print(f"projector metrics on http://{addr}:{port}/metrics", soft_wrap=True)
 
 
 def serve_process_metrics(port: int, addr: str = "0.0.0.0") -> None:

@@ -1,19 +1,24 @@
-"""A model's answer as one JSON object, whatever way it came: a chat completion or a
-Responses API answer, whole or streamed (server-sent events), as the log keeps it
-(`model.responded`'s response blob) and as the agent relay reads it.
+"""A model's answer as one JSON object, whatever way it came: a chat completion, a
+Responses API answer or an Anthropic Messages API answer, whole or streamed (server-sent
+events), as the log keeps it (`model.responded`'s response blob) and as the agent relay
+reads it.
 
 A streamed chat completion is the completion its chunks add up to; a streamed Responses
 answer is its `response.completed` (or `response.done`) event's response, else the last
 response the stream carried, with its `output` taken from the stream's
-`response.output_item.done` events when it holds none.
+`response.output_item.done` events when it holds none; a streamed Messages API answer is
+the message its `message_start`, `content_block_*` and `message_delta` events add up to
+(`runstate.message_stream`).
 """
 
 from typing import Any
 
 import orjson
 
-APIS = ("chat", "responses")
-"""The model APIs an answer may be of: Chat Completions, Responses."""
+from runstate.message_stream import message_from_events
+
+APIS = ("chat", "responses", "messages")
+"""The model APIs an answer may be of: Chat Completions, Responses, Anthropic Messages."""
 
 
 class Unreadable(ValueError):
@@ -32,22 +37,73 @@ def json_object(body: bytes, what: str, error: type[ValueError]) -> dict[str, An
     return data
 
 
-def request_api(request: dict[str, Any]) -> tuple[str, bool]:
-    """The API a request body was sent to (`chat`: it has `messages`; `responses`: it has
-    `input` and no `messages`) and whether its answer was streamed (its `stream` flag)."""
-    api = "responses" if "input" in request and "messages" not in request else "chat"
-    return api, request.get("stream") is True
+MESSAGES_BLOCKS = frozenset({"tool_use", "tool_result", "thinking", "redacted_thinking"})
+"""Content block types only Anthropic's Messages API has."""
+
+
+def request_api(
+    request: dict[str, Any], body: bytes | None = None, recorded: str | None = None
+) -> tuple[str, bool]:
+    """The API a request was sent to and whether its answer was streamed (its `stream`
+    flag). The API is `recorded` (`model.called`'s `api`) when the log says it; else read
+    from the request's shape: `responses` when it has `input` and no `messages`;
+    `messages` when it has a top-level `system`, a tool declared with `input_schema`, or
+    a message with a `tool_use`, `tool_result` or `thinking` block; else from its answer
+    `body` when given (a Messages API answer: `"type": "message"`, or a stream that
+    opens with `message_start`); else `chat`."""
+    streamed = request.get("stream") is True
+    if recorded in APIS:
+        return recorded, streamed
+    if "input" in request and "messages" not in request:
+        return "responses", streamed
+    if _messages_shaped(request) or (body is not None and _message_answer(body, streamed)):
+        return "messages", streamed
+    return "chat", streamed
+
+
+def _messages_shaped(request: dict[str, Any]) -> bool:
+    if "system" in request:
+        return True
+    tools = request.get("tools") or []
+    if any(isinstance(t, dict) and "input_schema" in t for t in tools):
+        return True
+    for message in request.get("messages") or []:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") in MESSAGES_BLOCKS for b in content
+        ):
+            return True
+    return False
+
+
+def _message_answer(body: bytes, streamed: bool) -> bool:
+    if streamed:
+        return any(c.get("type") == "message_start" for c in sse_data(body))
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(data, dict) and data.get("type") == "message"
 
 
 def answer_json(api: str, body: bytes, streamed: bool) -> dict[str, Any]:
-    """The answer of `api` (`chat` or `responses`) in `body` as one JSON object (see the
-    module's docstring); `Unreadable` if a stream carried no Responses answer or a whole
-    answer is not a JSON object."""
+    """The answer of `api` (`chat`, `responses` or `messages`) in `body` as one JSON
+    object (see the module's docstring); `Unreadable` if a stream carried no Responses
+    answer or no Messages API message, or a whole answer is not a JSON object (for
+    `messages`: not a message)."""
     if not streamed:
-        return json_object(body, "the answer", Unreadable)
+        data = json_object(body, "the answer", Unreadable)
+        if api == "messages" and data.get("type") != "message" and "content" not in data:
+            raise Unreadable(f"the answer is not a message: {orjson.dumps(data)[:200]!r}")
+        return data
     chunks = sse_data(body)
     if api == "chat":
         return _chat_from_chunks(chunks)
+    if api == "messages":
+        found = message_from_events(chunks)
+        if found is None:
+            raise Unreadable("the stream carried no message_start")
+        return found
     done = [c for c in chunks if c.get("type") in ("response.completed", "response.done")]
     if done and isinstance(done[-1].get("response"), dict):
         return _with_items(done[-1]["response"], chunks)

@@ -26,6 +26,9 @@ class Usage(_Strict):
     """`prompt_tokens`."""
     cached_input_tokens: int = Field(default=0, ge=0)
     """`prompt_tokens_details.cached_tokens` (part of input_tokens)."""
+    cache_creation_input_tokens: int = Field(default=0, ge=0)
+    """Input tokens written to the provider's prompt cache (Anthropic's
+    `cache_creation_input_tokens`; part of input_tokens, priced as input)."""
     output_tokens: int = Field(ge=0)
     """`completion_tokens`."""
     reasoning_tokens: int = Field(default=0, ge=0)
@@ -60,6 +63,10 @@ class ModelCalled(Payload):
     """How many messages the request carries."""
     request: BlobRef | None = None
     """The full request body (messages, tools, parameters) in the blob table."""
+    api: Literal["chat", "responses", "messages"] | None = None
+    """The API the request was sent to: OpenAI's Chat Completions or Responses, or
+    Anthropic's Messages; None in logs written before labrxiv recorded it (readers then
+    tell it from the request's shape, `runstate.answers.request_api`)."""
 
 
 class ModelResponded(Payload):

@@ -14,6 +14,7 @@ items (`reasoning`, a web search's) are left out. Its `function` tools are decla
 chat functions, a `namespace` tool's functions each as `namespace.name`, a `custom` tool
 as a function of one string argument `input`; other tools (built-in ones) are left out.
 A Responses answer's `output` items are read the same way, into one assistant message.
+An Anthropic Messages API call is read by `projections.exports.messages_form`.
 """
 
 from collections.abc import Sequence
@@ -22,6 +23,7 @@ from typing import Any
 import orjson
 
 from projections.exports.function_names import function_name
+from projections.exports.messages_form import answer_completion, request_messages
 
 Message = dict[str, Any]
 
@@ -34,7 +36,10 @@ CUSTOM_PARAMETERS = {
 
 
 def chat_request(api: str, request: dict[str, Any]) -> dict[str, Any]:
-    """`request` (a body sent to `api`: `chat` or `responses`) as `{"messages", "tools"}`."""
+    """`request` (a body sent to `api`: `chat`, `responses` or `messages`) as
+    `{"messages", "tools"}`."""
+    if api == "messages":
+        return request_messages(request)
     if api == "chat":
         messages = [_renamed(m) for m in request.get("messages") or [] if isinstance(m, dict)]
         tools = [_chat_tool(t) for t in request.get("tools") or [] if isinstance(t, dict)]
@@ -53,6 +58,8 @@ def chat_request(api: str, request: dict[str, Any]) -> dict[str, Any]:
 
 def chat_answer(api: str, response: dict[str, Any]) -> dict[str, Any]:
     """`response` (an answer of `api`, as one JSON object) as a chat completion."""
+    if api == "messages":
+        return answer_completion(response)
     if api == "chat":
         choices = response.get("choices") or []
         first = choices[0] if choices and isinstance(choices[0], dict) else {}

@@ -6,13 +6,15 @@ messages of its last answered request (`model.called`'s request blob), then that
 name once, as the latest request declared it (an `llm` lab's phases offer different
 tools; its earlier answers call tools a later phase no longer offers).
 
-A call may be of either API an agent's relay passes on (`workers.agent.relay`): a
-request with `input` and no `messages` went to the Responses API, any other to Chat
-Completions; its answer was streamed when the request's `stream` is true, and is read
-as one JSON object by the one reader of answers (`runstate.answers.answer_json`). Each
-exchange is kept in Chat Completions form (`projections.exports.chat_form`): a Responses
-request's instructions and items as chat messages, its answer's output items as one
-assistant message, and every tool name as a valid OpenAI function name
+A call may be of any API an agent's relay passes on (`workers.agent.relay`): Chat
+Completions, Responses or Anthropic's Messages, as `model.called` records it (or, in
+older logs, as `runstate.answers.request_api` tells it from the request's shape); its
+answer was streamed when the request's `stream` is true, and is read as one JSON object
+by the one reader of answers (`runstate.answers.answer_json`). Each exchange is kept in
+Chat Completions form (`projections.exports.chat_form`): a Responses request's
+instructions and items, or a Messages request's system and content blocks, as chat
+messages, its answer as one assistant message, and every tool name as a valid OpenAI
+function name
 (`projections.exports.function_names`: `mcp__lab.evaluate` is `mcp__lab__evaluate`).
 
 A run that called none (`search`, an offline baseline) has the conversation its tool
@@ -50,7 +52,7 @@ class Exchange:
     response: dict[str, Any]
     """The answer as a chat completion (`choices`, `usage`, `model`)."""
     api: str = "chat"
-    """The API the call went to: `chat` or `responses`."""
+    """The API the call went to: `chat`, `responses` or `messages`."""
 
     @property
     def answer(self) -> Message:
@@ -92,7 +94,7 @@ def exchanges(events: Sequence[Fact], read_blob: BlobReader) -> list[Exchange]:
             body = None if payload.response is None else read_blob(payload.response.sha256)
             if request is None or body is None:
                 continue
-            api, streamed = request_api(request)
+            api, streamed = request_api(request, body, called.api)
             try:
                 response = answer_json(api, body, streamed)
             except Unreadable:

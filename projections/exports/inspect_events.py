@@ -62,6 +62,7 @@ def call_usage(exchange: Exchange) -> dict[str, Any] | None:
         "output_tokens": usage.output_tokens,
         "total_tokens": usage.input_tokens + usage.output_tokens,
         "input_tokens_cache_read": usage.cached_input_tokens,
+        "input_tokens_cache_write": usage.cache_creation_input_tokens,
         "reasoning_tokens": usage.reasoning_tokens,
         "total_cost": exchange.responded.cost_usd if exchange.responded.cost_known else None,
     }

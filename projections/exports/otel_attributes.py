@@ -83,6 +83,8 @@ def outcome_attributes(answer: ModelResponded | ModelFailed) -> dict[str, Attrib
         attributes["gen_ai.usage.input_tokens"] = spend.input_tokens
         attributes["gen_ai.usage.output_tokens"] = spend.output_tokens
         attributes["gen_ai.usage.cache_read.input_tokens"] = spend.cached_input_tokens
+        creation = answer.usage.cache_creation_input_tokens
+        attributes["gen_ai.usage.cache_creation.input_tokens"] = creation
         attributes["gen_ai.usage.reasoning.output_tokens"] = spend.reasoning_tokens
     if answer.cost_usd is not None and answer.cost_known:
         attributes["labrxiv.cost_usd"] = answer.cost_usd

@@ -1,7 +1,7 @@
 """The live OpenTelemetry sink: a reader that tails the log by position with a
 checkpoint, as a projector does, and sends each span once it is complete (a model call's
 at its `model.responded` or `model.failed`, a tool call's at its `tool.returned`, a run's
-at its `run.finished`: `Span.closed_at`).
+at its `run.finished`; a review's or an inspection's at its end: `Span.closed_at`).
 
 A page of the log is read after the checkpoint, the spans it completes are built from
 their runs' streams (`otel_spans`, as `labrxiv export otel` builds them) and sent, and
@@ -28,7 +28,8 @@ tried again after a backoff (doubling to `RETRY_CAP_S`), each try waiting at mos
 exporter's timeout; a page the endpoint refuses outright (a 4xx other than 408 and 429,
 which sending again cannot change) `REFUSALS_TO_SKIP` times running is skipped: an error
 line names its positions and the endpoint's reason, and its spans are counted
-(`labrxiv_otel_spans_skipped`, `OtelSink.skipped`)."""
+(`labrxiv_otel_spans_skipped`, `OtelSink.skipped`); the spans the endpoint took are
+counted too (`labrxiv_otel_spans_sent`, `OtelSink.sent`)."""
 
 import hashlib
 import logging
@@ -44,10 +45,11 @@ from events.engines import writing
 from events.recorded import Recorded
 from events.schema import create_tables
 from events.streams import stream_kind
-from projections.exports.otel_metrics import spans_skipped
+from projections.exports.otel_metrics import spans_sent, spans_skipped
 from projections.exports.otel_send import ExportFailed, SpanSender
 from projections.exports.otel_span import Span
 from projections.exports.otel_spans import CLOSING_TYPES, RunFold
+from projections.exports.otel_streams import TRACED
 
 log = logging.getLogger(__name__)
 
@@ -150,6 +152,7 @@ class OtelSink:
         self.sender.send(page.spans)
         self._advance(page)
         self.sent += len(page.spans)
+        spans_sent().inc(len(page.spans))
 
     def _advance(self, page: Page) -> None:
         with writing(self.store.engine) as conn:
@@ -215,7 +218,7 @@ def completed_spans(
     from, so only the run's events after it are read; without one, its whole stream is."""
     last_version: dict[str, int] = {}
     for record in page:
-        if record.type in CLOSING_TYPES and stream_kind(record.stream) == "run":
+        if record.type in CLOSING_TYPES and stream_kind(record.stream) in TRACED:
             last_version[record.stream] = max(record.version, last_version.get(record.stream, -1))
     spans: list[Span] = []
     after: dict[str, RunFold] = {}

@@ -1,9 +1,13 @@
 """A run's events as OpenTelemetry spans, named and attributed by the GenAI semantic
 conventions: pure, so the command over past runs and the live sink send the same spans.
+A paper's review stream and an LLM inspection's stream are traces too
+(`otel_streams`: their roots and tool calls).
 
 One trace a run. Its root is the run's `invoke_agent {lab}` span, from `run.started` to
 `run.finished`; every event of the run stream follows, by its causation, from the run's
-`run.started`, so each call's span is a child of the run's:
+`run.started`, so each model call's span is a child of the run's, and so is each tool
+call's, unless a model call of the run asked for it (its id says so,
+`projections.exports.otel_parents`): then it is a child of that call's `chat` span:
 - a model call (a physical attempt, keyed by `call_id` as the ledger keys it,
   `projections.ledger`) is a `chat {model}` span of kind CLIENT from its `model.called`
   to its `model.responded` or `model.failed` (a failure is an error status), its tokens
@@ -19,15 +23,16 @@ built. No message, argument or output is sent: content is opt-in in the conventi
 """
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
 from events.payloads import (
     ExperimentScored,
+    InspectionLooked,
     ModelCalled,
     ModelFailed,
     ModelResponded,
+    ReviewSubmitted,
     RunFinished,
     RunStarted,
     ToolInvoked,
@@ -41,33 +46,32 @@ from projections.exports.otel_attributes import (
     run_attributes,
 )
 from projections.exports.otel_ids import call_span_id, run_span_id, trace_id_of
+from projections.exports.otel_parents import asked_by, asking_names
 from projections.exports.otel_span import Attribute, Span, SpanEvent
+from projections.exports.otel_streams import (
+    ENDS,
+    End,
+    Root,
+    looked_span,
+    opening,
+    review_event,
+    root_span,
+)
 
 UNKNOWN_OUTCOME = "outcome unknown: the run finished with the call open"
 
-CLOSERS = (ModelResponded, ModelFailed, ToolReturned, RunFinished)
-"""The payloads that complete spans of their run (`run_spans` closes spans at these and
-only these)."""
+CLOSERS = (ModelResponded, ModelFailed, ToolReturned, InspectionLooked, RunFinished, *ENDS)
+"""The payloads that complete spans of their stream (`run_spans` closes spans at these
+and only these)."""
 
 CLOSING_TYPES = frozenset(closer.model_fields["type"].default for closer in CLOSERS)
 """The event types of `CLOSERS`: the events the live sink looks for in a page."""
 
 
-@dataclass(frozen=True)
-class _Run:
-    """What every span of a run shares."""
-
-    stream: str
-    trace_id: int
-    span_id: int
-    started: RunStarted
-    started_at: datetime
-    campaign: str | None
-
-
 def run_spans(events: Iterable[Fact]) -> list[Span]:
-    """The complete spans of the run whose stream is `events` (version order, stored:
-    each with its position), in the order they completed."""
+    """The complete spans of the run (or review, or inspection: `otel_streams`) whose
+    stream is `events` (version order, stored: each with its position), in the order
+    they completed."""
     return RunFold().feed(events)
 
 
@@ -80,10 +84,16 @@ class RunFold:
         self.version = -1
         """The last version fed (-1: none)."""
         self.finished = False
-        """Whether `run.finished` was fed: the run completes no span after it."""
-        self._run: _Run | None = None
+        """Whether the stream's end was fed (`run.finished`, a review's decision, an
+        inspection's end): it completes no span after it."""
+        self._run: Root | None = None
         self._opened: dict[str, tuple[Fact, ModelCalled | ToolInvoked]] = {}
         self._scores: list[SpanEvent] = []
+        self._chats: dict[str, int] = {}
+        """The `chat` span of each model call so far, by each name a tool call's id may
+        give it (`otel_parents.asking_names`); the latest call of a name wins."""
+        self._answered: int | None = None
+        """The `chat` span of the stream's last answered model call."""
 
     def copy(self) -> "RunFold":
         """Another fold at the same point, that feeding leaves this one alone."""
@@ -91,6 +101,8 @@ class RunFold:
         other.version, other.finished, other._run = self.version, self.finished, self._run
         other._opened = dict(self._opened)
         other._scores = list(self._scores)
+        other._chats = dict(self._chats)
+        other._answered = self._answered
         return other
 
     def feed(self, events: Iterable[Fact]) -> list[Span]:
@@ -104,38 +116,57 @@ class RunFold:
     def _take(self, event: Fact, spans: list[Span]) -> None:
         payload = event.payload
         run = self._run
-        if isinstance(payload, RunStarted):
+        if run is None:
             ids = trace_id_of(event.stream), run_span_id(event.stream)
-            self._run = _Run(event.stream, *ids, payload, event.occurred_at, event.correlation_id)
-        elif run is None:
-            raise ValueError(f"{event.stream} does not begin with run.started")
-        elif isinstance(payload, ModelCalled):
+            run = self._run = opening(event, *ids)
+            if isinstance(payload, RunStarted):
+                return
+        if isinstance(payload, ModelCalled):
             self._opened[f"model:{payload.call_id}"] = (event, payload)
+            self._chats |= dict.fromkeys(asking_names(payload), call_span_id(event.id))
         elif isinstance(payload, ToolInvoked):
             self._opened[f"tool:{payload.call_id}"] = (event, payload)
         elif isinstance(payload, ExperimentScored):
             self._scores.append(evaluation_event(payload, event.occurred_at))
+        elif isinstance(payload, ReviewSubmitted):
+            self._scores.append(review_event(payload, event.occurred_at))
+        elif isinstance(payload, InspectionLooked):
+            parent = run.span_id if self._answered is None else self._answered
+            spans.append(looked_span(run, event, payload, parent))
         elif isinstance(payload, CLOSERS):
-            spans.extend(_closed(run, self._opened, tuple(self._scores), event, payload))
-            self.finished = self.finished or isinstance(payload, RunFinished)
+            if isinstance(payload, ModelResponded) and f"model:{payload.call_id}" in self._opened:
+                self._answered = call_span_id(self._opened[f"model:{payload.call_id}"][0].id)
+            spans.extend(
+                _closed(run, self._opened, self._chats, tuple(self._scores), event, payload)
+            )
+            self.finished = self.finished or isinstance(payload, (RunFinished, *ENDS))
 
 
 def _closed(
-    run: _Run,
+    run: Root,
     opened: dict[str, tuple[Fact, ModelCalled | ToolInvoked]],
+    chats: dict[str, int],
     scores: tuple[SpanEvent, ...],
     event: Fact,
-    payload: ModelResponded | ModelFailed | ToolReturned | RunFinished,
+    payload: ModelResponded | ModelFailed | ToolReturned | InspectionLooked | RunFinished | End,
 ) -> list[Span]:
     """The spans `event` (one of `CLOSERS`) completes; the calls it closes leave `opened`."""
-    if isinstance(payload, RunFinished):
-        spans = [_unfinished(run, opener, asked, event) for opener, asked in opened.values()]
+    if isinstance(payload, (RunFinished, *ENDS)):
+        spans = [
+            _unfinished(run, opener, asked, event, _parent(run, chats, asked))
+            for opener, asked in opened.values()
+        ]
         opened.clear()
-        return [*spans, _run_span(run, event, payload, scores)]
+        if isinstance(payload, RunFinished):
+            return [*spans, _run_span(run, event, payload, scores)]
+        return [*spans, root_span(run, event, payload, scores)]
     if isinstance(payload, ToolReturned):
         invoked = opened.pop(f"tool:{payload.call_id}", None)
         if invoked is not None and isinstance(invoked[1], ToolInvoked):
-            return [_tool_span(run, invoked[0], invoked[1], event)]
+            parent = _parent(run, chats, invoked[1])
+            return [_tool_span(run, invoked[0], invoked[1], event, parent)]
+        return []
+    if isinstance(payload, InspectionLooked):  # complete as it comes: `looked_span`
         return []
     called = opened.pop(f"model:{payload.call_id}", None)
     if called is not None and isinstance(called[1], ModelCalled):
@@ -143,8 +174,19 @@ def _closed(
     return []
 
 
-def _run_span(run: _Run, last: Fact, finished: RunFinished, scores: tuple[SpanEvent, ...]) -> Span:
+def _parent(run: Root, chats: dict[str, int], asked: ModelCalled | ToolInvoked) -> int:
+    """The span a call's span is a child of: a tool call's, the `chat` span of the model
+    call that asked for it when its id names one; else the run's."""
+    if isinstance(asked, ToolInvoked):
+        named = asked_by(asked.call_id)
+        if named is not None and named in chats:
+            return chats[named]
+    return run.span_id
+
+
+def _run_span(run: Root, last: Fact, finished: RunFinished, scores: tuple[SpanEvent, ...]) -> Span:
     started = run.started
+    assert isinstance(started, RunStarted)
     attributes = run_attributes(started, run.stream, run.campaign, finished)
     failed = finished.reason == "error"
     return Span(
@@ -162,7 +204,7 @@ def _run_span(run: _Run, last: Fact, finished: RunFinished, scores: tuple[SpanEv
     )
 
 
-def _model_span(run: _Run, opener: Fact, called: ModelCalled, outcome: Fact) -> Span:
+def _model_span(run: Root, opener: Fact, called: ModelCalled, outcome: Fact) -> Span:
     """A model call's span. Its end is the outcome's time; its start the call's, unless a
     producer stamped the call after its outcome (a step's events written at its end): then
     the outcome's time less the latency the call measured."""
@@ -177,10 +219,11 @@ def _model_span(run: _Run, opener: Fact, called: ModelCalled, outcome: Fact) -> 
     if isinstance(answer, ModelFailed):
         error = f"{answer.error}: {answer.detail}" if answer.detail else answer.error
     name = f"chat {called.model}"
-    return _call_span(run, opener, name, "client", (start, end), outcome, attributes, error)
+    window = (start, end)
+    return _call_span(run, opener, name, "client", window, outcome, attributes, error, run.span_id)
 
 
-def _tool_span(run: _Run, opener: Fact, invoked: ToolInvoked, outcome: Fact) -> Span:
+def _tool_span(run: Root, opener: Fact, invoked: ToolInvoked, outcome: Fact, parent: int) -> Span:
     returned = outcome.payload
     assert isinstance(returned, ToolReturned)
     start = opener.occurred_at
@@ -193,10 +236,13 @@ def _tool_span(run: _Run, opener: Fact, invoked: ToolInvoked, outcome: Fact) -> 
         attributes["error.type"] = why
         error = why
     name = f"execute_tool {invoked.tool}"
-    return _call_span(run, opener, name, "internal", (start, end), outcome, attributes, error)
+    window = (start, end)
+    return _call_span(run, opener, name, "internal", window, outcome, attributes, error, parent)
 
 
-def _unfinished(run: _Run, opener: Fact, asked: ModelCalled | ToolInvoked, finished: Fact) -> Span:
+def _unfinished(
+    run: Root, opener: Fact, asked: ModelCalled | ToolInvoked, finished: Fact, parent: int
+) -> Span:
     """A call the run finished with open: an error from its start to the run's end."""
     attributes = call_attributes(run.stream, asked)
     attributes["error.type"] = "unknown_outcome"
@@ -206,11 +252,12 @@ def _unfinished(run: _Run, opener: Fact, asked: ModelCalled | ToolInvoked, finis
     else:
         name = f"execute_tool {asked.tool}"
     window = (opener.occurred_at, max(opener.occurred_at, finished.occurred_at))
-    return _call_span(run, opener, name, kind, window, finished, attributes, UNKNOWN_OUTCOME)
+    error = UNKNOWN_OUTCOME
+    return _call_span(run, opener, name, kind, window, finished, attributes, error, parent)
 
 
 def _call_span(
-    run: _Run,
+    run: Root,
     opener: Fact,
     name: str,
     kind: Literal["internal", "client"],
@@ -218,13 +265,14 @@ def _call_span(
     closer: Fact,
     attributes: dict[str, Attribute],
     error: str | None,
+    parent: int,
 ) -> Span:
     return Span(
         name=name,
         kind=kind,
         trace_id=run.trace_id,
         span_id=call_span_id(opener.id),
-        parent_id=run.span_id,
+        parent_id=parent,
         start=window[0],
         end=window[1],
         attributes=attributes,

@@ -1,6 +1,7 @@
 """A campaign's traces in Arize Phoenix (its own virtualenv, `phoenix serve` started by the
 test), read back through its REST API: one trace a run, model spans with the ledger's
-tokens, tool spans, every call's parent its run's span. The spans reach Phoenix through
+tokens, tool spans, each model call's parent its run's span and each tool call's the
+model call that asked for it. The spans reach Phoenix through
 `labrxiv projector --otel-endpoint`, killed and started again while the log grows (a
 receiver in front of Phoenix counts what the sink sent: each span once), then through
 `labrxiv export otel` (the same ids: Phoenix keeps one of each)."""
@@ -128,7 +129,12 @@ def test_phoenix_shows_the_campaign_as_the_ledger_has_it(
             e["name"] == "gen_ai.evaluation.result" for e in root["events"]
         )
         calls = [s for s in trace if s is not root]
-        assert all(s["parent_id"] == root["context"]["span_id"] for s in calls)
+        chats = {s["context"]["span_id"]: s for s in calls if s["name"].startswith("chat ")}
+        assert all(s["parent_id"] == root["context"]["span_id"] for s in chats.values())
+        for tool in (s for s in calls if s["context"]["span_id"] not in chats):
+            asker = tool["attributes"]["gen_ai.tool.call.id"].rsplit("@", 1)[1].split("#")[0]
+            chat = chats[tool["parent_id"]]  # an `llm` lab's calls are all asked for
+            assert chat["attributes"]["labrxiv.call_id"].endswith(f":{asker}")
         _check_calls(run, calls, ledger)
 
 

@@ -20,7 +20,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from events import EventStore
 from projections.catalogue import all_projectors
-from projections.exports.otel_metrics import spans_skipped
+from projections.exports.otel_metrics import SinkLag, spans_sent, spans_skipped
+from projections.exports.otel_send import SpanSender
+from projections.exports.otel_sink import OtelSink
 from projections.runner import ProjectionRunner
 from tests.ports import free_port
 from tests.simulated import simulated_run
@@ -153,6 +155,20 @@ def documented() -> dict[str, set[str]]:
     return rows
 
 
+def sink_lag_exposition(tmp_path: Path) -> str:
+    """The projector's OpenTelemetry sink's lag, as its metrics port serves it."""
+    from prometheus_client import CollectorRegistry
+
+    store = EventStore.from_url(f"sqlite:///{tmp_path / 'sink.db'}")
+    sender = SpanSender("http://127.0.0.1:9/v1/traces")  # nothing is sent
+    registry = CollectorRegistry()
+    registry.register(SinkLag(OtelSink(store, sender)))
+    try:
+        return generate_latest(registry).decode()
+    finally:
+        sender.close()
+
+
 def worker_exposition() -> str:
     """Every system metric of a worker and of the projector's OpenTelemetry sink, each
     label set used once (in this process)."""
@@ -170,17 +186,20 @@ def worker_exposition() -> str:
     metrics.count_redelivery("labrxiv.record")
     metrics.count_reaped(1)
     spans_skipped().inc(0)
+    spans_sent().inc(0)
     return generate_latest(REGISTRY).decode()
 
 
-def test_metric_names_follow_the_conventions_and_are_documented(env: dict[str, str]) -> None:
+def test_metric_names_follow_the_conventions_and_are_documented(
+    env: dict[str, str], tmp_path: Path
+) -> None:
     out = subprocess.run(
         [str(LABRXIV), "exporter", "--once"], env=env, capture_output=True, text=True, timeout=300
     )
     assert out.returncode == 0, out.stderr
     docs = documented()
     seen = set()
-    for text in (out.stdout, worker_exposition()):
+    for text in (out.stdout, worker_exposition(), sink_lag_exposition(tmp_path)):
         for family in text_string_to_metric_families(text):
             if not family.name.startswith("labrxiv_") or family.name.endswith("_created"):
                 # process_*, python_* and a counter's creation time (the text parser

@@ -105,6 +105,7 @@ def test_usage_with_cached_and_reasoning_tokens_is_recorded_exactly_and_priced_o
     assert event.usage.model_dump() == {
         "input_tokens": 2000,
         "cached_input_tokens": 1500,
+        "cache_creation_input_tokens": 0,
         "output_tokens": 800,
         "reasoning_tokens": 500,
     }

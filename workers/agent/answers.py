@@ -1,7 +1,7 @@
 """Reading what an agent's model answered, as it came back through the relay: a chat
 completion, a Responses API answer or an Anthropic Messages API answer, whole or streamed
-(server-sent events); chat and Responses answers are read as one JSON object by
-`runstate.answers.answer_json` (which the exports read answers with).
+(server-sent events), each read as one JSON object by `runstate.answers.answer_json`
+(which the exports read answers with).
 
 Usage is what the provider reported, read by the one reader of chat completions
 (`workers.llm.reply.usage_of`) or its Responses and Messages API counterparts here; a
@@ -16,7 +16,7 @@ import orjson
 from openai.types.chat import ChatCompletion
 
 from events.payloads.model import Usage
-from runstate.answers import Unreadable, answer_json, json_object, sse_data
+from runstate.answers import Unreadable, answer_json
 from workers.llm.reply import usage_of
 
 
@@ -149,74 +149,26 @@ def _detail(usage: dict[str, Any], details: str, name: str) -> Any:
 
 
 def messages_answer(body: bytes, streamed: bool) -> Answer:
-    """An Anthropic Messages API answer: its `content` blocks (text, `tool_use`) and
-    `usage`; streamed, the message that `message_start`, the `content_block_*` events and
-    `message_delta` (its usage cumulative) add up to."""
-    if not streamed:
-        data = json_object(body, "the answer", Unreadable)
-        if data.get("type") != "message" and "content" not in data:
-            raise Unreadable(f"the answer is not a message: {orjson.dumps(data)[:200]!r}")
-        content = [b for b in data.get("content") or [] if isinstance(b, dict)]
-        whole = [
-            (b, orjson.dumps(b.get("input") or {}).decode())
-            for b in content
-            if b.get("type") == "tool_use"
-        ]
-        return _message(data, content, whole)
-    events = sse_data(body)
-    start = next((e for e in events if e.get("type") == "message_start"), None)
-    if start is None or not isinstance(start.get("message"), dict):
-        raise Unreadable("the stream carried no message_start")
-    message = dict(start["message"])
-    usage = dict(message.get("usage") or {})
-    blocks: dict[int, dict[str, Any]] = {}
-    partial: dict[int, list[str]] = {}
-    for event in events:
-        kind = event.get("type")
-        index = event.get("index")
-        if kind == "message_delta":
-            said = event.get("delta") or {}
-            message["stop_reason"] = said.get("stop_reason") or message.get("stop_reason")
-            more = event.get("usage")
-            if isinstance(more, dict):
-                usage |= {k: v for k, v in more.items() if v is not None}
-        elif not isinstance(index, int):
-            continue
-        elif kind == "content_block_start" and isinstance(event.get("content_block"), dict):
-            blocks[index] = dict(event["content_block"])
-            partial[index] = []
-        elif kind == "content_block_delta" and index in blocks:
-            delta = event.get("delta") or {}
-            if delta.get("type") == "text_delta":
-                blocks[index]["text"] = blocks[index].get("text", "") + str(delta.get("text", ""))
-            elif delta.get("type") == "input_json_delta":
-                partial[index].append(str(delta.get("partial_json", "")))
-    message["usage"] = usage or None
-    ordered = [blocks[index] for index in sorted(blocks)]
-    calls = []
-    for index in sorted(blocks):
-        block = blocks[index]
-        if block.get("type") == "tool_use":
-            written = "".join(partial[index])
-            calls.append((block, written or orjson.dumps(block.get("input") or {}).decode()))
-    return _message(message, ordered, calls)
-
-
-def _message(
-    data: dict[str, Any],
-    blocks: list[dict[str, Any]],
-    calls: list[tuple[dict[str, Any], str]],
-) -> Answer:
+    """An Anthropic Messages API answer (read as one message by `runstate.answers`): its
+    `content` blocks (text, `tool_use`: its arguments the JSON of its `input`, or the
+    text a stream wrote when that is not a JSON object) and `usage`."""
+    data = answer_json("messages", body, streamed)
+    blocks = [b for b in data.get("content") or [] if isinstance(b, dict)]
     return Answer(
         model=data.get("model"),
         usage=messages_usage(data.get("usage")),
         finish_reason=data.get("stop_reason"),
         text="".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text"),
         calls=tuple(
-            AnswerCall(str(b.get("id", "")), str(b.get("name", "")), arguments)
-            for b, arguments in calls
+            AnswerCall(str(b.get("id", "")), str(b.get("name", "")), _arguments(b.get("input")))
+            for b in blocks
+            if b.get("type") == "tool_use"
         ),
     )
+
+
+def _arguments(given: object) -> str:
+    return given if isinstance(given, str) else orjson.dumps(given or {}).decode()
 
 
 def messages_usage(usage: object) -> Usage | None:
@@ -224,8 +176,8 @@ def messages_usage(usage: object) -> Usage | None:
 
     Anthropic's `input_tokens` leaves out the prompt's cached part: labrxiv's input is
     `input_tokens + cache_read_input_tokens + cache_creation_input_tokens`, of which
-    `cache_read_input_tokens` are cached (priced at the cached-input price; tokens written
-    to the cache are priced as input)."""
+    `cache_read_input_tokens` are cached (priced at the cached-input price) and
+    `cache_creation_input_tokens` written to the cache (priced as input)."""
     if not isinstance(usage, dict):
         return None
     try:
@@ -234,6 +186,7 @@ def messages_usage(usage: object) -> Usage | None:
         return Usage(
             input_tokens=int(usage["input_tokens"]) + read + written,
             cached_input_tokens=read,
+            cache_creation_input_tokens=written,
             output_tokens=int(usage["output_tokens"]),
         )
     except (KeyError, TypeError, ValueError):

@@ -119,6 +119,7 @@ class ModelRelay:
             provider=self.provider,
             messages=len(items) if isinstance(items, list) else 1,
             request=ref,
+            api=api,
         )
         self._emit([called], {ref.sha256: body})  # written ahead: sent before the request
         headers = {"content-type": "application/json", "accept-encoding": "identity"}

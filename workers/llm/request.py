@@ -95,5 +95,6 @@ def prepare_call(request: ModelRequest, attempt: int, provider: str) -> Prepared
         phase=request.phase,
         messages=len(request.messages),
         request=ref,
+        api="chat",
     )
     return PreparedCall(called, body, {ref.sha256: data})
