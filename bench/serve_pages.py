@@ -39,8 +39,8 @@ from projections.curves import curve_points  # noqa: E402
 from projections.runner import ProjectionRunner  # noqa: E402
 from projections.runs import runs_of  # noqa: E402
 
-exporter.PG_DATABASE = "labrxiv_bench_serve"
-"""This bench's own database."""
+DATABASE = "labrxiv_bench_serve"
+"""This bench's own PostgreSQL database, unless `--database` names another."""
 TARGET_MS = 200.0
 
 Read = Callable[[Connection], Any]
@@ -48,6 +48,7 @@ Read = Callable[[Connection], Any]
 
 def main() -> None:
     args = _parse_args()
+    exporter.PG_DATABASE = args.database
     with tempfile.TemporaryDirectory() as workdir:
         url = exporter._fresh(args.backend, Path(workdir))
         try:
@@ -63,7 +64,10 @@ def main() -> None:
             _measure(store, args.requests)
             store.engine.dispose()
         finally:
-            exporter._drop(args.backend)
+            if args.keep:
+                print(f"kept: {url}")
+            else:
+                exporter._drop(args.backend)
 
 
 def _parse_args() -> argparse.Namespace:
@@ -73,6 +77,8 @@ def _parse_args() -> argparse.Namespace:
     parser.add_argument("--labs", type=int, default=10, help="runs working at once")
     parser.add_argument("--run-events", type=int, default=98, help="events per run, about")
     parser.add_argument("--requests", type=int, default=5, help="times each page is asked")
+    parser.add_argument("--database", default=DATABASE, help="PostgreSQL database to fill")
+    parser.add_argument("--keep", action="store_true", help="leave the PostgreSQL database")
     return parser.parse_args()
 
 
