@@ -32,12 +32,12 @@ from events import EventStore  # noqa: E402
 from labrxiv.web.app import create_app  # noqa: E402
 from projections.archive import PAPERS, get_paper  # noqa: E402
 from projections.archive_pages import PaperFilter, papers_page  # noqa: E402
-from projections.archive_search import search_papers  # noqa: E402
+from projections.archive_search import search_page  # noqa: E402
 from projections.campaigns import campaigns_of  # noqa: E402
 from projections.catalogue import all_projectors  # noqa: E402
 from projections.curves import curve_points  # noqa: E402
 from projections.runner import ProjectionRunner  # noqa: E402
-from projections.runs import runs_of  # noqa: E402
+from projections.runs import RunView, runs_of  # noqa: E402
 
 DATABASE = "labrxiv_bench_serve"
 """This bench's own PostgreSQL database, unless `--database` names another."""
@@ -87,6 +87,11 @@ def _pages(store: EventStore, conn: Connection) -> list[tuple[str, str, Read]]:
     paper = conn.execute(select(PAPERS.c.paper_id, PAPERS.c.title).limit(1)).one()
     (campaign,) = [c.campaign for c in campaigns_of(conn)]
     shown = [r.stream for r in runs_of(conn, campaign=campaign, limit=50)]
+
+    def first(c: Connection) -> list[RunView]:
+        """The campaign's first page of runs."""
+        return runs_of(c, campaign=campaign, limit=50)
+
     run = shown[0]
     words = paper.title.split()[0]
     every = PaperFilter()
@@ -95,10 +100,10 @@ def _pages(store: EventStore, conn: Connection) -> list[tuple[str, str, Read]]:
     return [
         ("archive, page 1", "/papers", lambda c: papers_page(c, every, 0, 50)),
         ("archive, last page", f"/papers?page={last}", lambda c: papers_page(c, every, end, 50)),
-        ("archive search", f"/papers?q={words}", lambda c: search_papers(c, words, k=10**9)),
+        ("archive search", f"/papers?q={words}", lambda c: search_page(c, words, every, 0, 50)),
         ("paper", f"/papers/{paper.paper_id}", lambda c: get_paper(c, paper.paper_id)),
         ("campaigns", "/campaigns", campaigns_of),
-        ("campaign", f"/campaigns/{campaign}", lambda c: campaigns_of(c, campaign)),
+        ("campaign", f"/campaigns/{campaign}", lambda c: (campaigns_of(c, campaign), first(c))),
         (
             "curve (SVG)",
             f"/campaigns/{campaign}/curves/time.svg",
@@ -108,7 +113,11 @@ def _pages(store: EventStore, conn: Connection) -> list[tuple[str, str, Read]]:
         ("run", f"/runs/{run}", lambda c: runs_of(c, streams=[run])),
         ("trajectory", f"/runs/{run}/trajectory", lambda c: store.read_stream(run)),
         ("API papers", "/api/v1/papers", lambda c: papers_page(c, every, 0, 50)),
-        ("API campaign", f"/api/v1/campaigns/{campaign}", lambda c: campaigns_of(c, campaign)),
+        (
+            "API campaign",
+            f"/api/v1/campaigns/{campaign}",
+            lambda c: (campaigns_of(c, campaign), first(c)),
+        ),
         ("API run", f"/api/v1/runs/{run}", lambda c: runs_of(c, streams=[run])),
     ]
 
