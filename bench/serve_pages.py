@@ -4,9 +4,10 @@ beside the raw read of the read model it shows.
 The log (setup, not timed) is bench/exporter.py's: LLM-shaped runs of ~100 events,
 one campaign, a paper a run, copied under new ids until the log is full (1,000,000
 events: ~10,000 runs and papers). Every read model is built by a catch-up (timed
-apart, for reference). Then each page is asked `--requests` times through the app in
-process (FastAPI's test client: routing, the reads, the template, no socket), and the
-read-model query it rests on is run as many times on its own; medians are printed.
+apart, for reference) and analyzed. Then each page is asked `--requests` times through
+the app in process (FastAPI's test client: routing, the reads, the template, no socket),
+and the read-model query it rests on is run as many times on its own; medians are
+printed.
 
     .venv/bin/python bench/serve_pages.py                        # PostgreSQL, 1,000,000 events
     .venv/bin/python bench/serve_pages.py --backend sqlite --events 100000
@@ -59,6 +60,7 @@ def main() -> None:
             started = time.perf_counter()
             runner.catch_up()
             built = time.perf_counter() - started
+            _analyze(args.backend, store)
             print(f"backend: {args.backend}; log: {store.count():,} events, {runs:,} runs")
             print(f"every read model built in {built:.1f} s (setup)")
             _measure(store, args.requests)
@@ -68,6 +70,16 @@ def main() -> None:
                 print(f"kept: {url}")
             else:
                 exporter._drop(args.backend)
+
+
+def _analyze(backend: str, store: EventStore) -> None:
+    """Gather the planner's statistics of every read model, as autovacuum does after a
+    bulk load (a server may run without it, as the machine of docs/serve.md does)."""
+    with store.engine.connect() as conn:
+        if backend == "postgres":
+            conn.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql("VACUUM ANALYZE")
+        else:
+            conn.exec_driver_sql("ANALYZE")
 
 
 def _parse_args() -> argparse.Namespace:

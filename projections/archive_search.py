@@ -63,10 +63,14 @@ def search_page(
         return SearchPage([], 0)
     held = _held(terms)
     score = _score(terms, held, corpus).label("score")
-    hits = narrowed(select(*SUMMARY_COLUMNS, score, func.count().over().label("hits")), only)
-    hits = hits.join_from(PAPERS, held, held.c.paper_id == PAPERS.c.paper_id)
-    ranked = hits.order_by(score.desc(), PAPERS.c.position.desc())
-    rows = conn.execute(ranked.offset(offset).limit(limit)).all() if limit > 0 else []
+    ranking = select(PAPERS.c.paper_id, PAPERS.c.position, score, func.count().over().label("hits"))
+    ranking = narrowed(ranking, only).join_from(PAPERS, held, held.c.paper_id == PAPERS.c.paper_id)
+    order = (score.desc(), PAPERS.c.position.desc())
+    top = ranking.order_by(*order).offset(offset).limit(limit).subquery("top")
+    page = select(*SUMMARY_COLUMNS, top.c.score, top.c.hits).join_from(
+        top, PAPERS, PAPERS.c.paper_id == top.c.paper_id
+    )
+    rows = conn.execute(page.order_by(top.c.score.desc(), top.c.position.desc())).all()
     if rows:
         total = int(rows[0].hits)
     else:
@@ -97,8 +101,11 @@ def _corpus(conn: Connection, terms: list[str], task: str | None) -> bm25.Corpus
 
 def _held(terms: list[str]) -> Any:
     """Each paper that holds a query word, with how often it holds each (`tf0`, `tf1`,
-    ... in the words' order; NULL for a word it does not hold)."""
+    ... in the words' order; NULL for a word it does not hold): for one word, its
+    postings as they are."""
     t = PAPER_TERMS.c
+    if len(terms) == 1:
+        return select(t.paper_id, t.tf.label("tf0")).where(t.term == terms[0]).subquery("held")
     counts = [
         func.max(case((t.term == term, t.tf))).label(f"tf{i}") for i, term in enumerate(terms)
     ]
