@@ -36,7 +36,8 @@ from labrxiv.views_read import (
     top_table,
 )
 from projections.archive import claim_marks, get_paper, list_papers
-from projections.archive_search import search_papers
+from projections.archive_pages import PaperFilter
+from projections.archive_search import search_page
 from projections.archive_top import ranked_as_measured, recorded_direction, top_papers
 from projections.campaigns import campaign_modes
 from projections.curves import curve_points, paper_points
@@ -142,9 +143,8 @@ def papers_search(
     with runner.store.engine.connect() as conn:
         campaign = resolve_campaign(runner.store, conn, campaign)
         # A campaign is not a filter of the ranking (BM25's corpus is the task's or the
-        # archive's): the hits are ranked, then the campaign's kept.
-        hits = search_papers(conn, query, task=task, k=k if campaign is None else 1_000_000)
-    hits = [h for h in hits if campaign is None or h.paper.campaign == campaign][:k]
+        # archive's): it chooses among the hits.
+        hits = search_page(conn, query, PaperFilter(task=task, campaign=campaign), 0, k).hits
     if not hits:
         where = f" in campaign {campaign}" if campaign else ""
         raise NotFound(f"no paper matches {query!r}{where}")

@@ -33,7 +33,8 @@ class PapersPage:
     total: int
 
 
-def _narrowed(query: Select, only: PaperFilter) -> Select:
+def narrowed(query: Select, only: PaperFilter) -> Select:
+    """`query` (of the papers table) keeping only the papers `only` keeps."""
     for column, value in (
         (PAPERS.c.task, only.task),
         (PAPERS.c.campaign, only.campaign),
@@ -52,7 +53,7 @@ def _narrowed(query: Select, only: PaperFilter) -> Select:
 
 def papers_page(conn: Connection, only: PaperFilter, offset: int, limit: int) -> PapersPage:
     """The papers that match `only`, in submission order, from `offset`, at most `limit`."""
-    total = conn.execute(_narrowed(select(func.count()).select_from(PAPERS), only)).scalar_one()
-    query = _narrowed(select(*SUMMARY_COLUMNS), only).order_by(PAPERS.c.position)
+    total = conn.execute(narrowed(select(func.count()).select_from(PAPERS), only)).scalar_one()
+    query = narrowed(select(*SUMMARY_COLUMNS), only).order_by(PAPERS.c.position)
     rows = conn.execute(query.offset(offset).limit(limit))
     return PapersPage([summary_of(row._mapping) for row in rows], int(total))

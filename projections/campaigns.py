@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, delete, select
+from sqlalchemy import Connection, case, delete, func, select
 from sqlmodel import Field, SQLModel
 
 from events.envelope import as_utc
@@ -94,7 +94,8 @@ class CampaignInfo:
     policy: str | None
     """Its runs' policies, comma-separated."""
     labs: int
-    runs: list[str]
+    runs: int
+    """How many runs it has (`runs_of` lists them, a page at a time)."""
     status: str
     """`finished` once `campaign.finished` is in the log (or every run finished), else
     `running`."""
@@ -107,17 +108,19 @@ class CampaignInfo:
 
 def campaigns_of(conn: Connection, campaign: str | None = None) -> list[CampaignInfo]:
     """Every campaign (or the one named), the first started first: those of the campaigns
-    read model and those only its runs name (a log with no `campaign.started`), with
-    their runs' rows. As fresh as the two read models' checkpoints."""
+    read model and those only its runs name (a log with no `campaign.started`), each
+    summed up from its runs' rows by the database (a campaign of 10,000 runs is one
+    aggregate, not 10,000 rows). As fresh as the two read models' checkpoints."""
     query = select(CAMPAIGNS)
     if campaign is not None:
         query = query.where(CAMPAIGNS.c.campaign == campaign)
     stored = {row["campaign"]: dict(row) for row in conn.execute(query).mappings()}
-    runs: dict[str, list[_RunLine]] = defaultdict(list)
-    for run in _run_lines(conn, campaign):
-        if run.campaign:  # a run of no campaign is in none
-            runs[run.campaign].append(run)
-    infos = [_info(c, stored.get(c), runs.get(c, [])) for c in stored.keys() | runs.keys()]
+    groups: dict[str, list[_Group]] = defaultdict(list)
+    for group in _groups(conn, campaign):
+        groups[group.campaign].append(group)
+    infos = [
+        _info(conn, c, stored.get(c), groups.get(c, [])) for c in stored.keys() | groups.keys()
+    ]
     never = float("inf")
     return sorted(
         infos, key=lambda i: (i.started_at.timestamp() if i.started_at else never, i.campaign)
@@ -131,58 +134,80 @@ def campaign_modes(conn: Connection) -> dict[str, str | None]:
 
 
 @dataclass(frozen=True)
-class _RunLine:
-    """What a campaign's line takes from each of its runs' rows."""
+class _Group:
+    """A campaign's runs of one task, policy and direction of their best score, summed
+    up: what a campaign's line takes from its runs' rows."""
 
-    stream: str
     campaign: str
     task: str | None
     policy: str | None
-    status: str
-    best_score: float | None
-    best_direction: Direction | None
+    direction: Direction
+    """The direction their bests rank in (a run with none: `NORMALIZED`)."""
+    runs: int
+    finished: int
+    highest: float | None
+    lowest: float | None
     first_event_at: datetime | None
 
     @property
-    def finished(self) -> bool:
-        return self.status == "finished"
+    def best(self) -> float | None:
+        """The best of their bests in `direction` (None: no run scored yet)."""
+        return self.highest if self.direction == "maximize" else self.lowest
 
 
-def _run_lines(conn: Connection, campaign: str | None) -> list[_RunLine]:
-    """The runs of every campaign (or of one), in stream order, only the columns a
-    campaign's line needs: a campaign of 10,000 runs is read in a few milliseconds."""
+def _groups(conn: Connection, campaign: str | None) -> list[_Group]:
+    """The runs of every campaign (or of one), summed up by the database per campaign,
+    task, policy and direction."""
     c = RUNS.c
+    direction = func.coalesce(c.best_direction, NORMALIZED)
+    keys = (c.campaign, c.task, c.policy, direction)
+    finished = func.sum(case((c.status == "finished", 1), else_=0))
+    first = func.min(c.first_event_at)
     query = select(
-        c.stream, c.campaign, c.task, c.policy, c.status, c.best_score, c.best_direction,
-        c.first_event_at,
-    ).order_by(c.stream)  # fmt: skip
-    query = query.where(c.campaign == campaign if campaign else c.campaign.is_not(None))
-    lines = []
-    for row in conn.execute(query):
-        first = as_utc(row.first_event_at) if row.first_event_at is not None else None
-        lines.append(_RunLine(*row[:7], first_event_at=first))
-    return lines
+        *keys, func.count(), finished, func.max(c.best_score), func.min(c.best_score), first
+    ).where(c.campaign == campaign if campaign else c.campaign.is_not(None))
+    groups = []
+    for row in conn.execute(query.group_by(*keys)):
+        values = list(row)
+        values[-1] = as_utc(values[-1]) if values[-1] is not None else None
+        groups.append(_Group(*values))
+    return groups
 
 
-def _info(campaign: str, row: dict[str, Any] | None, runs: list[_RunLine]) -> CampaignInfo:
-    best = best_ranked(
-        (r.best_score, r.best_direction or NORMALIZED) for r in runs if r.best_score is not None
-    )
-    firsts = [r.first_event_at for r in runs if r.first_event_at is not None]
+def _best(conn: Connection, campaign: str, groups: list[_Group]) -> float | None:
+    """The best of the campaign's runs' bests (`best_ranked`): when they rank in one
+    direction, the best of each group's; when in several, folded in stream order from
+    their rows, as `best_ranked` compares each in its own."""
+    scored = [g for g in groups if g.best is not None]
+    if len({g.direction for g in scored}) > 1:
+        c = RUNS.c
+        query = select(c.best_score, func.coalesce(c.best_direction, NORMALIZED))
+        query = query.where(c.campaign == campaign, c.best_score.is_not(None))
+        ranked = best_ranked((s, d) for s, d in conn.execute(query.order_by(c.stream)))
+    else:
+        ranked = best_ranked((g.best, g.direction) for g in scored if g.best is not None)
+    return None if ranked is None else ranked[0]
+
+
+def _info(
+    conn: Connection, campaign: str, row: dict[str, Any] | None, groups: list[_Group]
+) -> CampaignInfo:
+    runs = sum(g.runs for g in groups)
+    firsts = [g.first_event_at for g in groups if g.first_event_at is not None]
     reason = row["finish_reason"] if row else None
-    done = reason is not None or (bool(runs) and all(r.finished for r in runs))
-    policies = sorted({r.policy for r in runs if r.policy})
-    tasks = sorted({r.task for r in runs if r.task})
+    done = reason is not None or (runs > 0 and sum(g.finished for g in groups) == runs)
+    policies = sorted({g.policy for g in groups if g.policy})
+    tasks = sorted({g.task for g in groups if g.task})
     started = row and row["started_at"]
     return CampaignInfo(
         campaign=campaign,
         task=row["task"] if row and row["task"] else ", ".join(tasks) or None,
         mode=row["mode"] if row else None,
         policy=", ".join(policies) or None,
-        labs=row["labs"] if row and row["labs"] is not None else len(runs),
-        runs=[r.stream for r in runs],
+        labs=row["labs"] if row and row["labs"] is not None else runs,
+        runs=runs,
         status="finished" if done else "running",
         finish_reason=reason,
-        best=None if best is None else best[0],
+        best=_best(conn, campaign, groups),
         started_at=as_utc(started) if started else (min(firsts) if firsts else None),
     )

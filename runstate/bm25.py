@@ -17,6 +17,10 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from sqlalchemy import ColumnElement
 
 _WORD = re.compile(r"[a-z0-9_]+")
 
@@ -26,6 +30,9 @@ K1 = 1.5
 """Term-frequency saturation."""
 B = 0.75
 """Length normalization."""
+
+Number = TypeVar("Number", float, "ColumnElement[Any]")
+"""What `weight` computes with: a Python number, or a SQL expression of a double."""
 
 
 def words(text: str) -> list[str]:
@@ -60,18 +67,32 @@ class Corpus:
         return (self.length / self.count if self.count else 0.0) or 1.0
 
 
+def idf(df: int, count: int) -> float:
+    """The weight of a word `df` of `count` documents hold."""
+    return math.log(1 + (count - df + 0.5) / (df + 0.5))
+
+
+def weight(idf: float, n: Number, length: Number, average: float) -> Number:
+    """A word's part of a document's score: the word (of weight `idf`) occurs `n` times
+    in a document of `length` words, among documents of `average` length.
+
+    The same operations in the same order whatever `n` and `length` are: Python numbers,
+    or SQL expressions (`projections.archive_search` ranks in the database with them).
+    Each step is one IEEE double operation, so either gives the same float."""
+    return idf * n * (K1 + 1) / (n + K1 * (1 - B + B * length / average))
+
+
 def score(terms: Sequence[str], tf: Mapping[str, int], length: int, corpus: Corpus) -> float:
     """BM25 of a document of `length` words, holding each word `tf[t]` times, for the
-    query words `terms` (from `query_terms`)."""
+    query words `terms` (from `query_terms`): the weights of the words it holds, added
+    in that order."""
     total = 0.0
     average = corpus.average
     for term in terms:
         n = tf.get(term, 0)
         if not n:
             continue
-        df = corpus.df.get(term, 0)
-        idf = math.log(1 + (corpus.count - df + 0.5) / (df + 0.5))
-        total += idf * n * (K1 + 1) / (n + K1 * (1 - B + B * length / average))
+        total += weight(idf(corpus.df.get(term, 0), corpus.count), n, length, average)
     return total
 
 

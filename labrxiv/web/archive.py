@@ -16,7 +16,7 @@ from labrxiv.web.reading import BadQuery, Conn, Page, Paging, Store, json_respon
 from labrxiv.web.templates import render
 from projections.archive import ClaimMark, PaperDetail, claim_marks, get_paper
 from projections.archive_pages import DECIDED, Decided, PaperFilter, papers_page
-from projections.archive_search import SearchHit, search_papers
+from projections.archive_search import search_page
 from projections.reviews import PaperDecision, Review, decisions_of, reviews_of
 
 pages = APIRouter(include_in_schema=False)
@@ -26,8 +26,6 @@ TASK = Query(None, description="Only papers on this task.")
 CAMPAIGN = Query(None, description="Only this campaign's papers (its id or a prefix).")
 LAB = Query(None, description="Only this lab's papers.")
 DECISION = Query(None, description="Only papers accepted, rejected, or undecided.")
-EVERY_HIT = 1_000_000_000
-"""`k` for every hit: the ranking scores every paper that holds a query word anyway."""
 
 
 def _filter(
@@ -66,30 +64,15 @@ def _listing(conn: Connection, only: PaperFilter, paging: Paging) -> Listing:
 
 
 def _search(conn: Connection, query: str, only: PaperFilter, paging: Paging) -> Listing:
-    """The hits of `query`, best first, narrowed by `only` (BM25's corpus is the task's or
-    the archive's: the hits are ranked, then the filter's kept, as `papers search` does)."""
+    """A page of the hits of `query`, best first, among the papers `only` keeps (BM25's
+    corpus is the task's or the archive's: the other filters choose among the hits, as
+    `papers search` does)."""
     if not query.strip():
         raise BadQuery("q: give words to search for")
-    hits = search_papers(conn, query, task=only.task, k=EVERY_HIT)
-    if any((only.campaign, only.lab, only.decision)):
-        ids = [h.paper.paper_id for h in hits]
-        decisions = decisions_of(conn, ids) if only.decision else {}
-        hits = [h for h in hits if _keeps(only, h, decisions)]
-    paging.check(len(hits))
-    shown = hits[paging.offset : paging.offset + paging.per_page]
-    return Listing(shown, len(hits), marks_of(conn, [h.paper.paper_id for h in shown]))
-
-
-def _keeps(only: PaperFilter, hit: SearchHit, decisions: dict[str, PaperDecision]) -> bool:
-    p = hit.paper
-    if only.campaign is not None and p.campaign != only.campaign:
-        return False
-    if only.lab is not None and p.lab != only.lab:
-        return False
-    if only.decision is None:
-        return True
-    decided = decisions.get(p.paper_id)
-    return (decided.decision if decided else "undecided") == only.decision
+    found = search_page(conn, query, only, paging.offset, paging.per_page)
+    paging.check(found.total)
+    shown = found.hits
+    return Listing(shown, found.total, marks_of(conn, [h.paper.paper_id for h in shown]))
 
 
 @pages.get("/")

@@ -104,7 +104,7 @@ def test_each_campaign_is_shown_from_its_events_and_its_runs(store: EventStore) 
         mode="isolated",
         policy="search",
         labs=2,
-        runs=["run-aa-0", "run-aa-1"],
+        runs=2,
         status="finished",
         finish_reason="done",
         best=0.7,
@@ -124,7 +124,7 @@ def test_each_campaign_is_shown_from_its_events_and_its_runs(store: EventStore) 
         mode=None,
         policy="search",
         labs=1,
-        runs=["run-cc-0"],
+        runs=1,
         status="finished",
         finish_reason=None,
         best=None,
@@ -139,3 +139,17 @@ def test_any_paging_folds_the_same_rows(store: EventStore, tmp_path: Path, page:
     whole = EventStore.from_url(f"sqlite:///{tmp_path / 'whole.db'}")
     _log(whole)
     assert _shown(store, page) == _shown(whole, 1000)
+
+
+def test_bests_of_several_directions_are_folded_in_stream_order(store: EventStore) -> None:
+    """Runs whose bests rank in different directions are compared as `best_ranked` does,
+    each in its own, in stream order: 0.4 (normalized), then 0.2 (raw, lower is better)
+    beats it, then 0.3 (normalized) beats that."""
+    loss = ExperimentScored(
+        attempt=1, subtask_scores={"loss": 0.2}, score=0.2, directions={"loss": "minimize"}
+    )
+    scores: list[ExperimentScored] = [_scored(0.4), loss, _scored(0.3)]
+    for lab, scored in enumerate(scores):
+        store.append(_stream(f"run-mm-{lab}", "mm", [(0, _run(f"lab-{lab}")), (1, scored)]))
+    (mixed,) = [c for c in _shown(store, page=1000) if c.campaign == "mm"]
+    assert (mixed.runs, mixed.best) == (3, 0.3)
