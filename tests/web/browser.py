@@ -16,8 +16,10 @@ from labrxiv.web.app import create_app
 from tests.needs import missing
 from tests.ports import free_port
 
-STARTING_S = 30.0
-"""How long a server may take to listen before the test gives up on it."""
+STARTING_S = 300.0
+"""How long a server may take to listen before the test gives up on it: a guard against a
+server that never starts, not a speed limit (on a loaded machine `labrxiv serve` took
+over 30 s to import and catch its read models up)."""
 
 
 @contextmanager

@@ -47,7 +47,7 @@ def _get(url: str) -> bytes | None:
         with urllib.request.urlopen(url, timeout=5) as answer:
             body: bytes = answer.read()
             return body
-    except (urllib.error.URLError, ConnectionError):
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
         return None
 
 
