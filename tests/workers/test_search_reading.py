@@ -71,9 +71,10 @@ def test_one_small_drop_is_not_enough_but_two_papers_are() -> None:
     small = 0.05  # above PROGRESS, below HURT
     one = _paper("p1", (BASE, 0.8), (_with(a=2), 0.8 - small))
     assert not _advice(one).against(BASE, "a", 2)
-    two = _paper("p2", (_with(c=2), 0.7), (_with(a=2, c=2), 0.7 - small))
-    assert _advice(one, _paper("p2", (BASE, 0.8), (_with(a=2, b=2), 0.7))).against(BASE, "a", 2)
-    assert not _advice(one, two).against(BASE, "a", 2)  # p2's context differs in c
+    again = _paper("p2", (BASE, 0.8), (_with(a=2, b=2), 0.7))
+    assert _advice(one, again).against(BASE, "a", 2)
+    elsewhere = _paper("p2", (_with(c=2), 0.7), (_with(a=2, c=2), 0.7 - small))
+    assert not _advice(one, elsewhere).against(BASE, "a", 2)  # p2's context differs in c
 
 
 def test_no_gain_papers_count_against_each_of_their_moves_only_when_two_agree() -> None:
