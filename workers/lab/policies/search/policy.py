@@ -160,8 +160,9 @@ def _next_config(
         # Moves around the best: small while they pay, wider after every attempt
         # that did not improve (a best adopted from a paper is a new start, judged on
         # this round's attempts); a fifth of the moves are jumps, a fifth (when
-        # another good result is known) cross the best with it, a fifth (when papers
-        # showed a change to help) transplant such changes onto it. New values are
+        # another good result is known, or papers showed a change to help) cross the
+        # best with it or transplant such changes onto it (half each when both are
+        # known): the lab's own local moves keep their share. New values are
         # drawn by what the run's own results say of them and what papers' ablations
         # say of the move from the best.
         candidate = dict(best.config)
@@ -169,10 +170,10 @@ def _next_config(
         draw = rng.random()
         if draw < 0.2:
             candidate = _novel(rng, candidate, space, memory)
+        elif draw < 0.4 and transplants and (draw >= 0.3 or not partners):
+            candidate = _transplanted(rng, candidate, transplants)
         elif draw < 0.4 and partners:
             candidate = _crossed(rng, candidate, rng.choice(partners).config, space)
-        elif draw < 0.6 and transplants:
-            candidate = _transplanted(rng, candidate, transplants)
         else:
             for key in rng.sample(sorted(space), k=moves):
                 candidate[key] = rng.choices(space[key], weights[key])[0]
