@@ -70,7 +70,8 @@ def _assert_lists_only_applicable_settings(card: TaskCard, paper: dict[str, Any]
     configs = {e["attempt"]: e["config"] for e in paper["experiments"]}
     if paper["method"]:
         assert paper["method"] == card.settings(STARTER | paper["method"])
-    rows = re.findall(r"^\| (\d+) \| ([^|]*) \|", paper["body"], flags=re.MULTILINE)
+    results = paper["body"].split("## Results", 1)[1].split("## Best configuration", 1)[0]
+    rows = re.findall(r"^\| (\d+) \| ([^|]*) \|", results, flags=re.MULTILINE)
     best = re.search(r"^Attempt (\d+): (.*)$", paper["body"], flags=re.MULTILINE)
     assert rows and best
     for number, cell in [*rows, best.groups()]:

@@ -11,6 +11,7 @@ from runstate import Attempt, RunState
 from workers.gym.bundle import Bundle
 from workers.gym.card import Subtask, TaskCard
 from workers.gym.scoring import PROGRESS, better, over_baseline
+from workers.lab.policies.search.reading import differences
 from workers.lab.reviews import Revise
 
 
@@ -65,11 +66,7 @@ def write_paper(
         "body": body,
         "claims": claims,
         "method": method,
-        "experiments": [
-            {"attempt": a.number, "config": a.config, "scores": a.scores}
-            for a in ([best] if best and best not in round_attempts else []) + round_attempts
-            if a.scores is not None
-        ],
+        "experiments": _experiments(best, round_attempts, scored),
         "cited": cited,
     }
 
@@ -115,13 +112,33 @@ def _no_gain(
         "body": _body(card, round_attempts, scored, best, cited),
         "claims": claims,
         "method": method,
-        "experiments": [
-            {"attempt": a.number, "config": a.config, "scores": a.scores}
-            for a in [best, *round_attempts]
-            if a.scores is not None
-        ],
+        "experiments": _experiments(best, round_attempts, scored),
         "cited": cited,
     }
+
+
+def _experiments(
+    best: Attempt | None, round_attempts: list[Attempt], scored: list[Attempt]
+) -> list[dict[str, Any]]:
+    """A paper's structured experiments: the best (if from an earlier round), its
+    ablations from earlier rounds, and the round's scored attempts."""
+    earlier = [] if best is None or best in round_attempts else [best]
+    earlier += [a for a in ablations(best, scored) if a not in round_attempts]
+    return [
+        {"attempt": a.number, "config": a.config, "scores": a.scores}
+        for a in earlier + round_attempts
+        if a.scores is not None
+    ]
+
+
+def ablations(best: Attempt | None, scored: list[Attempt]) -> list[Attempt]:
+    """The graded attempts that differ from the best in one parameter, in attempt order:
+    what each single change to the best configuration did."""
+    if best is None:
+        return []
+    return [
+        a for a in scored if a.scores is not None and len(differences(best.config, a.config)) == 1
+    ]
 
 
 def revision(
@@ -240,5 +257,27 @@ def _body(
     ]
     if best is not None:
         parts += ["## Best configuration", f"Attempt {best.number}: {_shown(best.config, card)}"]
+        parts += ["## Ablations", _ablations_table(best, scored, subtasks)]
     parts += [f"Scored attempts in the whole run: {len(scored)}."]
     return "\n\n".join(parts)
+
+
+def _ablations_table(best: Attempt, scored: list[Attempt], subtasks: list[Subtask]) -> str:
+    """The best configuration's ablations: per graded attempt that changed one of its
+    parameters, the change and each score with its difference from the best's."""
+    found = ablations(best, scored)
+    if not found:
+        return "No graded attempt differs from the best configuration in one parameter."
+    header = "| attempt | change | " + " | ".join(s.name for s in subtasks) + " |"
+    rule = "|---|---|" + "---|" * len(subtasks)
+    rows = []
+    for attempt in found:
+        (key,) = differences(best.config, attempt.config)
+        change = f"{key}: {best.config.get(key)} → {attempt.config.get(key)}"
+        cells = [
+            f"{attempt.scores[s.name]:.4f} ({attempt.scores[s.name] - best.scores[s.name]:+.4f})"  # type: ignore[index]
+            for s in subtasks
+        ]
+        rows.append(f"| {attempt.number} | {change} | " + " | ".join(cells) + " |")
+    lead = f"Single changes to the best configuration (attempt {best.number}), graded:"
+    return "\n".join([lead, "", header, rule, *rows])

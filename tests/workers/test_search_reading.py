@@ -1,0 +1,176 @@
+"""What a search lab reads in papers' ablations and no-gain results, and how it acts on
+them: a move shown to hurt (clearly, or by two papers) from a context like the lab's
+best is not tried again there; a move shown to help is transplanted onto the best."""
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from runstate import Attempt
+from workers.gym.bundle import load_bundle
+from workers.gym.card import Subtask
+from workers.lab.policies.search.memory import RunMemory
+from workers.lab.policies.search.policy import _next_config
+from workers.lab.policies.search.reading import Advice, findings
+from workers.lab.policies.search.space import Space
+
+PRIMARY = Subtask(name="acc", metric="accuracy", direction="maximize", baseline=0.0, sota=1.0)
+GYM = Path(__file__).resolve().parents[2] / "gym"
+SPACE = {"a": [0, 1, 2], "b": [0, 1, 2], "c": [0, 1, 2], "seed": [0, 1, 2]}
+BASE = {"a": 1, "b": 1, "c": 1, "seed": 0}
+
+
+def _paper(
+    paper_id: str, *experiments: tuple[dict[str, Any], float], verified: bool = True
+) -> dict[str, Any]:
+    return {
+        "paper_id": paper_id,
+        "title": f"{paper_id}: no gain over acc",
+        "claims": [],
+        "method": {},
+        "experiments": [
+            {"config": c, "verified": verified, "measured": {"acc": v} if verified else None}
+            for c, v in experiments
+        ],
+    }
+
+
+def _with(**changes: Any) -> dict[str, Any]:
+    return BASE | changes
+
+
+def _advice(*papers: dict[str, Any]) -> Advice:
+    return Advice.of(list(papers), PRIMARY, {})
+
+
+def test_an_ablation_is_read_both_ways_and_a_no_gain_result_once() -> None:
+    paper = _paper("p1", (BASE, 0.8), (_with(a=2), 0.6), (_with(b=0, c=0), 0.7))
+    read = {
+        (tuple(f.moves.items()), round(f.gain, 6), f.ablation)
+        for f in findings([paper], PRIMARY, {})
+    }
+    assert read == {
+        ((("a", 2),), -0.2, True),  # the ablation: from the best, a=2 hurt
+        ((("a", 1),), 0.2, False),  # read back: from a=2, a=1 helped
+        ((("b", 0), ("c", 0)), -0.1, False),  # two changes around the best, no gain
+    }
+
+
+def test_unverified_experiments_are_not_evidence() -> None:
+    assert (
+        findings([_paper("p1", (BASE, 0.8), (_with(a=2), 0.2), verified=False)], PRIMARY, {}) == []
+    )
+
+
+def test_a_clear_drop_in_one_ablation_advises_against_the_move() -> None:
+    advice = _advice(_paper("p1", (BASE, 0.8), (_with(a=2), 0.6)))
+    assert advice.against(BASE, "a", 2)
+    assert not advice.against(BASE, "a", 0)  # never measured
+    assert not advice.against(BASE, "a", 1)  # no move
+
+
+def test_one_small_drop_is_not_enough_but_two_papers_are() -> None:
+    small = 0.05  # above PROGRESS, below HURT
+    one = _paper("p1", (BASE, 0.8), (_with(a=2), 0.8 - small))
+    assert not _advice(one).against(BASE, "a", 2)
+    again = _paper("p2", (BASE, 0.8), (_with(a=2, b=2), 0.7))
+    assert _advice(one, again).against(BASE, "a", 2)
+    elsewhere = _paper("p2", (_with(c=2), 0.7), (_with(a=2, c=2), 0.7 - small))
+    assert not _advice(one, elsewhere).against(BASE, "a", 2)  # p2's context differs in c
+
+
+def test_no_gain_papers_count_against_each_of_their_moves_only_when_two_agree() -> None:
+    one = _paper("p1", (BASE, 0.8), (_with(a=2, b=2), 0.7))
+    assert not _advice(one).against(BASE, "a", 2)
+    other = _paper("p2", (BASE, 0.8), (_with(a=2, c=0), 0.75))
+    assert _advice(one, other).against(BASE, "a", 2)
+    assert not _advice(one, other).against(BASE, "b", 2)
+
+
+def test_a_context_that_differs_in_a_parameter_that_matters_says_nothing() -> None:
+    advice = _advice(_paper("p1", (BASE, 0.8), (_with(a=2), 0.3)))
+    assert not advice.against(_with(b=0), "a", 2)  # a memory method tried without a memory
+
+
+def test_a_context_may_differ_in_a_parameter_ablations_showed_not_to_matter() -> None:
+    seeds = _paper(
+        "p1", (BASE, 0.8), (_with(a=2), 0.3), (_with(seed=1), 0.79), (_with(seed=2), 0.8)
+    )
+    assert _advice(seeds).against(_with(seed=2), "a", 2)
+    once = _paper("p1", (BASE, 0.8), (_with(a=2), 0.3), (_with(seed=1), 0.79))
+    assert not _advice(once).against(_with(seed=2), "a", 2)  # one ablation shows little
+
+
+def test_a_paper_that_found_the_move_helped_there_outweighs_the_drop() -> None:
+    hurt = _paper("p1", (BASE, 0.8), (_with(a=2), 0.6))
+    helped = _paper("p2", (BASE, 0.5), (_with(a=2), 0.7))  # the same pair, another lab's grader run
+    assert not _advice(hurt, helped).against(BASE, "a", 2)
+
+
+def test_refuted_only_a_single_move_advised_against() -> None:
+    advice = _advice(_paper("p1", (BASE, 0.8), (_with(a=2), 0.6)))
+    assert advice.refuted(BASE, _with(a=2))
+    assert not advice.refuted(BASE, _with(a=2, b=2))  # an interaction is still worth a try
+
+
+OTHER = _paper(
+    "p2",
+    ({"a": 0, "b": 0, "c": 0, "seed": 0}, 0.85),
+    ({"a": 0, "b": 0, "c": 2, "seed": 0}, 0.5),
+)
+"""Another lab's paper: from its own line, c=0 helped by 0.35."""
+
+
+def test_a_change_another_paper_showed_to_help_is_a_transplant() -> None:
+    advice = _advice(OTHER)
+    assert advice.transplants(BASE) == [("c", 0, pytest.approx(0.35))]
+    assert advice.transplants(_with(c=0)) == []  # already in the base
+
+
+def _space() -> Space:
+    """The policy's view of a card with `SPACE` (no conditions) and `BASE` as starter."""
+    card = load_bundle(GYM / "continual-digits").card.model_copy(update={"search_space": SPACE})
+    return Space(card, dict(BASE))
+
+
+def _proposals(published: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What a lab whose best is `BASE` proposes next, over many seeds."""
+    attempts = [Attempt(1, dict(BASE), {"acc": 0.8})]
+    proposed = []
+    for seed in range(200):
+        state = SimpleNamespace(
+            started=SimpleNamespace(seed=seed),
+            lab="lab-0",
+            attempts=attempts,
+            attempts_since_paper=lambda: attempts,
+        )
+        space = _space()
+        memory = RunMemory(space)
+        memory.add(attempts[0], PRIMARY)
+        proposed.append(_next_config(state, memory, PRIMARY, space, published))  # type: ignore[arg-type]
+    return proposed
+
+
+def test_the_policy_does_not_try_a_move_a_paper_showed_to_hurt_from_a_best_like_its_own() -> None:
+    # The paper's best differs from the lab's only in the seed, which its ablations
+    # showed not to matter; from it, a=2 fell by 0.4.
+    hurt = _paper(
+        "p1",
+        (_with(seed=1), 0.8),
+        (_with(seed=1, a=2), 0.4),
+        (_with(seed=2), 0.8),
+        (_with(seed=0), 0.79),
+    )
+    assert sum(p == _with(a=2) for p in _proposals([])) > 0
+    assert sum(p == _with(a=2) for p in _proposals([hurt])) == 0
+
+
+def test_the_policy_transplants_a_change_another_paper_showed_to_help() -> None:
+    before = sum(p == _with(c=0) for p in _proposals([]))
+    assert sum(p == _with(c=0) for p in _proposals([OTHER])) > before + 10
+
+
+def test_the_advice_is_the_same_for_the_same_papers() -> None:
+    assert _proposals([OTHER]) == _proposals([OTHER])
