@@ -1,12 +1,10 @@
 """What a search lab reads in papers' ablations and no-gain results, and how it acts on
 them: a move shown to hurt (clearly, or by two papers) from a context like the lab's
-best is not tried again there; a move shown to help is transplanted onto the best."""
+best is not tried again there."""
 
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
-
-import pytest
 
 from runstate import Attempt
 from workers.gym.bundle import load_bundle
@@ -123,12 +121,6 @@ OTHER = _paper(
 """Another lab's paper: from its own line, c=0 helped by 0.35."""
 
 
-def test_a_change_another_paper_showed_to_help_is_a_transplant() -> None:
-    advice = _advice(OTHER)
-    assert advice.transplants(BASE) == [("c", 0, pytest.approx(0.35))]
-    assert advice.transplants(_with(c=0)) == []  # already in the base
-
-
 def _space() -> Space:
     """The policy's view of a card with `SPACE` (no conditions) and `BASE` as starter."""
     card = load_bundle(GYM / "continual-digits").card.model_copy(update={"search_space": SPACE})
@@ -165,11 +157,6 @@ def test_the_policy_does_not_try_a_move_a_paper_showed_to_hurt_from_a_best_like_
     )
     assert sum(p == _with(a=2) for p in _proposals([])) > 0
     assert sum(p == _with(a=2) for p in _proposals([hurt])) == 0
-
-
-def test_the_policy_transplants_a_change_another_paper_showed_to_help() -> None:
-    before = sum(p == _with(c=0) for p in _proposals([]))
-    assert sum(p == _with(c=0) for p in _proposals([OTHER])) > before + 10
 
 
 def test_the_advice_is_the_same_for_the_same_papers() -> None:

@@ -14,9 +14,7 @@ with the base in every parameter that matters, one paper's ablation showed it hu
 paper found it helped there. One unlucky result does not turn every lab away from what
 works: a small drop reported once is not enough, and a move measured in another context
 (a memory method tried without a memory) says nothing of it where that context differs.
-A move an ablation showed to help by `PROGRESS` or more, from any paper's configuration,
-is a transplant: worth trying on the lab's own base, to combine what different papers
-found. A parameter matters unless `NEGLIGIBLE_AFTER` or more distinct ablations of it
+A parameter matters unless `NEGLIGIBLE_AFTER` or more distinct ablations of it
 all moved the score by less than `PROGRESS` (a seed, often).
 """
 
@@ -141,22 +139,6 @@ class Advice:
         is advised against."""
         changed = [key for key in differences(base, candidate) if key not in self.ignored]
         return len(changed) == 1 and self.against(base, changed[0], candidate.get(changed[0]))
-
-    def transplants(self, base: dict[str, Any]) -> list[tuple[str, Any, float]]:
-        """Moves an ablation showed to help, not yet in `base` nor advised against there:
-        (parameter, value, gain), per parameter its value of the largest gain, largest
-        first (ties in the order found)."""
-        chosen: dict[str, tuple[Any, float]] = {}
-        for finding in self.findings:
-            if len(finding.moves) != 1 or finding.gain < PROGRESS:
-                continue
-            ((key, value),) = finding.moves.items()
-            if base.get(key) == value or key in self.ignored or self.against(base, key, value):
-                continue
-            if key not in chosen or finding.gain > chosen[key][1]:
-                chosen[key] = (value, finding.gain)
-        ranked = sorted(chosen.items(), key=lambda item: -item[1][1])
-        return [(key, value, gain) for key, (value, gain) in ranked]
 
     def _agrees(self, finding: Finding, base: dict[str, Any]) -> bool:
         """Whether the finding's context agrees with `base` in every parameter that matters
