@@ -158,9 +158,21 @@ class ArchiveEffect(BaseModel):
         )
 
 
+class BadRecord(ValueError):
+    """A recorded effect that cannot be read; the message says which file and why."""
+
+
 def read_effect(bundle: Path) -> ArchiveEffect | None:
-    """The effect recorded in the task bundle at `bundle`; None when none was."""
+    """The effect recorded in the task bundle at `bundle`; None when none was. Raises
+    `BadRecord` (one line) when the file is there but is not a record."""
     path = bundle / RECORD
     if not path.is_file():
         return None
-    return ArchiveEffect.model_validate_json(path.read_bytes())
+    try:
+        return ArchiveEffect.model_validate_json(path.read_bytes())
+    except (OSError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise BadRecord(
+            f"{path}: not a recorded archive effect ({first}); "
+            "`bench/archive_vs_isolated.py --record` writes it again"
+        ) from None

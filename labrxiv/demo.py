@@ -19,7 +19,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from analysis.archive_effect import ArchiveEffect, read_effect
+from analysis.archive_effect import ArchiveEffect, BadRecord, read_effect
 from analysis.campaign_summary import CampaignSummary
 from labrxiv.campaigns import run_campaign
 from labrxiv.demo_defaults import DEMO_TASK, LABS, PAPERS
@@ -94,7 +94,11 @@ def run_demo(
     in parallel and, in archive mode, which lab reads which paper first depends on
     timing, so two demos may give different numbers. `sandbox`: the
     backend chosen for the labs' tools, recorded in each `run.started`."""
-    effect = read_effect(find_bundle(task, settings.gym_path).path)
+    try:
+        effect = read_effect(find_bundle(task, settings.gym_path).path)
+    except BadRecord as exc:  # said, and the demo runs as for a task with no record
+        console.print(str(exc), markup=False, soft_wrap=True)
+        effect = None
     if effect is not None:
         labs = labs or effect.labs
         papers = papers or effect.papers

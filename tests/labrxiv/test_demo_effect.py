@@ -99,6 +99,20 @@ def test_a_task_with_no_recorded_effect_says_how_to_measure_it(tmp_path: Path) -
     assert not (tmp_path / "report" / "archive_effect.png").exists()
 
 
+def test_a_broken_record_is_said_in_one_line_and_the_demo_runs_without_it(
+    tmp_path: Path,
+) -> None:
+    folder = _bundle(tmp_path / "gym", "digits-broken")
+    (folder / RECORD).write_text('{"task": "digits-broken", "seeds": "many"}')
+    output, summary = _demo(
+        tmp_path, "--task", "digits-broken", "--labs", "2", "--papers", "1", "--attempts", "2"
+    )
+    said = [line for line in output.splitlines() if "not a recorded archive effect" in line]
+    assert len(said) == 1 and "archive_effect.json" in said[0], output
+    assert "Traceback" not in output
+    assert "No archive effect over many seeds is recorded for digits-broken" in summary
+
+
 def test_a_record_reads_back_and_gains_follow_the_metrics_direction(tmp_path: Path) -> None:
     effect = _effect("t")
     (tmp_path / "baselines").mkdir()
