@@ -83,8 +83,25 @@ def test_the_bundle_validates(tmp_path: Path) -> None:
                 "search_space_conditions.weights.n_neighbors: lists no values",
             ],
         ),
+        (
+            'n_neighbors = "model"\n',
+            [
+                "search_space_conditions.n_neighbors: Input should be a valid dictionary (got 'model')"
+            ],
+        ),
+        (
+            "n_neighbors = []\n",
+            ["search_space_conditions.n_neighbors: Input should be a valid dictionary"],
+        ),
     ],
-    ids=["unknown parameters", "values not in the lists", "itself and a cycle", "malformed"],
+    ids=[
+        "unknown parameters",
+        "values not in the lists",
+        "itself and a cycle",
+        "malformed",
+        "a string, not a table",
+        "a list, not a table",
+    ],
 )
 def test_validate_names_every_bad_condition_one_line_each(
     tmp_path: Path, table: str, problems: list[str]

@@ -198,7 +198,11 @@ def _check_starter_conditions(
 ) -> list[str]:
     """The starter's values the conditions read: each parameter a condition depends on,
     and each conditioned parameter that applies in the starter, holds one of its values."""
-    if not isinstance(conditions, dict) or conditions_problems(space, as_lists(conditions)):
+    if (
+        not isinstance(conditions, dict)
+        or not all(isinstance(entry, dict) for entry in conditions.values())
+        or conditions_problems(space, as_lists(conditions))
+    ):
         return []  # the card's own lines name those problems
     conditions = as_lists(conditions)
     read = {other for entry in conditions.values() for other in entry}
