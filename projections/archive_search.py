@@ -59,14 +59,15 @@ def search_page(
     task): the other filters choose among the hits, they do not change the scores."""
     terms = bm25.query_terms(query)
     corpus = _corpus(conn, terms, only.task) if terms else None
-    if corpus is None:
+    terms = [term for term in terms if corpus is not None and corpus.df.get(term)]
+    if corpus is None or not terms:  # a word no paper holds adds nothing
         return SearchPage([], 0)
     held = _held(terms)
     score = _score(terms, held, corpus).label("score")
     ranking = select(PAPERS.c.paper_id, PAPERS.c.position, score, func.count().over().label("hits"))
     ranking = narrowed(ranking, only).join_from(PAPERS, held, held.c.paper_id == PAPERS.c.paper_id)
     order = (score.desc(), PAPERS.c.position.desc())
-    top = ranking.order_by(*order).offset(offset).limit(limit).subquery("top")
+    top = ranking.order_by(*order).offset(offset).limit(max(0, limit)).subquery("top")
     page = select(*SUMMARY_COLUMNS, top.c.score, top.c.hits).join_from(
         top, PAPERS, PAPERS.c.paper_id == top.c.paper_id
     )

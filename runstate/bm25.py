@@ -46,8 +46,14 @@ def term_counts(text: str) -> Counter[str]:
 
 
 def query_terms(query: str) -> list[str]:
-    """The distinct words of `query`, sorted: what a score sums over, in that order."""
-    return sorted(set(words(query)))
+    """The distinct words of `query`, sorted, the first `MAX_QUERY_TERMS` of them: what a
+    score sums over, in that order."""
+    return sorted(set(words(query)))[:MAX_QUERY_TERMS]
+
+
+MAX_QUERY_TERMS = 200
+"""How many distinct words of a query count: a pasted paper is a query too, and a score
+summed over thousands of words is one SQL expression too deep for SQLite (1,000 levels)."""
 
 
 @dataclass(frozen=True)

@@ -98,3 +98,21 @@ def test_a_query_of_no_words_has_no_hits(store_url: str, query: str) -> None:
     runner = build(store_url, run.events)
     with runner.store.engine.connect() as conn:
         assert search_page(conn, query, PaperFilter(), 0, 10) == SearchPage([], 0)
+
+
+def test_a_query_of_thousands_of_words_ranks_as_the_plain_formula(store_url: str) -> None:
+    """A pasted paper is a query too: its words past `bm25.MAX_QUERY_TERMS` do not count,
+    and words no paper holds add nothing, in the database as in the formula."""
+    runs, papers = _corpus(seed=35)
+    for run in runs:
+        run.finish(500)
+    runner = build(store_url, interleave(*runs))
+    unknown = [f"w{n:04d}" for n in range(1200)]
+    query = " ".join([*VOCABULARY, *unknown])
+    assert len(bm25.query_terms(query)) == bm25.MAX_QUERY_TERMS
+    with runner.store.engine.connect() as conn:
+        page = search_page(conn, query, PaperFilter(), 0, 10)
+        expected = _expected(papers, query, PaperFilter())
+        assert [(h.paper.paper_id, h.score) for h in page.hits] == expected[:10]
+        assert page.total == len(expected) > 0
+        assert search_page(conn, "replay", PaperFilter(), 0, -1).hits == []
