@@ -81,8 +81,13 @@ def main() -> None:
                     system.settle()
                     summary = summarize(system.store, outcome.campaign, mode, bundle)
                     curves[mode].append(summary.best_per_paper)
-                    raw[mode].append(summary.best_score or 0.0)
-                    labs[mode].append(statistics.mean(summary.best_per_lab))
+                    primary = bundle.card.subtask(bundle.card.primary)
+                    # A campaign that graded nothing is at the baseline, not at 0.0
+                    # (the best value of a minimized metric).
+                    raw[mode].append(
+                        primary.baseline if summary.best_score is None else summary.best_score
+                    )
+                    labs[mode].append(statistics.mean(summary.best_per_lab or [0.0]))
             finally:
                 system.close()
         print(

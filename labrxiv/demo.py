@@ -19,7 +19,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from analysis.archive_effect import ArchiveEffect, BadRecord, read_effect
+from analysis.archive_effect import RECORD, ArchiveEffect, BadRecord, read_effect
 from analysis.campaign_summary import CampaignSummary
 from labrxiv.campaigns import run_campaign
 from labrxiv.demo_defaults import DEMO_TASK, LABS, PAPERS
@@ -94,11 +94,7 @@ def run_demo(
     in parallel and, in archive mode, which lab reads which paper first depends on
     timing, so two demos may give different numbers. `sandbox`: the
     backend chosen for the labs' tools, recorded in each `run.started`."""
-    try:
-        effect = read_effect(find_bundle(task, settings.gym_path).path)
-    except BadRecord as exc:  # said, and the demo runs as for a task with no record
-        console.print(str(exc), markup=False, soft_wrap=True)
-        effect = None
+    effect = _recorded_effect(task, settings, console)
     if effect is not None:
         labs = labs or effect.labs
         papers = papers or effect.papers
@@ -173,6 +169,28 @@ def run_demo(
         if plot.note:  # why a plot was left out, or what a drawn one leaves out
             console.print(plot.note, markup=False)
     return result
+
+
+def _recorded_effect(task: str, settings: Settings, console: Console) -> ArchiveEffect | None:
+    """The archive effect the task's bundle records, if it is this task's: a record that
+    cannot be read, or one of another task or primary subtask (copied with a bundle, or
+    left from before the card changed), is said in one line and not used."""
+    bundle = find_bundle(task, settings.gym_path)
+    try:
+        effect = read_effect(bundle.path)
+    except BadRecord as exc:
+        console.print(str(exc), markup=False, soft_wrap=True)
+        return None
+    if effect is not None and (effect.task, effect.primary) != (task, bundle.card.primary):
+        console.print(
+            f"{bundle.path / RECORD}: records {effect.task}'s {effect.primary}, not "
+            f"{task}'s {bundle.card.primary}: not used (`bench/archive_vs_isolated.py "
+            f"--task {task} --record` measures it)",
+            markup=False,
+            soft_wrap=True,
+        )
+        return None
+    return effect
 
 
 def _run_campaigns(

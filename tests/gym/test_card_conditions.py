@@ -86,7 +86,8 @@ def test_the_bundle_validates(tmp_path: Path) -> None:
         (
             'n_neighbors = "model"\n',
             [
-                "search_space_conditions.n_neighbors: Input should be a valid dictionary (got 'model')"
+                "search_space_conditions.n_neighbors: Input should be a valid dictionary "
+                "(got 'model')"
             ],
         ),
         (

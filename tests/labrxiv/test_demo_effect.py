@@ -113,6 +113,16 @@ def test_a_broken_record_is_said_in_one_line_and_the_demo_runs_without_it(
     assert "No archive effect over many seeds is recorded for digits-broken" in summary
 
 
+def test_a_record_of_another_task_is_said_and_not_used(tmp_path: Path) -> None:
+    folder = _bundle(tmp_path / "gym", "digits-copied")
+    (folder / RECORD).write_text(_effect("continual-digits").model_dump_json())
+    output, summary = _demo(
+        tmp_path, "--task", "digits-copied", "--labs", "2", "--papers", "1", "--attempts", "2"
+    )
+    assert "records continual-digits's final_accuracy, not digits-copied's" in output
+    assert "No archive effect over many seeds is recorded for digits-copied" in summary
+
+
 def test_a_record_reads_back_and_gains_follow_the_metrics_direction(tmp_path: Path) -> None:
     effect = _effect("t")
     (tmp_path / "baselines").mkdir()
