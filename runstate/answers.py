@@ -100,6 +100,13 @@ def answer_json(api: str, body: bytes, streamed: bool) -> dict[str, Any]:
     if api == "chat":
         return _chat_from_chunks(chunks)
     if api == "messages":
+        failed = next((c for c in chunks if c.get("type") == "error"), None)
+        if failed is not None:  # the provider gave up mid-stream: no answer, a failure
+            said = failed.get("error")
+            error: dict[str, Any] = said if isinstance(said, dict) else {}
+            raise Unreadable(
+                f"the stream ended in an error: {error.get('type')}: {error.get('message')}"
+            )
         found = message_from_events(chunks)
         if found is None:
             raise Unreadable("the stream carried no message_start")
