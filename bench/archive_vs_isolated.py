@@ -62,7 +62,7 @@ def main() -> None:
     """Per seed: the campaign's best raw primary score."""
     labs: dict[str, list[float]] = {"isolated": [], "archive": []}
     """Per seed: the mean over the campaign's labs of each lab's best."""
-    started = time.perf_counter()
+    started, commit = time.perf_counter(), _commit()  # the code measured, not the code at the end
     for seed in range(args.seeds):
         with tempfile.TemporaryDirectory() as folder:
             system = open_embedded(load_settings(data_dir=Path(folder)), threads=args.labs)
@@ -108,7 +108,7 @@ def main() -> None:
         metric=primary.metric,
         direction=primary.direction,
         measured_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        commit=_commit(),
+        commit=commit,
         frontier=paired([c[-1] for c in curves["archive"]], [c[-1] for c in curves["isolated"]]),
         frontier_raw=_raw(raw, primary.direction),
         labs_best=paired(labs["archive"], labs["isolated"]),
