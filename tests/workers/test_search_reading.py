@@ -7,6 +7,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from runstate import Attempt
+from tests.conditional_bundle import STARTER, conditional_bundle
 from workers.gym.bundle import load_bundle
 from workers.gym.card import Subtask
 from workers.lab.policies.search.memory import RunMemory
@@ -161,3 +162,18 @@ def test_the_policy_does_not_try_a_move_a_paper_showed_to_hurt_from_a_best_like_
 
 def test_the_advice_is_the_same_for_the_same_papers() -> None:
     assert _proposals([OTHER]) == _proposals([OTHER])
+
+
+def test_a_change_of_a_parameter_that_does_not_apply_is_no_ablation(tmp_path: Path) -> None:
+    """A paper (of an llm or agent lab) whose experiments differ only in a parameter that
+    does not apply where they ran (`alpha` of a kNN) reports no ablation of it, read
+    through the space's canonical form; the same experiments read raw would."""
+    card = load_bundle(conditional_bundle(tmp_path)).card
+    space = Space(card, dict(STARTER))
+    knn = {k: v for k, v in STARTER.items() if k != "note"}
+    paper = _paper("p1", (knn, 0.8), (knn | {"alpha": 10.0}, 0.6))
+    assert [f.moves for f in findings([paper], PRIMARY, STARTER)] == [
+        {"alpha": 10.0},
+        {"alpha": 1.0},
+    ]
+    assert findings([paper], PRIMARY, STARTER, space.canonical) == []

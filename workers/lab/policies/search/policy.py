@@ -155,7 +155,7 @@ def _next_config(
     stuck = len(state.attempts_since_paper())
     if config_key(best.config) in memory.scored:
         stuck = memory.stuck
-    advice = Advice.of(published, primary, starter)
+    advice = Advice.of(published, primary, starter, space.canonical)
     weights = _value_weights(memory, space.values)
     for key, values in space.values.items():  # a move papers advise against is rarely drawn
         for i, value in enumerate(values):

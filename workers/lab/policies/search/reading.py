@@ -18,7 +18,7 @@ A parameter matters unless `NEGLIGIBLE_AFTER` or more distinct ablations of it
 all moved the score by less than `PROGRESS` (a seed, often).
 """
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,13 +55,19 @@ class Finding:
 
 
 def findings(
-    published: list[dict[str, Any]], primary: Subtask, starter: dict[str, Any]
+    published: list[dict[str, Any]],
+    primary: Subtask,
+    starter: dict[str, Any],
+    canonical: Callable[[dict[str, Any]], dict[str, Any]] = dict,
 ) -> list[Finding]:
     """Every paper's ablations (both ways) and other experiments below its best; a
-    measurement reported again (a lab lists its best in later papers) counted once."""
+    measurement reported again (a lab lists its best in later papers) counted once.
+    `canonical`: a configuration as the search space compares it (a parameter that does
+    not apply set to the starter's value), so a change of such a parameter, which a
+    paper by an llm or agent lab may hold, is no ablation."""
     found: dict[Hashable, Finding] = {}
     for paper in published:
-        graded = _graded(paper, primary, starter)
+        graded = _graded(paper, primary, starter, canonical)
         if len(graded) < 2:
             continue
         best, top = graded[0]
@@ -83,14 +89,18 @@ def findings(
 
 
 def _graded(
-    paper: dict[str, Any], primary: Subtask, starter: dict[str, Any]
+    paper: dict[str, Any],
+    primary: Subtask,
+    starter: dict[str, Any],
+    canonical: Callable[[dict[str, Any]], dict[str, Any]],
 ) -> list[tuple[dict[str, Any], float]]:
     """The paper's verified experiments: configuration and primary score over the baseline."""
     graded = []
     for experiment in paper.get("experiments") or []:
         value = (experiment.get("measured") or {}).get(primary.name)
         if experiment.get("verified") and value is not None:
-            graded.append(({**starter, **experiment["config"]}, over_baseline(primary, value)))
+            config = canonical({**starter, **experiment["config"]})
+            graded.append((config, over_baseline(primary, value)))
     return graded
 
 
@@ -104,10 +114,14 @@ class Advice:
 
     @classmethod
     def of(
-        cls, published: list[dict[str, Any]], primary: Subtask, starter: dict[str, Any]
+        cls,
+        published: list[dict[str, Any]],
+        primary: Subtask,
+        starter: dict[str, Any],
+        canonical: Callable[[dict[str, Any]], dict[str, Any]] = dict,
     ) -> "Advice":
-        """The advice of the papers `published`."""
-        found = findings(published, primary, starter)
+        """The advice of the papers `published` (`canonical`: as `findings` takes it)."""
+        found = findings(published, primary, starter, canonical)
         spans: dict[str, list[float]] = {}
         for finding in found:
             if finding.ablation:
