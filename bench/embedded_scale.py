@@ -41,6 +41,8 @@ LABRXIV = Path(sys.executable).with_name("labrxiv")
 INSPECT_AI = ("inspect-ai==0.3.285", "openai>=3.4")
 """What the peer's environment gets: Inspect AI, and the openai its provider imports."""
 MODEL = "bench-model"
+PHASE_CALLS = 100_000
+"""Model calls a phase may take: more than any window sees, so every lab runs throughout."""
 TOOL_ARGS = '{"path": "config.json"}'
 
 PEER_TASK = '''
@@ -141,6 +143,9 @@ def labrxiv_campaign(server: FakeServer, labs: int, warmup: float, window: float
         }
         command = [str(LABRXIV), "campaign", "--task", "continual-digits", "--policy", "llm"]
         command += ["--model", MODEL, "--labs", str(labs), "--papers", "1", "--timeout", "3600"]
+        # The model never moves on by itself: without room, every run would end its cycle
+        # after 4 × 12 calls, inside the window, and the labs left would be fewer.
+        command += ["--phase-calls", str(PHASE_CALLS)]
         return measure(server, command, env, Path(folder), warmup, window)
 
 

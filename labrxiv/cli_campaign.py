@@ -49,7 +49,9 @@ from workers.reactor import Reactor
 
 TOOL_PROTOCOL = LlmConfig.model_fields["tool_protocol"].default
 CONTEXT_TOKENS = LlmConfig.model_fields["context_tokens"].default
-"""`--tool-protocol` and `--context-tokens` when not given: an llm lab's defaults."""
+PHASE_CALLS = LlmConfig.model_fields["phase_calls"].default
+"""`--tool-protocol`, `--context-tokens` and `--phase-calls` when not given: an llm lab's
+defaults."""
 CARDS = " (default: the task card's budget)"
 """The budgets a task card sets, said in their options' help: unset, the card's applies."""
 
@@ -79,6 +81,13 @@ def campaign(
     tool_protocol: str = typer.Option(TOOL_PROTOCOL, "--tool-protocol", help="functions or text."),
     context_tokens: int = typer.Option(
         CONTEXT_TOKENS, "--context-tokens", help="The model's window.", max=INT64_MAX, min=1
+    ),
+    phase_calls: int = typer.Option(
+        PHASE_CALLS,
+        "--phase-calls",
+        help="llm labs: model calls a phase may take before the lab moves on.",
+        max=INT64_MAX,
+        min=1,
     ),
     tokens: int | None = typer.Option(
         None, "--tokens", help="Model tokens per lab.", max=INT64_MAX, min=INT64_MIN
@@ -172,7 +181,9 @@ def campaign(
     prices = PriceTable.load(settings.prices)
     llm = None
     if uses_model(policy):
-        llm = _llm_config(model, phase_model, base_url, temperature, tool_protocol, context_tokens)
+        llm = _llm_config(
+            model, phase_model, base_url, temperature, tool_protocol, context_tokens, phase_calls
+        )
         llm = with_prices(llm, prices)
     else:  # given to labs that read none of them: a mistake, and unchecked (`--tool-protocol nope`)
         given = {
@@ -182,6 +193,7 @@ def campaign(
             "--temperature": temperature is not None,
             "--tool-protocol": tool_protocol != TOOL_PROTOCOL,
             "--context-tokens": context_tokens != CONTEXT_TOKENS,
+            "--phase-calls": phase_calls != PHASE_CALLS,
         }
         refuse_llm_options(given, f"these are --policy {policy} labs")
     agent_settings = _agent(policy, agent, agent_env, agent_reports, llm)
@@ -263,6 +275,7 @@ def _llm_config(
     temperature: float | None,
     tool_protocol: str,
     context_tokens: int,
+    phase_calls: int,
 ) -> LlmConfig:
     phases = {}
     for item in phase_model:
@@ -279,6 +292,7 @@ def _llm_config(
             "temperature": temperature,
             "tool_protocol": tool_protocol,
             "context_tokens": context_tokens,
+            "phase_calls": phase_calls,
         }
     )
 

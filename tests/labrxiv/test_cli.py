@@ -388,6 +388,7 @@ def test_an_unknown_phase_is_named_whole(tmp_path: Path, monkeypatch: pytest.Mon
         (["--tool-protocol", "nope"], "--tool-protocol"),
         (["--temperature", "-3"], "--temperature"),
         (["--context-tokens", "100"], "--context-tokens"),
+        (["--phase-calls", "30"], "--phase-calls"),
         (["--phase-model", "foo=bar", "--model", "m"], "--model, --phase-model"),
         (["--base-url", "http://x"], "--base-url"),
     ],
