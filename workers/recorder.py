@@ -90,7 +90,7 @@ def _record(ctx: WorkerContext, message: str, final: bool) -> RecordOutcome:
         body = orjson.loads(message)
     except orjson.JSONDecodeError as exc:
         return _reject(ctx, f"message is not JSON: {exc}", message)
-    long_numbers = _LONG_NUMBER.search(message) is not None
+    long_numbers = _may_hold_wide(body) and _LONG_NUMBER.search(message) is not None
     if long_numbers:
         # orjson reads an integer past 64 bits as a float, so the event would not be
         # stored as sent (found by the fuzz suite); the standard decoder keeps it exact,
@@ -217,6 +217,27 @@ def _without(
 
 _LONG_NUMBER = re.compile(r"\d{19,}")
 """A run of digits that may be an integer past 64 bits (2**63 has 19 digits)."""
+
+WIDE = 2**63
+"""The magnitude from which a number is past the signed 64-bit range."""
+
+
+def _may_hold_wide(body: Any) -> bool:
+    """Whether the message's events, as orjson read them, hold a number of magnitude 2**63
+    or more: an integer past 64 bits comes out of orjson as such a float (or, below 2**64,
+    as such an int), so without one the message holds none. Looks at the events only: the
+    blobs (most of a message's text: the model's requests) are strings."""
+    events = body.get("events") if isinstance(body, dict) else body
+    stack = [events]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, int | float) and not isinstance(value, bool) and abs(value) >= WIDE:
+            return True
+    return False
 
 INT_MAX = 2**31 - 1
 """The largest `version` the log stores (a PostgreSQL `integer` column)."""
