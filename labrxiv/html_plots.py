@@ -49,10 +49,7 @@ def line_plot(title: str, x_label: str, y_label: str, points: Sequence[Point]) -
     if not points:
         return empty_plot(title, "nothing to draw: no point has a value")
     frame = Frame.around([p[0] for p in points], [p[1] for p in points])
-    shown = [frame.at(x, y) for x, y in points]
-    path = " ".join(f"{x},{y}" for x, y in shown)
-    dots = "".join(f'<circle cx="{x}" cy="{y}" r="2.5" fill="{ACCENT}"/>' for x, y in shown)
-    body = f'<polyline points="{path}" fill="none" stroke="{ACCENT}" stroke-width="2"/>{dots}'
+    body = _line([frame.at(x, y) for x, y in points], ACCENT)
     return _svg(title, x_label, y_label, frame, body)
 
 
@@ -67,13 +64,9 @@ def lines_plot(title: str, x_label: str, y_label: str, lines: Mapping[str, Seque
     body = []
     for index, (name, points) in enumerate(sorted(drawn.items())):
         colour = PALETTE[index % len(PALETTE)]
-        at = [frame.at(*p) for p in points]
-        shown = " ".join(f"{x},{y}" for x, y in at)
-        dots = "".join(f'<circle cx="{x}" cy="{y}" r="2.5" fill="{colour}"/>' for x, y in at)
         body.append(
-            f'<polyline points="{shown}" fill="none" stroke="{colour}" stroke-width="2">'
-            f"<title>{escape(name)}</title></polyline>{dots}"
-            f'<text x="{WIDTH - RIGHT}" y="{TOP + 12 * (index + 1)}" text-anchor="end" '
+            _line([frame.at(*p) for p in points], colour, name)
+            + f'<text x="{WIDTH - RIGHT}" y="{TOP + 12 * (index + 1)}" text-anchor="end" '
             f'font-size="10" fill="{colour}">{escape(name)}</text>'
         )
     return _svg(title, x_label, y_label, frame, "".join(body))
@@ -113,6 +106,17 @@ def scatter_plot(
             f"<title>{escape(name)}</title></circle>"
         )
     return _svg(title, x_label, y_label, frame, "".join(dots))
+
+
+def _line(at: Sequence[Point], colour: str, name: str | None = None) -> str:
+    """A polyline through `at` (SVG coordinates) with a dot on each; a named line has its
+    name as its tooltip."""
+    path = " ".join(f"{x},{y}" for x, y in at)
+    dots = "".join(f'<circle cx="{x}" cy="{y}" r="2.5" fill="{colour}"/>' for x, y in at)
+    line = f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"'
+    if name is None:
+        return f"{line}/>{dots}"
+    return f"{line}><title>{escape(name)}</title></polyline>{dots}"
 
 
 def empty_plot(title: str, why: str) -> str:

@@ -3,12 +3,11 @@ by task, campaign, lab and decision, full-text search (`projections.archive_sear
 the BM25 `labrxiv papers search` and the labs' tool rank with), and a paper in full."""
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 from sqlalchemy import Connection
 
-from events import EventStore
 from labrxiv.errors import NotFound
 from labrxiv.lookup import resolve_campaign, resolve_paper
 from labrxiv.read_shapes import Marks, marks_of, paper_json, papers_json
@@ -28,13 +27,13 @@ LAB = Query(None, description="Only this lab's papers.")
 DECISION = Query(None, description="Only papers accepted, rejected, or undecided.")
 
 
-def _filter(
-    store: EventStore,
-    conn: Connection,
-    task: str | None,
-    campaign: str | None,
-    lab: str | None,
-    decision: str | None,
+def paper_filter(
+    store: Store,
+    conn: Conn,
+    task: str | None = TASK,
+    campaign: str | None = CAMPAIGN,
+    lab: str | None = LAB,
+    decision: str | None = DECISION,
 ) -> PaperFilter:
     """The filter the query asks for; `BadQuery` for a decision or campaign that is none."""
     if decision is not None and decision not in DECIDED:
@@ -45,6 +44,9 @@ def _filter(
         raise BadQuery(f"campaign filter: {exc}") from None
     decided: Decided | None = decision
     return PaperFilter(task or None, campaign, lab or None, decided)
+
+
+Only = Annotated[PaperFilter, Depends(paper_filter)]
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,7 @@ def archive_page(
     decision: str | None = None,
 ) -> Response:
     """The archive: a page of papers, or of a search's hits, with the filters."""
-    only = _filter(store, conn, task, campaign, lab, decision or None)
+    only = paper_filter(store, conn, task, campaign, lab, decision or None)
     searching = q is not None and q != ""
     listing = _search(conn, q or "", only, paging) if searching else _listing(conn, only, paging)
     asked = {"q": q or "", "task": task or "", "campaign": campaign or "", "lab": lab or ""}
@@ -137,17 +139,9 @@ def paper_page(request: Request, conn: Conn, paper_id: str) -> Response:
 
 
 @api.get("/papers", summary="The archive's papers (as `labrxiv papers list --json`)")
-def papers_api(
-    store: Store,
-    conn: Conn,
-    paging: Page,
-    task: str | None = TASK,
-    campaign: str | None = CAMPAIGN,
-    lab: str | None = LAB,
-    decision: str | None = DECISION,
-) -> Response:
+def papers_api(conn: Conn, only: Only, paging: Page) -> Response:
     """A page of papers in submission order; `X-Total-Count`: how many match in all."""
-    listing = _listing(conn, _filter(store, conn, task, campaign, lab, decision), paging)
+    listing = _listing(conn, only, paging)
     return json_response(papers_json(listing.papers, listing.marks), listing.total)
 
 
@@ -161,15 +155,11 @@ def paper_api(conn: Conn, paper_id: str) -> Response:
 
 @api.get("/search", summary="Full-text search (as `labrxiv papers search --json`)")
 def search_api(
-    store: Store,
     conn: Conn,
+    only: Only,
     paging: Page,
     q: str = Query(..., description="The words to look for."),
-    task: str | None = TASK,
-    campaign: str | None = CAMPAIGN,
-    lab: str | None = LAB,
-    decision: str | None = DECISION,
 ) -> Response:
     """BM25 hits over title, abstract and body, best first."""
-    listing = _search(conn, q, _filter(store, conn, task, campaign, lab, decision), paging)
+    listing = _search(conn, q, only, paging)
     return json_response(listing.papers, listing.total)

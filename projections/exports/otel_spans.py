@@ -52,10 +52,12 @@ from projections.exports.otel_streams import (
     ENDS,
     End,
     Root,
+    agent_span,
     looked_span,
     opening,
     review_event,
     root_span,
+    stored_position,
 )
 
 UNKNOWN_OUTCOME = "outcome unknown: the run finished with the call open"
@@ -189,19 +191,8 @@ def _run_span(run: Root, last: Fact, finished: RunFinished, scores: tuple[SpanEv
     assert isinstance(started, RunStarted)
     attributes = run_attributes(started, run.stream, run.campaign, finished)
     failed = finished.reason == "error"
-    return Span(
-        name=f"invoke_agent {started.lab}",
-        kind="internal",
-        trace_id=run.trace_id,
-        span_id=run.span_id,
-        parent_id=None,
-        start=run.started_at,
-        end=max(run.started_at, last.occurred_at),
-        attributes=attributes,
-        closed_at=_position(last),
-        events=scores,
-        error=(finished.detail or "the run ended with an error") if failed else None,
-    )
+    error = (finished.detail or "the run ended with an error") if failed else None
+    return agent_span(run, started.lab, last, attributes, scores, error)
 
 
 def _model_span(run: Root, opener: Fact, called: ModelCalled, outcome: Fact) -> Span:
@@ -276,12 +267,6 @@ def _call_span(
         start=window[0],
         end=window[1],
         attributes=attributes,
-        closed_at=_position(closer),
+        closed_at=stored_position(closer),
         error=error,
     )
-
-
-def _position(event: Fact) -> int:
-    if event.position is None:
-        raise ValueError(f"event {event.id} is not stored: spans are built from the log")
-    return event.position

@@ -99,7 +99,7 @@ def looked_span(root: Root, event: Fact, looked: InspectionLooked, parent: int) 
         start=event.occurred_at,
         end=event.occurred_at,
         attributes=attributes,
-        closed_at=_position(event),
+        closed_at=stored_position(event),
     )
 
 
@@ -137,6 +137,19 @@ def root_span(root: Root, last: Fact, end: End, events: tuple[SpanEvent, ...]) -
             error = end.reason
     if error is not None:
         attributes["error.type"] = end.type
+    return agent_span(root, agent, last, attributes, events, error)
+
+
+def agent_span(
+    root: Root,
+    agent: str,
+    last: Fact,
+    attributes: dict[str, Attribute],
+    events: tuple[SpanEvent, ...],
+    error: str | None,
+) -> Span:
+    """The root span of a trace, `invoke_agent {agent}`, from the stream's first event to
+    `last`, the event that completes it."""
     return Span(
         name=f"invoke_agent {agent}",
         kind="internal",
@@ -146,13 +159,15 @@ def root_span(root: Root, last: Fact, end: End, events: tuple[SpanEvent, ...]) -
         start=root.started_at,
         end=max(root.started_at, last.occurred_at),
         attributes=attributes,
-        closed_at=_position(last),
+        closed_at=stored_position(last),
         events=events,
         error=error,
     )
 
 
-def _position(event: Fact) -> int:
+def stored_position(event: Fact) -> int:
+    """The log position of `event`, which a span closes at; `ValueError` for an event that
+    is not stored."""
     if event.position is None:
         raise ValueError(f"event {event.id} is not stored: spans are built from the log")
     return event.position
