@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypedDict, Unpack
 
-from sqlalchemy import Engine, func, insert, select
+from sqlalchemy import Engine, bindparam, func, insert, select
 
 from events.blobs import digest
 from events.engines import WRITER_OPTIONS, lock_for_append, make_engine, writing
@@ -43,6 +43,15 @@ EVENTS = table_of(EventRow)
 BLOBS = table_of(BlobRow)
 DEAD = table_of(DeadLetterRow)
 _COLUMNS = [c for c in EVENTS.c]
+
+_STREAM_AFTER = (
+    select(*_COLUMNS)
+    .where(EVENTS.c.stream == bindparam("stream"), EVENTS.c.version > bindparam("after"))
+    .order_by(EVENTS.c.version)
+)
+"""A stream's events after a version, built once: a statement object keeps its cache key,
+which SQLAlchemy otherwise works out again at every lab step's read."""
+_STREAM_AFTER_LIMITED = _STREAM_AFTER.limit(bindparam("limit"))
 
 
 @dataclass(frozen=True)
@@ -226,14 +235,12 @@ class EventStore:
         self, stream: str, after_version: int = -1, limit: int | None = None
     ) -> list[Event]:
         """A stream's events in version order (the first `limit` of them, if given)."""
-        query = (
-            select(*_COLUMNS)
-            .where(EVENTS.c.stream == stream, EVENTS.c.version > after_version)
-            .order_by(EVENTS.c.version)
-            .limit(limit)
-        )
+        values: dict[str, object] = {"stream": stream, "after": after_version}
+        query = _STREAM_AFTER
+        if limit is not None:
+            query, values["limit"] = _STREAM_AFTER_LIMITED, limit
         with self.engine.connect() as conn:
-            return [r.typed() for r in rows_to_records(conn.execute(query).all())]
+            return [r.typed() for r in rows_to_records(conn.execute(query, values).all())]
 
     def last_record(self, stream: str) -> Recorded | None:
         """A stream's latest event, None when it has none."""

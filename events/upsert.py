@@ -14,8 +14,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 DialectInsert = postgresql.Insert | sqlite.Insert
 
 
-def _insert(conn: Connection, table: Table) -> DialectInsert:
-    if conn.dialect.name == "postgresql":
+def _insert(conn: Connection | str, table: Table) -> DialectInsert:
+    dialect = conn if isinstance(conn, str) else conn.dialect.name
+    if dialect == "postgresql":
         return postgresql.insert(table)
     return sqlite.insert(table)
 
@@ -29,13 +30,14 @@ def insert_ignore(
 
 
 def upsert(
-    conn: Connection,
+    conn: Connection | str,
     table: Table,
     values: Mapping[str, Any] | Sequence[Mapping[str, Any]],
     where: ColumnElement[bool] | None = None,
 ) -> DialectInsert:
     """INSERT `values` into `table`, a stored row of the same primary key taking the new
-    values of its other columns instead (only where `where` holds of the stored row)."""
+    values of its other columns instead (only where `where` holds of the stored row).
+    `conn`: the connection, or the name of its dialect (a statement built once)."""
     statement = _insert(conn, table).values(values)
     key = [column.name for column in table.primary_key.columns]
     others = [column.name for column in table.c if column.name not in key]

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from events.payloads import BY_TYPE
+from tests.sources import sources
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("analysis", "bench", "events", "labrxiv", "projections", "runstate", "workers")
@@ -64,11 +65,10 @@ def unknown_names(source: str, where: str) -> list[str]:
 
 def test_every_event_type_written_as_a_string_is_one_the_log_knows() -> None:
     unknown, seen = [], 0
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            source = path.read_text()
-            seen += sum(1 for _ in shaped_strings(ast.parse(source)))
-            unknown += unknown_names(source, str(path.relative_to(ROOT)))
+    for path in sources(PACKAGES):
+        source = path.read_text()
+        seen += sum(1 for _ in shaped_strings(ast.parse(source)))
+        unknown += unknown_names(source, str(path.relative_to(ROOT)))
     assert not unknown, "not event types: " + "; ".join(unknown)
     assert seen > 150, f"only {seen} event types found as strings: is the scan still looking?"
 

@@ -26,6 +26,7 @@ from events.streams import (
     stream_kind,
     stream_prefix,
 )
+from tests.sources import sources
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 PACKAGES = ("analysis", "bench", "events", "labrxiv", "projections", "runstate", "workers")
@@ -107,9 +108,8 @@ def test_the_scan_sees_names_made_by_hand() -> None:
 
 def test_no_module_makes_a_stream_name_by_hand() -> None:
     found = []
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            tree = ast.parse(path.read_text(), str(path))
-            where = path.relative_to(ROOT)
-            found += [f"{where}:{node.lineno}" for node in hand_made_names(tree)]
+    for path in sources(PACKAGES):
+        tree = ast.parse(path.read_text(), str(path))
+        where = path.relative_to(ROOT)
+        found += [f"{where}:{node.lineno}" for node in hand_made_names(tree)]
     assert found == [], f"stream names made by hand (use events.streams): {found}"

@@ -229,15 +229,19 @@ def test_a_lease_is_exclusive_to_its_step_and_taker(
         assert 0 < held.value.left <= 5.0
         with other.holding("run-y", 3):  # another run's step
             pass
-    with pytest.raises(Taken):  # an ended take's lease says its events were sent
+    with pytest.raises(Taken):  # its own process knows the ended take sent its events
+        with leases.holding("run-x", 3):
+            pass
+    with pytest.raises(Held):  # another waits for the lease, left to run out
         with other.holding("run-x", 3):
             pass
+    third = Leases(store, ttl=5.0)
     with other.holding("run-x", 4):  # the run's next step: the old lease is not its
-        with pytest.raises(Held):  # a stale take of the step before is kept out
-            with leases.holding("run-x", 3):
+        with pytest.raises(Taken):  # a stale take of the step before: its step is done
+            with third.holding("run-x", 3):
                 pass
-    with pytest.raises(Taken):  # and told there is nothing to do once the next one sent
-        with leases.holding("run-x", 3):
+    with pytest.raises(Taken):  # and once the next one sent
+        with third.holding("run-x", 3):
             pass
     later = utcnow() + timedelta(seconds=6)
     monkeypatch.setattr(lease_module, "utcnow", lambda: later)
@@ -250,7 +254,7 @@ def test_an_idle_takes_lease_is_free_to_the_same_step_alone(store: EventStore) -
     with leases.holding("run-z", 5) as take:
         take.sent_nothing()
     assert leases.live(["run-z"]) == {"run-z": 5}  # live: the reaper leaves the run alone
-    with pytest.raises(Held):  # a stale take of the step before is kept out
+    with pytest.raises(Taken):  # a stale take of the step before: its step is done
         with other.holding("run-z", 4):
             pass
     with other.holding("run-z", 5):  # the same step again (a wake-up): taken at once

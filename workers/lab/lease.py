@@ -21,18 +21,22 @@ another worker takes it over.
 
 How a take ends says what its lease still guards:
 - it raised: given back (it published nothing: its retry takes the step at once);
-- it sent its events: marked `SENT` and left to run out, so the reaper leaves the run
-  alone between the publish and the recorder's append; a later take of the same step
-  finds the step done (`Taken`) and does nothing at once (waiting for the lease, it would
-  hold up the very recording it waits for where both share a thread: the embedded bus).
-  Once it has run out, a take of the step takes it again: that is how events lost on
-  their way (Redis restarted empty) are made again;
+- it sent its events: left held to run out (no write: one less transaction a step), so
+  the reaper leaves the run alone between the publish and the recorder's append; a
+  later take of the same step in this process finds the step done (`Taken`, from the
+  process's memory of its sent takes) and does nothing at once (waiting for the lease,
+  it would hold up the very recording it waits for where both share a thread: the
+  embedded bus); elsewhere it waits for the lease as for a running take, and finds the
+  run moved on. A take that finds a later step's lease finds its own step done (`Taken`).
+  Once the lease has run out, a take of the step takes it again: that is how events lost
+  on their way (Redis restarted empty) are made again;
 - it sent nothing (`Take.sent_nothing`: a run waiting for its paper's decision, whose
   wake-up is the same step again): marked `IDLE` and left to run out, so the reaper
   leaves the waiting run alone as long as after any step, but a take of the same step
   takes it at once (the wake-up waited out the whole lease: 30 s a review round).
 """
 
+import functools
 import logging
 import threading
 import time
@@ -41,6 +45,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import (
     BigInteger,
@@ -50,6 +55,7 @@ from sqlalchemy import (
     String,
     Table,
     and_,
+    bindparam,
     delete,
     inspect,
     or_,
@@ -57,6 +63,7 @@ from sqlalchemy import (
     text,
     update,
 )
+from sqlalchemy.sql.expression import BindParameter, Executable
 
 from events import EventStore
 from events.engines import writing
@@ -94,7 +101,8 @@ class Held(WorkerError):
 
 
 SENT = "sent"
-"""The holder of a lease whose take ended after sending its events."""
+"""The holder of a lease whose take ended after sending its events, as an older labrxiv
+marked it (a take now leaves its own token there: `Leases._sent`)."""
 IDLE = "idle"
 """The holder of a lease whose take ended having sent nothing: free to the same step."""
 SESSION = "@"
@@ -106,6 +114,10 @@ and the reaper sends the step again. A take in the process running the session l
 it its run even then: there, a lease that ran out means renewals came late on a starved
 machine, not a death. A take elsewhere that takes it over tells the session, through its
 renewals' failure (`Take.on_lost`), to stop its agent at once."""
+
+
+SENT_KEPT = 4096
+"""How many runs' sent takes a process remembers before it forgets those run out."""
 
 
 class LeaseLost(WorkerError):
@@ -184,6 +196,38 @@ class _Held:
     take: Take
 
 
+_HELD = select(STEP_LEASES.c.holder, STEP_LEASES.c.version, STEP_LEASES.c.expires_at).where(
+    STEP_LEASES.c.stream == bindparam("stream")
+)
+"""A run's lease: its holder, the version its step follows, until when it is held."""
+
+
+@functools.cache
+def _take_statement(dialect: str) -> Executable:
+    """The take's conditional upsert for `dialect`, built once (a statement object keeps
+    its cache key, which SQLAlchemy otherwise works out again at every step): the stored
+    lease is replaced where it ran out (`now`), is of an earlier step, is an idle take's
+    of this step or has no holder, and is not held by one of this process's running
+    sessions (`alive`, a list)."""
+    stored = STEP_LEASES.c
+    version: BindParameter[int] = bindparam("version")
+    free = or_(
+        stored.expires_at <= bindparam("now"),
+        stored.version < version,  # the run's previous step's
+        and_(stored.holder == IDLE, stored.version == version),
+        stored.holder.is_(None),
+    )
+    # this process's own sessions run: a late renewal is not a death
+    free = and_(
+        free,
+        or_(stored.holder.is_(None), stored.holder.not_in(bindparam("alive", expanding=True))),
+    )
+    row: dict[str, BindParameter[Any]] = {
+        name: bindparam(name) for name in ("stream", "version", "expires_at", "holder")
+    }
+    return upsert(dialect, STEP_LEASES, row, where=free)
+
+
 class Leases:
     """Leases on runs' steps, in the log's database (shared by every worker)."""
 
@@ -195,17 +239,25 @@ class Leases:
         """The takes of this process holding their lease, by token."""
         self._changed = threading.Condition()
         self._renewer: threading.Thread | None = None
+        self._sent: dict[str, tuple[int, datetime]] = {}
+        """Per run, the step this process's last take of it sent its events for, and
+        until when its lease, left to run out, stands (the leases' clock, `utcnow`)."""
 
     @contextmanager
     def holding(self, stream: str, version: int, session: bool = False) -> Iterator[Take]:
         """Hold the lease on `stream`'s step after `version` while the block runs; raises
-        `Held` if another take holds it, `Taken` if another took it and sent its events
-        or a session holds the run (`SESSION`). Given back if the block raises; marked
-        `IDLE` if it says it sent nothing (`Take.sent_nothing`), else `SENT`.
+        `Held` if another take holds it, `Taken` if another took it and sent its events,
+        a session holds the run (`SESSION`) or the run's lease is on a later step. Given
+        back if the block raises; marked `IDLE` if it says it sent nothing
+        (`Take.sent_nothing`), else left to run out.
         `session`: the block sends the run's events itself (`Take.moved_to`)."""
+        if self._was_sent(stream, version):
+            raise Taken(stream, version)
         token = (SESSION + uuid.uuid4().hex[1:]) if session else uuid.uuid4().hex
-        holder, left = self._take(stream, version, token)
-        if holder == SENT or (holder != token and (holder or "").startswith(SESSION)):
+        holder, held_version, left = self._take(stream, version, token)
+        if holder != token and (
+            holder == SENT or (holder or "").startswith(SESSION) or held_version > version
+        ):
             raise Taken(stream, version)
         if holder != token:
             raise Held(stream, version, left)
@@ -222,7 +274,28 @@ class Leases:
                 self._held.pop(token, None)
             # A renewal still on its way after this end changes nothing: it moves the end
             # of the lease `token` holds, and `token` holds none once ended.
-            self._end(stream, token, None if raised else IDLE if take.idle else SENT)
+            if raised or take.idle:
+                self._end(stream, token, None if raised else IDLE)
+            else:
+                self._mark_sent(stream, version)
+
+    def _was_sent(self, stream: str, version: int) -> bool:
+        """Whether this process's last take of `stream` sent the events of the step after
+        `version` and its lease has not run out."""
+        with self._changed:
+            sent = self._sent.get(stream)
+        return sent is not None and sent[0] == version and sent[1] > utcnow()
+
+    def _mark_sent(self, stream: str, version: int) -> None:
+        """Remember that the take of `stream`'s step after `version` sent its events, for
+        as long as its lease surely stands: renewed every third of `ttl`, it runs out
+        between two thirds of `ttl` and `ttl` from now."""
+        now = utcnow()
+        with self._changed:
+            self._sent[stream] = (version, now + timedelta(seconds=self.ttl * 2 / 3))
+            if len(self._sent) > SENT_KEPT:
+                for key in [k for k, (_, until) in self._sent.items() if until <= now]:
+                    del self._sent[key]
 
     def _hold(self, token: str, held: _Held) -> None:
         """Renew `token`'s lease every third of its time to live until it is let go. One
@@ -307,9 +380,10 @@ class Leases:
             rows = conn.execute(query.where(STEP_LEASES.c.stream.in_(wanted))).all()
         return {stream: version for stream, version, until in rows if as_utc(until) > now}
 
-    def _take(self, stream: str, version: int, token: str) -> tuple[str | None, float]:
+    def _take(self, stream: str, version: int, token: str) -> tuple[str | None, int, float]:
         """Take the lease for `token` unless another take holds the same step's; returns
-        the lease's holder (`token` when taken) and the seconds it has left.
+        the lease's holder (`token` when taken), the version its step follows and the
+        seconds it has left.
 
         One conditional upsert: the stored lease is replaced if it ran out, is of an
         earlier step (the run's previous one, left to run out), is an idle take's of this
@@ -322,32 +396,23 @@ class Leases:
         fraction of `ttl` (NTP), as the reaper already assumed."""
         self._ensure_table()
         now = utcnow()
-        row = {
-            "stream": stream,
-            "version": version,
-            "expires_at": now + timedelta(seconds=self.ttl),
-            "holder": token,
-        }
         # `writing`: the upsert reads before it writes, and on SQLite a deferred transaction
         # failed at once with "database is locked" when the recorder committed in between
         # (tests/llm/test_llm_lab.py caught it).
         with self._changed:
             alive = sorted(t for t in self._held if t.startswith(SESSION))
+        values = {
+            "stream": stream,
+            "version": version,
+            "expires_at": now + timedelta(seconds=self.ttl),
+            "holder": token,
+            "now": now,
+            "alive": alive,
+        }
         with writing(self.store.engine) as conn:
-            stored = STEP_LEASES.c
-            free = or_(
-                stored.expires_at <= now,
-                stored.version < version,  # the run's previous step's
-                and_(stored.holder == IDLE, stored.version == version),
-                stored.holder.is_(None),
-            )
-            if alive:  # this process's own sessions run: a late renewal is not a death
-                free = and_(free, or_(stored.holder.is_(None), stored.holder.not_in(alive)))
-            conn.execute(upsert(conn, STEP_LEASES, row, where=free))
-            holder, until = conn.execute(
-                select(stored.holder, stored.expires_at).where(stored.stream == stream)
-            ).one()
-        return holder, max(0.0, (as_utc(until) - now).total_seconds())
+            conn.execute(_take_statement(conn.dialect.name), values)
+            holder, held_version, until = conn.execute(_HELD, {"stream": stream}).one()
+        return holder, held_version, max(0.0, (as_utc(until) - now).total_seconds())
 
     def _renew(self, held: Mapping[str, str]) -> set[str]:
         """Move on the end of each lease `held` (token → stream) that its token still
@@ -379,7 +444,7 @@ class Leases:
 
     def _end(self, stream: str, token: str, how: str | None) -> None:
         """End `token`'s take, if it still holds the lease: given back (`how` None) or
-        marked how it ended (`SENT`, `IDLE`). Best effort: the database away, the lease
+        marked `IDLE`. Best effort: the database away, the lease
         runs out instead (a later take of the step waits for that)."""
         mine = STEP_LEASES.c.stream == stream, STEP_LEASES.c.holder == token
         ending = delete(STEP_LEASES) if how is None else update(STEP_LEASES).values(holder=how)

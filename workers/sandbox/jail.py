@@ -113,8 +113,10 @@ def located(tool: str) -> str:
     return shutil.which(tool) or tool
 
 
-def interpreter_folders(python: str) -> list[Path]:
-    """The folders `python` needs to run: its venv, and the installation it points at.
+@functools.cache
+def interpreter_folders(python: str) -> tuple[Path, ...]:
+    """The folders `python` needs to run: its venv, and the installation it points at
+    (found once a process: a sandbox is made at every step of every run).
 
     A folder under a system folder the jail shows anyway is left out, and so is `/`.
     """
@@ -124,11 +126,11 @@ def interpreter_folders(python: str) -> list[Path]:
         folders.append(Path(os.path.realpath(venv)))
     folders.append(Path(os.path.realpath(python)).parent.parent)
     shown = [Path(folder) for folder in SYSTEM]
-    return [
+    return tuple(
         folder
         for folder in dict.fromkeys(folders)
         if folder != Path("/") and not any(folder == s or s in folder.parents for s in shown)
-    ]
+    )
 
 
 def preexec(limits: Limits, group: TreeGroup | None, processes: bool = True) -> Callable[[], None]:
