@@ -239,6 +239,7 @@ def _may_hold_wide(body: Any) -> bool:
             return True
     return False
 
+
 INT_MAX = 2**31 - 1
 """The largest `version` the log stores (a PostgreSQL `integer` column)."""
 _TEXT_LIMITS = {name: text_limit(EVENTS.c[name]) for name in ("stream", "correlation_id", "actor")}
