@@ -137,6 +137,34 @@ def test_a_second_take_after_the_first_sent_its_events_does_nothing_at_once(
     assert isinstance(bus, Sent) and len(bus.published()) == 1
 
 
+def test_a_second_take_late_in_the_first_takes_lease_still_does_nothing_at_once(
+    ctx: WorkerContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On one thread, other labs' steps may run between the first take's end and the
+    second take (their messages were queued before the first take's events): three
+    quarters of a lease later, the first take's lease still stands and its events still
+    wait behind the second take. Waiting in place for that lease held up their recording
+    until it ran out, then took the step again."""
+    work = Blocking()
+    work.takes = 1  # no blocking: every take is counted past the first
+    monkeypatch.setattr(step_module, "_act", work)
+    lab_step(ctx, STREAM, 0, final=True)  # its events sent, not recorded yet
+    leases = ctx.leases
+    assert leases is not None
+    clock = [utcnow() + timedelta(seconds=leases.ttl * 0.75)]
+    monkeypatch.setattr(lease_module, "utcnow", lambda: clock[0])
+    assert leases.live([STREAM], clock[0]) == {STREAM: 0}  # the first take's lease stands
+    waits: list[float] = []
+
+    def wait(seconds: float) -> None:  # the bus thread waits: nothing is recorded meanwhile
+        waits.append(seconds)
+        clock[0] += timedelta(seconds=seconds)
+
+    monkeypatch.setattr(step_module, "_wait", wait)
+    lab_step(ctx, STREAM, 0, final=True)
+    assert (waits, work.takes) == ([], 2)  # no wait, and one take of the step
+
+
 def test_a_take_that_sent_nothing_leaves_the_step_free_at_once(
     ctx: WorkerContext, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -261,6 +289,18 @@ def test_an_idle_takes_lease_is_free_to_the_same_step_alone(store: EventStore) -
         pass
 
 
+def test_a_forgotten_lease_is_free_to_the_process_that_forgot_it(store: EventStore) -> None:
+    """`forget` removes the leases whoever holds them: a sent take's events may have been
+    dropped with the bus, and the step is taken again when the run goes on."""
+    leases = Leases(store, ttl=5.0)
+    with leases.holding("run-f", 2):  # sent its events, dropped at the stop
+        pass
+    leases.forget(["run-f"])
+    assert leases.live(["run-f"]) == {}
+    with leases.holding("run-f", 2):  # the run goes on: its step is taken again at once
+        pass
+
+
 def test_a_renewal_never_takes_back_a_lease_another_took_over(
     store: EventStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -375,3 +415,20 @@ def test_one_renewal_moves_every_lease_of_a_process_and_names_those_lost(
         with store.engine.connect() as conn:
             after = dict(conn.execute(select(STEP_LEASES.c.stream, STEP_LEASES.c.expires_at)).all())
         assert after["run-1"] > before["run-1"] and after["run-2"] == before["run-2"]
+
+
+def test_a_lease_an_older_labrxiv_marked_sent_still_means_the_step_is_done(
+    store: EventStore,
+) -> None:
+    leases = Leases(store, ttl=5.0)
+    with leases.holding("run-old", 0):  # makes the table
+        pass
+    with store.engine.begin() as conn:
+        conn.execute(
+            STEP_LEASES.update()
+            .where(STEP_LEASES.c.stream == "run-old")
+            .values(version=7, holder="sent", expires_at=utcnow() + timedelta(seconds=5))
+        )
+    with pytest.raises(Taken):
+        with Leases(store, ttl=5.0).holding("run-old", 7):
+            pass

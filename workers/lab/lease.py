@@ -7,8 +7,9 @@ gateway's timeout), and sending it again while it runs would have two workers ta
 it at once. So a worker taking a step holds a lease on the run, renewed every third
 of its time to live while the step runs; the reaper sends again only the steps of
 runs with no live lease. A worker that dies stops renewing: its lease runs out within
-`ttl` seconds, and the run is reaped. An upsert and an update a step (taken, then
-marked how it ended), and one update per `ttl / 3` for all of a process's long steps.
+`ttl` seconds, and the run is reaped. An upsert a step (an update more where it ends
+having sent nothing or raised), and one update per `ttl / 3` for all of a process's
+long steps.
 
 A lease is exclusive: each take holds it under a token of its own, and a take that
 finds the same step's lease held by another (a step sent twice: the reactor sending a
@@ -21,10 +22,11 @@ another worker takes it over.
 
 How a take ends says what its lease still guards:
 - it raised: given back (it published nothing: its retry takes the step at once);
-- it sent its events: left held to run out (no write: one less transaction a step), so
-  the reaper leaves the run alone between the publish and the recorder's append; a
-  later take of the same step in this process finds the step done (`Taken`, from the
-  process's memory of its sent takes) and does nothing at once (waiting for the lease,
+- it sent its events: left held by its token to run out (no write: one less
+  transaction a step), so the reaper leaves the run alone between the publish and the
+  recorder's append; a later take of the same step in this process finds the step done
+  (`Taken`: the process remembers the token of its last sent take of each run) and
+  does nothing at once (waiting for the lease,
   it would hold up the very recording it waits for where both share a thread: the
   embedded bus); elsewhere it waits for the lease as for a running take, and finds the
   run moved on. A take that finds a later step's lease finds its own step done (`Taken`).
@@ -66,6 +68,7 @@ from sqlalchemy import (
 from sqlalchemy.sql.expression import BindParameter, Executable
 
 from events import EventStore
+from events.bounded_cache import BoundedCache
 from events.engines import writing
 from events.envelope import as_utc
 from events.ids import utcnow
@@ -117,7 +120,8 @@ renewals' failure (`Take.on_lost`), to stop its agent at once."""
 
 
 SENT_KEPT = 4096
-"""How many runs' sent takes a process remembers before it forgets those run out."""
+"""How many runs' last sent takes a process remembers (the least recently used
+forgotten)."""
 
 
 class LeaseLost(WorkerError):
@@ -239,24 +243,26 @@ class Leases:
         """The takes of this process holding their lease, by token."""
         self._changed = threading.Condition()
         self._renewer: threading.Thread | None = None
-        self._sent: dict[str, tuple[int, datetime]] = {}
-        """Per run, the step this process's last take of it sent its events for, and
-        until when its lease, left to run out, stands (the leases' clock, `utcnow`)."""
+        self._sent: BoundedCache[str, str] = BoundedCache(SENT_KEPT)
+        """Per run, the token of this process's last take of it that ended sending its
+        events: the lease that token still holds, left to run out, says its step is
+        done (forgotten past `SENT_KEPT` runs: a later take then waits for the lease)."""
 
     @contextmanager
     def holding(self, stream: str, version: int, session: bool = False) -> Iterator[Take]:
         """Hold the lease on `stream`'s step after `version` while the block runs; raises
-        `Held` if another take holds it, `Taken` if another took it and sent its events,
-        a session holds the run (`SESSION`) or the run's lease is on a later step. Given
+        `Held` if another take holds it, `Taken` if a take of this process (or an older
+        labrxiv's, `SENT`) took it and sent its events, a session holds the run
+        (`SESSION`) or the run's lease is on a later step. Given
         back if the block raises; marked `IDLE` if it says it sent nothing
         (`Take.sent_nothing`), else left to run out.
         `session`: the block sends the run's events itself (`Take.moved_to`)."""
-        if self._was_sent(stream, version):
-            raise Taken(stream, version)
         token = (SESSION + uuid.uuid4().hex[1:]) if session else uuid.uuid4().hex
         holder, held_version, left = self._take(stream, version, token)
         if holder != token and (
-            holder == SENT or (holder or "").startswith(SESSION) or held_version > version
+            holder in (SENT, self._sent.get(stream))
+            or (holder or "").startswith(SESSION)
+            or held_version > version
         ):
             raise Taken(stream, version)
         if holder != token:
@@ -272,30 +278,13 @@ class Leases:
         finally:
             with self._changed:
                 self._held.pop(token, None)
-            # A renewal still on its way after this end changes nothing: it moves the end
-            # of the lease `token` holds, and `token` holds none once ended.
+            # A renewal still on its way after this end moves the end of the lease a sent
+            # take left to run out (the reaper waits a little longer); after a given-back
+            # or idle end it changes nothing: `token` holds no lease then.
             if raised or take.idle:
                 self._end(stream, token, None if raised else IDLE)
             else:
-                self._mark_sent(stream, version)
-
-    def _was_sent(self, stream: str, version: int) -> bool:
-        """Whether this process's last take of `stream` sent the events of the step after
-        `version` and its lease has not run out."""
-        with self._changed:
-            sent = self._sent.get(stream)
-        return sent is not None and sent[0] == version and sent[1] > utcnow()
-
-    def _mark_sent(self, stream: str, version: int) -> None:
-        """Remember that the take of `stream`'s step after `version` sent its events, for
-        as long as its lease surely stands: renewed every third of `ttl`, it runs out
-        between two thirds of `ttl` and `ttl` from now."""
-        now = utcnow()
-        with self._changed:
-            self._sent[stream] = (version, now + timedelta(seconds=self.ttl * 2 / 3))
-            if len(self._sent) > SENT_KEPT:
-                for key in [k for k, (_, until) in self._sent.items() if until <= now]:
-                    del self._sent[key]
+                self._sent.put(stream, token)
 
     def _hold(self, token: str, held: _Held) -> None:
         """Renew `token`'s lease every third of its time to live until it is let go. One
@@ -364,6 +353,8 @@ class Leases:
         whose leases guard nothing any more (a sent one's events may have been dropped)."""
         self._ensure_table()
         wanted = sorted(set(streams))
+        for stream in wanted:
+            self._sent.pop(stream)
         if wanted:
             with writing(self.store.engine) as conn:
                 conn.execute(delete(STEP_LEASES).where(STEP_LEASES.c.stream.in_(wanted)))
