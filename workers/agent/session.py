@@ -563,7 +563,7 @@ class AgentSession:
     def _budget_left(self) -> str:
         state = self.emitter.state
         limits = state.started.budget
-        used = run_used(state, (utcnow() - state.started_at).total_seconds())
+        used = run_used(state, utcnow())
         lines = []
         for name, value in used.items():
             limit = getattr(limits, name)
