@@ -247,9 +247,13 @@ def _inherited(conn: Connection, started: Recorded, row: dict[str, Any]) -> None
     (`runstate.fork.begin`). Read from the log, which holds them before the fork's start:
     rebuilt equals incremental. Forks are rare, and this runs once at each one's start."""
     first = started.typed_record()
-    state = begin(first, log_loader(conn))
-    row["wall_started_at"] = state.started_at
-    row["stopped_seconds"] += state.stopped_s
+    try:
+        state = begin(first, log_loader(conn))
+    except ValueError:  # a log without the trajectory the fork names: its own time only
+        state = None
+    if state is not None:
+        row["wall_started_at"] = state.started_at
+        row["stopped_seconds"] += state.stopped_s
     counted = ("experiment.scored", "paper.submitted")
     events = inherited(first, log_loader(conn, types=counted))
     attempts = sum(isinstance(e.payload, ExperimentScored) for e in events)
