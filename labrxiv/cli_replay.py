@@ -19,6 +19,7 @@ from labrxiv.lookup import resolve_run
 from runstate import RunState
 from runstate.agent_notes import AGENT_TYPES
 from runstate.best import NORMALIZED, best_of
+from runstate.budget import wall_used
 from runstate.trajectory import Step, state_at
 
 console = make_console()
@@ -76,6 +77,7 @@ def summary(state: RunState) -> dict[str, Any]:
         "model_outcomes": len(state.outcomes),
         "spend": asdict(state.spend),
         "elapsed_s": (state.last_at - state.started_at).total_seconds(),
+        "wall_s": wall_used(state, state.last_at),
         "finished": None if state.finished is None else state.finished.model_dump(),
     }
 

@@ -47,7 +47,7 @@ from events.streams import campaign_stream
 from projections.archive import PAPERS
 from projections.curves import CURVE_RUNS
 from projections.ledger import LEDGER, MODEL_KINDS, TOOL_KINDS
-from projections.runs import RUNS
+from projections.runs import RUNS, wall_used_to_last
 from runstate.best import NORMALIZED, best_ranked
 
 OTHER = "other"
@@ -158,6 +158,8 @@ class _Run:
     first: datetime | None
     last: datetime | None
     running: bool
+    wall_seconds: float
+    """The wall time it used to its last event (`projections.runs.wall_used_to_last`)."""
 
 
 def _shown_runs(conn: Connection, limit: int) -> list[_Run]:
@@ -173,6 +175,9 @@ def _shown_runs(conn: Connection, limit: int) -> list[_Run]:
             RUNS.c.first_event_at,
             RUNS.c.last_event_at,
             RUNS.c.status,
+            RUNS.c.wall_started_at,
+            RUNS.c.stopped_seconds,
+            RUNS.c.stopped_at,
         )
         .order_by(
             case((RUNS.c.status == "running", 0), else_=1),
@@ -192,6 +197,9 @@ def _shown_runs(conn: Connection, limit: int) -> list[_Run]:
             row.first_event_at and as_utc(row.first_event_at),
             row.last_event_at and as_utc(row.last_event_at),
             row.status == "running",
+            wall_used_to_last(
+                row.wall_started_at, row.stopped_seconds, row.stopped_at, row.last_event_at
+            ),
         )
         for row in conn.execute(query)
     ]
@@ -284,7 +292,8 @@ def _budget_metrics(what: str, label: str) -> tuple[GaugeMetricFamily, GaugeMetr
 
 def _run_budgets(conn: Connection, shown: Sequence[_Run]) -> list[Metric]:
     """Used and left of each limited budget of the shown runs. Wall seconds are counted
-    to the run's last event (not to now: two scrapes of one log give one answer)."""
+    by the lab's rule, the time stood stopped left out, to the run's last event (not to
+    now: two scrapes of one log give one answer): `projections.runs.wall_used_to_last`."""
     used_metric, left_metric = _budget_metrics("run", "run")
     streams = [r.stream for r in shown]
     limits = _limits(conn, streams)
@@ -296,7 +305,7 @@ def _run_budgets(conn: Connection, shown: Sequence[_Run]) -> list[Metric]:
             "steps": run.steps,
             "tokens": tokens,
             "dollars": dollars,
-            "wall_seconds": _seconds(run.first, run.last),
+            "wall_seconds": run.wall_seconds,
         }
         _add_budgets(used_metric, left_metric, run.stream, limits.get(run.stream, {}), used)
     return [used_metric, left_metric]

@@ -20,7 +20,8 @@ from events.tables import table_of
 from projections.forks import log_loader
 from projections.run_rows import Row, RunRowsProjector, Written, blank_row, by_run
 from runstate.best import improves, ranked
-from runstate.fork import inherited
+from runstate.budget import wall_seconds
+from runstate.fork import begin, inherited
 
 
 class RunRow(SQLModel, table=True):
@@ -37,7 +38,8 @@ class RunRow(SQLModel, table=True):
     """The campaign (correlation id) the run belongs to."""
     status: str = "running"
     """`running` until `run.finished`, then `finished`; `interrupted` from a
-    `campaign.interrupted` naming the run after its last event until its next one."""
+    `run.interrupted` (or, in a log written before runs recorded their stops, a
+    `campaign.interrupted` naming the run after its last event) until its next event."""
     finish_reason: str | None = None
     """done, budget, error or cancelled."""
     event_count: int = 0
@@ -59,6 +61,14 @@ class RunRow(SQLModel, table=True):
     metric's. Bests of several runs are compared in it (`runstate.best.best_ranked`)."""
     first_event_at: datetime | None = None
     """When the run started (its first event occurred)."""
+    wall_started_at: datetime | None = None
+    """When the run's wall time counts from: its start; a fork's earlier, by the time its
+    trajectory had used at the fork point (`runstate.fork.rebase`)."""
+    stopped_seconds: float = 0.0
+    """Seconds the run stood stopped, from each `run.interrupted` to its next event (a
+    fork's with its trajectory's, as `runstate.state.RunState.stopped_s`)."""
+    stopped_at: datetime | None = None
+    """When the run was stopped (`run.interrupted`), while no event has followed."""
     last_event_at: datetime | None = None
     last_position: int = 0
     forked_from: str | None = Field(default=None, max_length=200)
@@ -103,6 +113,9 @@ class RunView:
     inherited_papers: int = 0
     revisions: int = 0
     best_direction: Direction | None = None
+    wall_started_at: datetime | None = None
+    stopped_seconds: float = 0.0
+    stopped_at: datetime | None = None
 
     @property
     def finished(self) -> bool:
@@ -115,6 +128,29 @@ class RunView:
         if self.first_event_at is None or self.last_event_at is None:
             return 0.0
         return (self.last_event_at - self.first_event_at).total_seconds()
+
+    @property
+    def wall_seconds(self) -> float:
+        """The wall time the run used to its latest event (`wall_used_to_last`)."""
+        return wall_used_to_last(
+            self.wall_started_at, self.stopped_seconds, self.stopped_at, self.last_event_at
+        )
+
+
+def wall_used_to_last(
+    wall_started_at: datetime | None,
+    stopped_seconds: float,
+    stopped_at: datetime | None,
+    last_event_at: datetime | None,
+) -> float:
+    """The wall time a run's row says it used, to its latest event (a read model keeps no
+    clock), as its wall-time limit counts it (`runstate.budget.wall_seconds`: the time it
+    stood stopped left out, a fork's going on from its parent's); 0 before any event.
+    The times as the row holds them (naive from SQLite)."""
+    if wall_started_at is None or last_event_at is None:
+        return 0.0
+    stopped = None if stopped_at is None else as_utc(stopped_at)
+    return wall_seconds(as_utc(wall_started_at), stopped_seconds, stopped, as_utc(last_event_at))
 
 
 def runs_of(
@@ -149,11 +185,14 @@ def count_runs(conn: Connection, campaign: str | None = None) -> int:
 
 def _view(row: Any) -> RunView:
     values = dict(row)
-    for key in ("first_event_at", "last_event_at"):  # SQLite reads back naive
+    for key in _TIMES:  # SQLite reads back naive
         if values[key] is not None:
             values[key] = as_utc(values[key])
     return RunView(**values)
 
+
+_TIMES = ("first_event_at", "last_event_at", "wall_started_at", "stopped_at")
+"""The time columns of a row."""
 
 _Page = tuple[dict[str, list[Recorded]], list[Recorded]]
 """A page's events by run, and its `campaign.interrupted` events."""
@@ -163,13 +202,14 @@ class RunsProjector(RunRowsProjector[_Page, str]):
     """Folds every `run-*` stream into one `runs` row (`projections.run_rows`)."""
 
     name = "runs"
-    version = 3
+    version = 4
     """2: a fork's inherited attempts and papers, and revisions, are counted.
-    3: an agent's reported tool calls are no steps (`runstate.fold`)."""
+    3: an agent's reported tool calls are no steps (`runstate.fold`).
+    4: the wall time's start and the time stood stopped (`run.interrupted`) are kept."""
     cost = 1.2
     table = RUNS
     tables = (RUNS,)
-    aware = ("first_event_at", "last_event_at")
+    aware = _TIMES
 
     def group(self, conn: Connection, events: Sequence[Recorded]) -> tuple[_Page, set[str]] | None:
         """The page's runs, and the interrupts that name runs, with or without events here."""
@@ -191,7 +231,7 @@ class RunsProjector(RunRowsProjector[_Page, str]):
                 row = rows[stream] = _new_row(stream)
             _fold(row, group)
             if group[0].version == 0 and row["forked_from"] is not None:
-                row["inherited_attempts"], row["inherited_papers"] = _inherited(conn, group[0])
+                _inherited(conn, group[0], row)
         for event in interrupts:  # after the runs' own events: a later one means running
             for stream in event.payload["runs"]:
                 row = rows.get(stream)
@@ -200,16 +240,25 @@ class RunsProjector(RunRowsProjector[_Page, str]):
         return [(RUNS, list(rows.values()))]
 
 
-def _inherited(conn: Connection, started: Recorded) -> tuple[int, int]:
-    """Scored attempts and papers (not revisions) of the trajectory a fork whose
-    `run.started` is `started` stands on (`runstate.fork.inherited`). Read from the log,
-    which holds them before the fork's start: rebuilt equals incremental. Forks are rare,
-    and this runs once at each one's start; it reads only what it counts."""
+def _inherited(conn: Connection, started: Recorded, row: dict[str, Any]) -> None:
+    """What the trajectory a fork whose `run.started` is `started` stands on gives its
+    row: its scored attempts and papers (not revisions, `runstate.fork.inherited`), and
+    its wall time's start and time stood stopped, as the fork's folded state has them
+    (`runstate.fork.begin`). Read from the log, which holds them before the fork's start:
+    rebuilt equals incremental. Forks are rare, and this runs once at each one's start."""
+    first = started.typed_record()
+    try:
+        state = begin(first, log_loader(conn))
+    except ValueError:  # a log without the trajectory the fork names: its own time only
+        state = None
+    if state is not None:
+        row["wall_started_at"] = state.started_at
+        row["stopped_seconds"] += state.stopped_s
     counted = ("experiment.scored", "paper.submitted")
-    events = inherited(started.typed_record(), log_loader(conn, types=counted))
+    events = inherited(first, log_loader(conn, types=counted))
     attempts = sum(isinstance(e.payload, ExperimentScored) for e in events)
     papers = sum(isinstance(e.payload, PaperSubmitted) and not e.payload.revises for e in events)
-    return attempts, papers
+    row["inherited_attempts"], row["inherited_papers"] = attempts, papers
 
 
 _BLANK = blank_row(RunRow)
@@ -229,9 +278,11 @@ def _fold(row: dict[str, Any], events: list[Recorded]) -> None:
     first, last = events[0], events[-1]
     if row["status"] == "interrupted":  # resumed: its next event is in the log
         row["status"] = "running"
+    if last.type == "run.interrupted":
+        row["status"] = "interrupted"
     row["event_count"] += len(events)
     if row["first_event_at"] is None:
-        row["first_event_at"] = first.occurred_at
+        row["first_event_at"] = row["wall_started_at"] = first.occurred_at
     row["last_event_at"], row["last_position"] = last.occurred_at, last.position
     if not row["campaign"]:  # the first campaign the run's events name
         named = [e.correlation_id for e in events if e.correlation_id]
@@ -239,6 +290,10 @@ def _fold(row: dict[str, Any], events: list[Recorded]) -> None:
             row["campaign"] = named[0]
     for event in events:
         kind = event.type
+        if row["stopped_at"] is not None and kind != "run.interrupted":  # its stop ends
+            away = (event.occurred_at - row["stopped_at"]).total_seconds()
+            row["stopped_seconds"] += max(0.0, away)
+            row["stopped_at"] = None
         if kind == "tool.invoked":
             row["steps"] += not event.payload.get("reported")
         elif kind == "experiment.scored":
@@ -258,6 +313,8 @@ def _fold(row: dict[str, Any], events: list[Recorded]) -> None:
                 row["forked_from"], row["fork_step"] = point["run"], point["step"]
         elif kind == "run.finished":
             row["status"], row["finish_reason"] = "finished", event.payload["reason"]
+        elif kind == "run.interrupted" and row["stopped_at"] is None:
+            row["stopped_at"] = event.occurred_at
         elif kind == "paper.submitted":
             row["papers"] += 1
             if event.payload.get("revises"):

@@ -3,6 +3,7 @@ steps, wall time, tokens and dollars, its campaign's, its reviewers', its inspec
 a lab step, a reviewer, the inspector and the analysis never disagree on where a limit is."""
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from events.payloads import Payload
@@ -14,17 +15,41 @@ if TYPE_CHECKING:
     from runstate.state import RunState
 
 
-def run_used(state: "RunState", elapsed_s: float) -> dict[BudgetName, float]:
-    """What the run has used of each limit it can have, `elapsed_s` its wall time so far
-    (less the time it stood stopped): attempts made, steps taken (tool calls labrxiv ran),
-    model tokens and dollars counted by `events.spend`."""
+def run_used(state: "RunState", now: datetime) -> dict[BudgetName, float]:
+    """What the run has used of each limit it can have by `now`: attempts made, wall time
+    (`wall_used`), steps taken (tool calls labrxiv ran), model tokens and dollars counted
+    by `events.spend`."""
     return {
         "attempts": len(state.attempts),
-        "wall_seconds": elapsed_s,
+        "wall_seconds": wall_used(state, now),
         "tokens": state.spend.tokens,
         "dollars": state.spend.dollars,
         "steps": state.steps,
     }
+
+
+def wall_used(state: "RunState", now: datetime) -> float:
+    """The wall time the run has used by `now` (`wall_seconds` of its folded state). A
+    read model that keeps no clock counts it to the run's last event (`state.last_at`)."""
+    return wall_seconds(state.started_at, state.stopped_s, state.stopped_at, now)
+
+
+def wall_seconds(
+    started_at: datetime, stopped_s: float, stopped_at: datetime | None, now: datetime
+) -> float:
+    """The wall time a run has used by `now`: the seconds since `started_at` (a fork's
+    goes on from its parent's: `runstate.fork.rebase`), less the `stopped_s` it stood
+    stopped between each `run.interrupted` and its next event, less the time since
+    `stopped_at` while it stands stopped. The one rule of a run's wall time: the lab's
+    limit, the detectors and the metrics count it here, from the run's own stream.
+
+    A run stopped in a log written before runs recorded their stops is named only by its
+    campaign's `campaign.interrupted`: its stream does not say it stood stopped, so its
+    stop counts as wall time used."""
+    stopped = stopped_s
+    if stopped_at is not None:
+        stopped += max(0.0, (now - stopped_at).total_seconds())
+    return (now - started_at).total_seconds() - stopped
 
 
 def exceeded(name: BudgetName, limit: float | None, used: float) -> BudgetExceeded | None:

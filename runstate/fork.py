@@ -81,7 +81,9 @@ def begin(first: Fact, load: Load) -> RunState:
 def rebase(parent: RunState, started: Fact) -> RunState:
     """The fork whose `run.started` is `started`, from its parent's state at the fork
     point. The elapsed time goes on from the parent's (a wall-time budget counts the
-    whole trajectory, as the other budgets do); the last payload is the fork's start,
+    whole trajectory, as the other budgets do), less the time the parent stood stopped
+    (its `stopped_s`; a parent stopped at the fork point is not: the fork runs from its
+    start); the last payload is the fork's start,
     so a policy begins a new decision with the fork's settings instead of finishing
     the parent's pending one (an `llm` parent's next call, written ahead for its model)."""
     if not isinstance(started.payload, RunStarted):
@@ -94,6 +96,7 @@ def rebase(parent: RunState, started: Fact) -> RunState:
         started=started.payload,
         started_at=started.occurred_at - elapsed,
         last_at=started.occurred_at,
+        stopped_at=None,
         campaign=started.correlation_id,
         last=started.payload,
         last_id=started.id,

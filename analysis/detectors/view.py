@@ -168,15 +168,12 @@ def best(state: RunState) -> float | None:
 
 def used(state: RunState) -> dict[str, float]:
     """The fraction of each of the run's limits `state` has used, by limit name (only the
-    limits the run has), counted as the lab counts them (`runstate.budget.run_used`). Wall
-    time runs from the run's start to its last event: the run's own stream does not say
-    how long it stood stopped between a `campaign.interrupted` and a resume, which the
-    lab leaves out of its limit, so for a run that was resumed this is an upper bound."""
-    elapsed = (state.last_at - state.started_at).total_seconds()
+    limits the run has), counted as the lab counts them (`runstate.budget.run_used`), wall
+    time to the run's last event."""
     limits = state.started.budget.model_dump()
     return {
         name: amount / limits[name]
-        for name, amount in run_used(state, elapsed).items()
+        for name, amount in run_used(state, state.last_at).items()
         if limits.get(name)
     }
 

@@ -49,7 +49,14 @@ from events.payloads.review import (
     ReviewStopped,
     ReviewSubmitted,
 )
-from events.payloads.run import Budget, ForkPoint, LlmConfig, RunFinished, RunStarted
+from events.payloads.run import (
+    Budget,
+    ForkPoint,
+    LlmConfig,
+    RunFinished,
+    RunInterrupted,
+    RunStarted,
+)
 from events.payloads.tool import FileDigest, ToolInvoked, ToolReturned
 
 AnyPayload = Annotated[
@@ -58,6 +65,7 @@ AnyPayload = Annotated[
     | CampaignInterrupted
     | RunStarted
     | RunFinished
+    | RunInterrupted
     | ToolInvoked
     | ToolReturned
     | ExperimentScored
@@ -142,6 +150,7 @@ __all__ = [
     "PAYLOAD_TYPES",
     "Payload",
     "RunFinished",
+    "RunInterrupted",
     "RunStarted",
     "ToolInvoked",
     "ToolReturned",

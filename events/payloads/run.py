@@ -23,8 +23,8 @@ class Budget(BaseModel):
     attempts: int | None = Field(default=None, ge=1)
     """Scored experiments the lab may make."""
     wall_seconds: float | None = Field(default=None, gt=0)
-    """Elapsed time from the run's start, less the time it stood stopped after a
-    `campaign.interrupted` naming it (until its next event)."""
+    """Elapsed time from the run's start, less the time it stood stopped (from each
+    `run.interrupted` to its next event): `runstate.budget.wall_seconds`."""
     tokens: int | None = Field(default=None, ge=1)
     """Model tokens of every kind, summed."""
     dollars: float | None = Field(default=None, gt=0)
@@ -133,3 +133,15 @@ class RunFinished(Payload):
     """done, budget (a limit was reached), error, or cancelled."""
     detail: str = ""
     """A human-readable explanation, e.g. which budget or which error."""
+
+
+class RunInterrupted(Payload):
+    """The process working on the run was stopped (Ctrl-C of an embedded campaign, its
+    `--timeout`) before the run finished: nobody works on it until it is resumed, and its
+    next event shows it running again. The time to that event is no wall time of the run.
+    Recorded beside the campaign's `campaign.interrupted`, in the run's own stream, so the
+    run's state says how long it stood stopped."""
+
+    type: Literal["run.interrupted"] = "run.interrupted"
+    detail: str = Field(default="", max_length=2000)
+    """What stopped it (e.g. `Ctrl-C in labrxiv demo`)."""

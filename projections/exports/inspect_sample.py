@@ -112,6 +112,7 @@ def summary_of(run: ExportedRun) -> dict[str, Any]:
         "started_at": None if view.first_event_at is None else view.first_event_at.isoformat(),
         "completed_at": None if view.last_event_at is None else view.last_event_at.isoformat(),
         "total_time": view.elapsed_seconds,
+        "working_time": view.wall_seconds,
         "uuid": None if first is None else str(first.id),
         "completed": view.finished,
         "message_count": len(run.conversation.messages),

@@ -23,6 +23,7 @@ from labrxiv.report import interrupted, run_endings
 from projections.catalogue import all_projectors
 from projections.runner import ProjectionRunner
 from projections.runs import runs_of
+from runstate import fold
 
 pytestmark = pytest.mark.slow
 LABRXIV = Path(sys.executable).with_name("labrxiv")
@@ -91,6 +92,7 @@ def test_ctrl_c_of_a_campaign_leaves_runs_interrupted_and_resume_finishes_them(
     with store.engine.connect() as conn:  # caught up before the process exited
         views = {v.stream: v for v in runs_of(conn)}
     assert {views[s].status for s in left} == {"interrupted"}
+    assert {store.read_stream(s)[-1].type for s in left} == {"run.interrupted"}
     assert sum(v.event_count for v in views.values()) == sum(
         1 for r in store.iter_records() if r.stream.startswith("run-")
     )
@@ -106,6 +108,10 @@ def test_ctrl_c_of_a_campaign_leaves_runs_interrupted_and_resume_finishes_them(
         assert sorted(attempts) == list(range(1, 7)) and set(attempts.values()) == {1}
     finished = store.read_records(types=["campaign.finished"])
     assert len(finished) == 1
+    for stream in left:  # the stop is the run's own, and no wall time of it
+        events = store.read_stream(stream)
+        assert sum(e.type == "run.interrupted" for e in events) == 1
+        assert fold(events).stopped_s > 0
     with store.engine.connect() as conn:
         assert {v.status for v in runs_of(conn)} == {"finished"}
     again = cli("resume", LABRXIV_DATA_DIR=str(data))

@@ -173,6 +173,7 @@ def test_runs_match_the_log(campaign: tuple[Embedded, str]) -> None:
                 best_score=max(scores),
                 best_direction="maximize",
                 first_event_at=started.occurred_at,
+                wall_started_at=started.occurred_at,
                 last_event_at=last.occurred_at,
                 last_position=last.position,
             )

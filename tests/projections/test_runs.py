@@ -6,6 +6,7 @@ import pytest
 from handmade_log import RunLog, at, build, interleave
 
 from events import Event
+from events.payloads import RunInterrupted
 from projections.runner import ProjectionRunner
 from projections.runs import RunView, runs_of
 
@@ -59,6 +60,7 @@ def test_a_row_per_run_with_its_counts(runs: ProjectionRunner) -> None:
             best_score=0.5,
             best_direction="maximize",
             first_event_at=at(0),
+            wall_started_at=at(0),
             last_event_at=at(13),
             last_position=last["run-a"],
         ),
@@ -76,6 +78,7 @@ def test_a_row_per_run_with_its_counts(runs: ProjectionRunner) -> None:
             papers=0,
             best_score=None,
             first_event_at=at(1),
+            wall_started_at=at(1),
             last_event_at=at(9),
             last_position=last["run-b"],
         ),
@@ -94,12 +97,39 @@ def test_a_row_per_run_with_its_counts(runs: ProjectionRunner) -> None:
             best_score=3.0,
             best_direction="maximize",
             first_event_at=at(2),
+            wall_started_at=at(2),
             last_event_at=at(8),
             last_position=last["run-c"],
         ),
     ]
     assert found[0].finished and not found[1].finished
     assert found[0].elapsed_seconds == 13.0 and found[2].elapsed_seconds == 6.0
+    assert [run.wall_seconds for run in found] == [run.elapsed_seconds for run in found]
+
+
+@pytest.mark.parametrize("step", [1, 2, None], ids=["page-of-1", "pages-of-2", "at-once"])
+def test_a_run_stood_stopped_is_interrupted_and_its_stop_no_wall_time(
+    sqlite_url: str, step: int | None
+) -> None:
+    a = RunLog("a", "lab-a", campaign="c1")
+    a.start(0)
+    a.tool("call-1", "bash", 3, 0.5)
+    a.add(RunInterrupted(detail="Ctrl-C"), 5)
+    stopped = build(sqlite_url, interleave(a), step=step)
+    with stopped.store.engine.connect() as conn:
+        (run,) = runs_of(conn)
+    assert run.status == "interrupted" and run.wall_seconds == 5.0
+    a.tool("call-2", "bash", 3605, 0.5)  # resumed an hour later
+    stopped.store.append(interleave(a)[-2:])
+    stopped.catch_up()
+    with stopped.store.engine.connect() as conn:
+        (run,) = runs_of(conn)
+    assert run.status == "running" and run.stopped_seconds == 3600.0
+    assert run.wall_seconds == 5.5 and run.elapsed_seconds == 3605.5
+    stopped.rebuild()  # the stop and its end in one page
+    with stopped.store.engine.connect() as conn:
+        assert runs_of(conn) == [run]
+    stopped.store.engine.dispose()
 
 
 def test_runs_of_a_campaign_or_of_streams(runs: ProjectionRunner) -> None:

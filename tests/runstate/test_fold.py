@@ -24,6 +24,7 @@ from events.payloads import (
     Payload,
     PhaseEntered,
     RunFinished,
+    RunInterrupted,
     RunStarted,
     ToolInvoked,
     ToolReturned,
@@ -85,6 +86,7 @@ def _payloads(n: int) -> st.SearchStrategy[Payload]:
             ),
             ModelFailed(call_id=call, error="timeout", latency_s=1.0, will_retry=True),
             RunFinished(reason="done"),
+            RunInterrupted(detail="Ctrl-C"),
         ]
     )
 
@@ -159,3 +161,34 @@ def test_an_event_out_of_order_is_refused() -> None:
     skipped = first.model_copy(update={"version": 2, "payload": RunFinished(reason="done")})
     with pytest.raises(ValueError, match="does not follow"):
         apply(start(first), skipped)
+
+
+def test_a_stop_is_no_decision_and_its_time_is_summed_to_the_next_event() -> None:
+    """A run stopped with a model call written ahead takes that call up when resumed: the
+    `run.interrupted` leaves `last` as it was, and the time to the next event is the
+    time it stood stopped."""
+    called = ModelCalled(
+        call_id="c", request_id="c", attempt=1, model="m", provider="p", messages=1
+    )
+    payloads = [STARTED, called, RunInterrupted(detail="Ctrl-C")]
+    events = [
+        Event(
+            id=new_id(), stream="run-s", version=v, occurred_at=T0 + timedelta(minutes=v), payload=p
+        )
+        for v, p in enumerate(payloads)
+    ]
+    stopped = fold(events)
+    assert stopped.last == called and stopped.stopped_at == T0 + timedelta(minutes=2)
+    answer = ModelFailed(call_id="c", error="timeout", latency_s=1.0, will_retry=True)
+    resumed = apply(
+        stopped,
+        Event(
+            id=new_id(),
+            stream="run-s",
+            version=3,
+            occurred_at=T0 + timedelta(hours=5),
+            payload=answer,
+        ),
+    )
+    assert resumed.stopped_at is None and resumed.last == answer
+    assert resumed.stopped_s == (timedelta(hours=5) - timedelta(minutes=2)).total_seconds()

@@ -7,7 +7,10 @@ from pathlib import Path
 from events import Event, EventStore
 from events.ids import new_id, utcnow
 from events.payloads import Budget, RunStarted, ToolInvoked
+from workers.bus.memory import MemoryBus
 from workers.lab.interrupt import record_interrupted, unfinished_by_campaign
+from workers.reactions import REACTIONS
+from workers.reactor import Reactor
 
 CAMPAIGN = "c0ffee"
 
@@ -30,6 +33,10 @@ def _interruptions(store: EventStore) -> int:
     return len(store.read_records(types=["campaign.interrupted"]))
 
 
+def _stops(store: EventStore, run: str) -> int:
+    return sum(event.type == "run.interrupted" for event in store.read_stream(run))
+
+
 def test_interrupting_twice_writes_one_event(tmp_path: Path) -> None:
     store = EventStore.from_url(f"sqlite:///{tmp_path / 'log.db'}")
     runs = [f"run-{CAMPAIGN}-0", f"run-{CAMPAIGN}-1"]
@@ -43,7 +50,7 @@ def test_interrupting_twice_writes_one_event(tmp_path: Path) -> None:
     moved = Event(
         id=new_id(),
         stream=runs[0],
-        version=1,
+        version=store.stream_version(runs[0]) + 1,
         occurred_at=utcnow(),
         correlation_id=CAMPAIGN,
         actor="lab-0",
@@ -52,3 +59,31 @@ def test_interrupting_twice_writes_one_event(tmp_path: Path) -> None:
     store.append([moved])
     assert record_interrupted(store, CAMPAIGN, runs, "--timeout 1s in labrxiv resume")
     assert _interruptions(store) == 2
+    assert [_stops(store, run) for run in runs] == [2, 1], "a run stopped stays stopped"
+    assert not record_interrupted(store, CAMPAIGN, runs, "--timeout 1s in labrxiv resume")
+
+
+def test_each_run_stopped_records_its_stop_in_its_own_stream(tmp_path: Path) -> None:
+    store = EventStore.from_url(f"sqlite:///{tmp_path / 'log.db'}")
+    runs = [f"run-{CAMPAIGN}-0", f"run-{CAMPAIGN}-1"]
+    store.append([_started(run) for run in runs])
+    assert record_interrupted(store, CAMPAIGN, runs, "Ctrl-C in labrxiv campaign")
+    for run in runs:
+        last = store.last_record(run)
+        assert last is not None and last.type == "run.interrupted" and last.version == 1
+        assert last.payload["detail"] == "Ctrl-C in labrxiv campaign"
+
+
+def test_a_stopped_run_waits_for_its_resume(tmp_path: Path) -> None:
+    """A reactor catching up over a stop sends no step of the runs it stopped: they go on
+    when resumed (`labrxiv resume`), not when some process next reads the log."""
+    store = EventStore.from_url(f"sqlite:///{tmp_path / 'log.db'}")
+    runs = [f"run-{CAMPAIGN}-0", f"run-{CAMPAIGN}-1"]
+    store.append([_started(run) for run in runs])
+    reactor = Reactor(store, MemoryBus(), REACTIONS)
+    reactor.catch_up()
+    bus = MemoryBus()
+    reactor.bus = bus
+    assert record_interrupted(store, CAMPAIGN, runs, "Ctrl-C in labrxiv campaign")
+    reactor.catch_up()
+    assert bus.sent == []

@@ -41,7 +41,7 @@ from events.payloads import (
 from events.payloads.agent import AgentConfig, AgentExited, AgentStarted, WorkspaceChanged
 from events.payloads.run import ForkPoint
 from runstate import RunState
-from runstate.budget import ended_by, run_used
+from runstate.budget import ended_by, run_used, wall_used
 from workers.agent import inside, reported
 from workers.agent.answers import Unreadable, read_answer
 from workers.agent.relay import ModelRelay, error_body
@@ -306,8 +306,7 @@ class AgentSession:
         if wall is None:
             seconds = DEFAULT_WALL
         else:
-            used = (utcnow() - state.started_at).total_seconds()
-            seconds = max(1.0, wall - used)
+            seconds = max(1.0, wall - wall_used(state, utcnow()))
         return Limits(
             wall_seconds=seconds,
             cpu_seconds=int(seconds) * 4 + 60,
@@ -563,7 +562,7 @@ class AgentSession:
     def _budget_left(self) -> str:
         state = self.emitter.state
         limits = state.started.budget
-        used = run_used(state, (utcnow() - state.started_at).total_seconds())
+        used = run_used(state, utcnow())
         lines = []
         for name, value in used.items():
             limit = getattr(limits, name)

@@ -11,15 +11,12 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import get_args
 
-from events import EventStore
 from events.payloads import (
     Budget,
     BudgetExceeded,
-    CampaignInterrupted,
     CampaignStarted,
     Payload,
     RunFinished,
-    RunStarted,
 )
 from events.payloads.integrity import BudgetName
 from events.payloads.run import BudgetSource
@@ -57,60 +54,15 @@ def run_budget(
     return Budget.model_validate(limits), source
 
 
-def stopped_seconds(store: EventStore, state: RunState, now: datetime) -> float:
-    """How long the run stood stopped: for each `campaign.interrupted` naming it (an
-    embedded campaign stopped by Ctrl-C or its `--timeout`), the time from the stop to
-    the run's next event, or to `now` when it has none yet (the step resuming it). A
-    wall-time limit counts the time the run was worked on, not the night it stood
-    stopped before `labrxiv resume`. A fork's elapsed time goes on from its parent's (and
-    its parent's from theirs): the time they stood stopped before the fork point counts
-    too. 0 for a run without a wall-time limit."""
-    if state.started.budget.wall_seconds is None:
-        return 0.0
-    total = _stopped(store, state.campaign, state.stream, None, now)
-    point = state.started.forked_from
-    while point is not None:  # up the fork's ancestors, each to its fork point
-        first = store.read_stream(point.run, limit=1)
-        if not first or not isinstance(first[0].payload, RunStarted):
-            break
-        total += _stopped(store, first[0].correlation_id, point.run, point.version + 1, None)
-        point = first[0].payload.forked_from
-    return total
-
-
-def _stopped(
-    store: EventStore, campaign: str | None, stream: str, limit: int | None, now: datetime | None
-) -> float:
-    """The seconds `stream` (its first `limit` events) stood stopped after each
-    `campaign.interrupted` naming it: until its next event, else until `now` (None: a
-    stop after the last event counted does not count)."""
-    if campaign is None:
-        return 0.0
-    stops = [
-        event.occurred_at
-        for event in store.read_stream(campaign_stream(campaign))
-        if isinstance(event.payload, CampaignInterrupted) and stream in event.payload.runs
-    ]
-    if not stops:
-        return 0.0
-    times = [event.occurred_at for event in store.read_stream(stream, limit=limit)]
-    total = 0.0
-    for stop in stops:
-        after = next((at for at in times if at > stop), now)
-        if after is not None:
-            total += max(0.0, (after - stop).total_seconds())
-    return total
-
-
 BUDGET_NAMES: tuple[BudgetName, ...] = get_args(BudgetName)
 """Every limit a run can have, in the order `Budget` lists them."""
 
 
-def over_budget(state: RunState, now: datetime, stopped: float = 0.0) -> BudgetExceeded | None:
-    """The first of the run's wall-time and step limits it has used up. `stopped`: the
-    seconds the run stood stopped (`stopped_seconds`), which its wall time leaves out."""
+def over_budget(state: RunState, now: datetime) -> BudgetExceeded | None:
+    """The first of the run's wall-time and step limits it has used up by `now` (wall
+    time less the time it stood stopped: `runstate.budget.wall_seconds`)."""
     budget = state.started.budget
-    used = run_used(state, (now - state.started_at).total_seconds() - stopped)
+    used = run_used(state, now)
     return exceeded("wall_seconds", budget.wall_seconds, used["wall_seconds"]) or exceeded(
         "steps", budget.steps, used["steps"]
     )

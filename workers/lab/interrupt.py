@@ -1,17 +1,22 @@
 """Interrupting a campaign's runs and taking them up again.
 
 An interruption is recorded as a `campaign.interrupted` naming the runs a stop left
-unfinished. Its id is derived from those runs and the last version of each, so
-recording the same stop twice (a second Ctrl-C, a retried command) keeps one event; a
-stop after the runs moved on is another interruption, with another id.
+unfinished, and a `run.interrupted` in each of those runs' streams (the stop the run's
+wall time leaves out: `runstate.budget.wall_seconds`). The campaign event's id is
+derived from those runs and the last version each was worked to, and a run's from its
+stream and version, so recording the same stop twice (a second Ctrl-C, a retried
+command) keeps one of each; a stop after the runs moved on is another interruption, with
+other ids. A run already stopped is not stopped again: its stop lasts to its next event.
 """
 
 from collections.abc import Iterable
+from datetime import datetime
 
 from events import Event, EventStore
 from events.ids import derived_id, utcnow
-from events.payloads import CampaignInterrupted
-from events.streams import campaign_stream
+from events.payloads import CampaignInterrupted, RunInterrupted
+from events.recorded import Recorded
+from events.streams import campaign_stream, event_id_at
 from workers.bus.base import Bus
 from workers.lab.reaper import unfinished_runs
 from workers.lab.step import LAB_STEP_TASK
@@ -31,13 +36,26 @@ def unfinished_by_campaign(store: EventStore, campaign: str | None = None) -> di
 
 
 def record_interrupted(store: EventStore, campaign: str, runs: list[str], detail: str) -> bool:
-    """Append `campaign.interrupted` naming `runs` to the campaign's stream; False when
-    the log holds this interruption already (the runs have not moved since)."""
+    """Append `run.interrupted` to each of `runs` not stopped already, then
+    `campaign.interrupted` naming `runs` to the campaign's stream; False when the log
+    holds this interruption already (the runs have not moved since)."""
     stream = campaign_stream(campaign)
-    lasts = [(run, store.last_record(run)) for run in runs]
-    seed = ",".join(f"{run}@{last.version if last else -1}" for run, last in lasts)
-    times = [last.occurred_at for _, last in lasts if last is not None]
     now = utcnow()
+    stops: list[Event] = []
+    worked: list[tuple[str, int, datetime | None]] = []  # each run's last event but a stop
+    for run in runs:
+        last = store.last_record(run)
+        if last is None:
+            worked.append((run, -1, None))
+        elif last.type == "run.interrupted":
+            before = store.read_stream(run, after_version=last.version - 2, limit=1)
+            worked.append((run, last.version - 1, before[0].occurred_at if before else None))
+        else:
+            stops.append(_stop(last, detail, now))
+            worked.append((run, last.version, last.occurred_at))
+    stopped = bool(store.append(stops).appended) if stops else False
+    seed = ",".join(f"{run}@{version}" for run, version, _ in worked)
+    times = [at for _, _, at in worked if at is not None]
     event = Event(
         id=derived_id(f"{stream}:interrupted:{seed}", max(times, default=now)),
         stream=stream,
@@ -47,7 +65,21 @@ def record_interrupted(store: EventStore, campaign: str, runs: list[str], detail
         actor=ACTOR,
         payload=CampaignInterrupted(runs=runs, detail=detail),
     )
-    return bool(store.append([event]).appended)
+    return bool(store.append([event]).appended) or stopped
+
+
+def _stop(last: Recorded, detail: str, now: datetime) -> Event:
+    """The `run.interrupted` that follows `last`, the run's last event, at `now`."""
+    return Event(
+        id=event_id_at(last.stream, last.version + 1, last.occurred_at),
+        stream=last.stream,
+        version=last.version + 1,
+        occurred_at=max(now, last.occurred_at),
+        causation_id=last.id,
+        correlation_id=last.correlation_id,
+        actor=ACTOR,
+        payload=RunInterrupted(detail=detail),
+    )
 
 
 def resume_runs(bus: Bus, store: EventStore, runs: Iterable[str]) -> list[str]:

@@ -18,7 +18,9 @@ from workers.lab.step import LAB_STEP_TASK
 
 
 def schedule_next_steps(store: EventStore, bus: Bus, recorded: Sequence[Recorded]) -> None:
-    """Send the next step of every run that moved and is not finished."""
+    """Send the next step of every run that moved and is neither finished nor stopped (a
+    run whose last event is `run.interrupted` waits to be resumed: `labrxiv resume` or a
+    reaper sends its step)."""
     last: dict[str, Recorded] = {}
     for event in recorded:
         if event.stream.startswith(RUN_PREFIX):
@@ -28,7 +30,7 @@ def schedule_next_steps(store: EventStore, bus: Bus, recorded: Sequence[Recorded
         if event.type == "run.finished":
             if event.correlation_id:
                 finished_in.add(event.correlation_id)
-        else:
+        elif event.type != "run.interrupted":
             bus.send(LAB_STEP_TASK, stream, event.version)
     # Once per campaign, not once per finished run: a batch that finishes many runs of
     # one campaign read the campaign's stream for each (half the recorder's time at

@@ -46,7 +46,7 @@ from workers.bus.base import BusStopped, publish
 from workers.context import WorkerContext
 from workers.errors import RetryLater
 from workers.gym.grading import GraderBroken
-from workers.lab.budget import over_budget, stopped_seconds
+from workers.lab.budget import over_budget
 from workers.lab.emitter import Emitter, actor_of
 from workers.lab.lease import Held, Taken
 from workers.lab.policies import StepInput
@@ -128,8 +128,6 @@ def _step(
         raise RuntimeError("this worker has no lab services configured")
     now = utcnow()
     over = over_budget(state, now)
-    if over is not None and over.budget == "wall_seconds":  # unless it stood stopped a while
-        over = over_budget(state, now, stopped_seconds(ctx.store, state, now))
     if over is not None:  # no tool runs: the lease is not needed (a second take ends alike)
         return _send(ctx, state, ended_by(over), {}, now)
     if ctx.leases is None:
