@@ -3,7 +3,8 @@
 For 10, 50 and 100 labs, `labrxiv campaign --policy llm` runs on the embedded defaults
 (no Redis, no database URL: SQLite and the in-process bus, one process), as a person
 runs it, against the tests' local OpenAI-compatible server answering every call with a
-tool call after an added latency (default 500 ms). Then Inspect AI runs the same number
+tool call after an added latency (default 500 ms); isolated labs with room for every
+call in one phase (`--phase-calls`), so no run ends inside the window. Then Inspect AI runs the same number
 of tool-calling agents (`basic_agent` with one tool, every answer a call of it) against
 the same server. Each is measured over a window after a warm-up: answered model calls
 per second against the ideal (agents / latency: each agent always has one call in
@@ -144,8 +145,9 @@ def labrxiv_campaign(server: FakeServer, labs: int, warmup: float, window: float
         command = [str(LABRXIV), "campaign", "--task", "continual-digits", "--policy", "llm"]
         command += ["--model", MODEL, "--labs", str(labs), "--papers", "1", "--timeout", "3600"]
         # The model never moves on by itself: without room, every run would end its cycle
-        # after 4 × 12 calls, inside the window, and the labs left would be fewer.
-        command += ["--phase-calls", str(PHASE_CALLS)]
+        # after 4 × 12 calls, inside the window, and the labs left would be fewer. Isolated
+        # labs begin in the plan phase, which offers the tool the model calls.
+        command += ["--phase-calls", str(PHASE_CALLS), "--mode", "isolated"]
         return measure(server, command, env, Path(folder), warmup, window)
 
 
