@@ -4,13 +4,14 @@ For 10, 50 and 100 labs, `labrxiv campaign --policy llm` runs on the embedded de
 (no Redis, no database URL: SQLite and the in-process bus, one process), as a person
 runs it, against the tests' local OpenAI-compatible server answering every call with a
 tool call after an added latency (default 500 ms); isolated labs with room for every
-call in one phase (`--phase-calls`), so no run ends inside the window. Then Inspect AI runs the same number
-of tool-calling agents (`basic_agent` with one tool, every answer a call of it) against
-the same server. Each is measured over a window after a warm-up: answered model calls
-per second against the ideal (agents / latency: each agent always has one call in
-flight when nothing else costs time) and the CPU seconds its process spent per answered
-call in the window (/proc). Calls are counted at the server, as the requests received
-in the window: in steady state each agent has one call in flight at both ends of it.
+call in one phase (`--phase-calls`), so no run ends inside the window. Then Inspect AI
+runs the same number of tool-calling agents (`basic_agent` with one tool, every answer a
+call of it) against the same server. Each is measured over a window after a warm-up:
+answered model calls per second against the ideal (agents / latency: each agent always
+has one call in flight when nothing else costs time) and the CPU seconds its process
+spent per answered call in the window (/proc). Calls are counted at the server, as the
+requests received in the window: in steady state each agent has one call in flight at
+both ends of it.
 
 Inspect AI is a peer, not a dependency (it needs an openai the project does not pin):
 it is installed in a virtual environment of the bench's own (`--inspect-venv`, made
