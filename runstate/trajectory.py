@@ -12,7 +12,14 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from events.payloads import ExperimentScored, ModelCalled, RunStarted, ToolInvoked, ToolReturned
+from events.payloads import (
+    ExperimentScored,
+    ModelCalled,
+    RunInterrupted,
+    RunStarted,
+    ToolInvoked,
+    ToolReturned,
+)
 from events.payloads.model import Phase
 from events.recorded import Fact
 from events.spend import NOTHING, Spend, spend_of_payload
@@ -109,7 +116,10 @@ def groups(
     number += 1
     group: list[Fact] = []
     for event in iterator:
-        if group and event.causation_id != group[-1].causation_id:
+        # A stop (`run.interrupted`) is written by the stopped process, not by a step: it
+        # closes the step it follows instead of being a step of its own.
+        stop = isinstance(event.payload, RunInterrupted)
+        if group and event.causation_id != group[-1].causation_id and not stop:
             state = fold_from(state, group)
             yield number, group, state
             number += 1

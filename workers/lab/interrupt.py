@@ -16,7 +16,7 @@ from events import Event, EventStore
 from events.ids import derived_id, utcnow
 from events.payloads import CampaignInterrupted, RunInterrupted
 from events.recorded import Recorded
-from events.streams import campaign_stream, event_id_at
+from events.streams import campaign_stream
 from workers.bus.base import Bus
 from workers.lab.reaper import unfinished_runs
 from workers.lab.step import LAB_STEP_TASK
@@ -71,7 +71,10 @@ def record_interrupted(store: EventStore, campaign: str, runs: list[str], detail
 def _stop(last: Recorded, detail: str, now: datetime) -> Event:
     """The `run.interrupted` that follows `last`, the run's last event, at `now`."""
     return Event(
-        id=event_id_at(last.stream, last.version + 1, last.occurred_at),
+        # An id of its own, not the one a step's first event at this version gets: that
+        # step's events, reaching the log after the stop, are a version conflict (kept as
+        # a dead letter), never taken for already recorded.
+        id=derived_id(f"{last.stream}:{last.version + 1}:interrupted", last.occurred_at),
         stream=last.stream,
         version=last.version + 1,
         occurred_at=max(now, last.occurred_at),

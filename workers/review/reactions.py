@@ -6,6 +6,7 @@ run's step by the version it follows, a campaign's end by an id derived from it)
 from collections.abc import Sequence
 
 from events import EventStore
+from events.payloads import ReviewAwaited
 from events.recorded import Recorded
 from events.streams import stream_kind
 from workers.bus.base import Bus
@@ -54,10 +55,18 @@ def _run_of(store: EventStore, stopped: Recorded) -> str | None:
 
 def _wake(store: EventStore, bus: Bus, run: str | None, paper_id: str) -> None:
     """Send the step of `run` if it is idle awaiting `paper_id`'s reviews (its last event
-    is the `review.awaited`). That step only records `review.received`, so sending it
-    while the step is being taken already (the reaper) is harmless."""
+    is the `review.awaited`, or a stop, `run.interrupted`, right after it: a run resumed
+    while it waits records nothing until the decision). That step only records
+    `review.received`, so sending it while the step is being taken already (the reaper)
+    is harmless."""
     if run is None:
         return
     last = store.last_record(run)
-    if last is not None and last.type == "review.awaited" and last.payload["paper_id"] == paper_id:
+    if last is None:
+        return
+    awaited = last.typed().payload
+    if last.type == "run.interrupted" and last.version > 0:
+        before = store.read_stream(run, after_version=last.version - 2, limit=1)
+        awaited = before[0].payload if before else awaited
+    if isinstance(awaited, ReviewAwaited) and awaited.paper_id == paper_id:
         bus.send(LAB_STEP_TASK, run, last.version)
