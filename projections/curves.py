@@ -5,8 +5,7 @@ was scored: wall time (`runstate.budget.wall_seconds`: since its `run.started`, 
 time it stood stopped, from each `run.interrupted` to its `run.resumed`), compute
 seconds (sum of its `tool.returned` durations up to and including the graded call, of
 the calls labrxiv ran: as the ledger counts them, not an agent's reported calls), model
-tokens and
-dollars (its answered model calls and the model use of its gradings, this one
+tokens and dollars (its answered model calls and the model use of its gradings, this one
 included, counted by the one rule in `events.spend`; calls of unknown cost are counted
 in `unknown_cost_calls` and add no dollars), and its best score so far.
 
