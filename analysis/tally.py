@@ -69,7 +69,7 @@ class BehaviourTally:
         self.events = 0
         self.papers = 0
         # Steps as runstate.trajectory cuts them: step 0 is run.started; then a new step
-        # begins wherever the causation id changes.
+        # begins wherever the causation id changes, but at a stop (`run.interrupted`).
         self.step = -1
         self.cause: UUID | None = None
         self.phase: str | None = None
@@ -110,7 +110,9 @@ class BehaviourTally:
             self.take_start(event.payload)
             self.started_at, self.campaign = at, event.correlation_id
             self.step = self.first_step
-        elif self.step == self.first_step or event.causation_id != self.cause:
+        elif self.step == self.first_step or (
+            event.causation_id != self.cause and event.type != "run.interrupted"
+        ):  # a stop closes the step it follows instead of being one
             self.step += 1
         self.cause = event.causation_id
         self.last_at = at

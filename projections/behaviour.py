@@ -81,7 +81,8 @@ class BehaviourProjector(RunRowsProjector[dict[str, list[Recorded]], str]):
     (`runstate.best.outranks`); the tally keeps its raw score.
     4: actions are counted through `events.actions` (an agent's reported call named as a
     lab call is not counted beside the lab call).
-    5: times leave out the time the run stood stopped (`runstate.budget.wall_seconds`)."""
+    5: times leave out the time the run stood stopped (`runstate.budget.wall_seconds`),
+    and a stop (`run.interrupted`) closes the step it follows, as the trajectory cuts it."""
     cost = 2.3
     table = BEHAVIOUR
     tables = (BEHAVIOUR,)

@@ -9,7 +9,15 @@ from analysis.tally import BehaviourTally
 from analysis.tally_state import state_of, tally_from
 from events import Event, EventStore
 from events.ids import new_id
-from events.payloads import Payload, RunInterrupted, RunStarted, ToolInvoked, ToolReturned
+from events.payloads import (
+    Payload,
+    RunInterrupted,
+    RunResumed,
+    RunStarted,
+    ToolInvoked,
+    ToolReturned,
+)
+from runstate.trajectory import groups
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
 STOP = T0 + timedelta(minutes=10)
@@ -64,3 +72,47 @@ def test_a_tally_saved_while_stopped_goes_on_as_one_never_saved(sqlite_url: str)
     tally.add(records[2])
 
     assert tally.result().duration_s == 10 * 60.0
+
+
+def test_a_stop_closes_the_step_it_follows_as_the_trajectory_cuts_it(sqlite_url: str) -> None:
+    """A `run.interrupted` (caused by the run's last event) is no step of its own, and the
+    step that resumes the run begins with its `run.resumed` (`runstate.trajectory`)."""
+    store = EventStore.from_url(sqlite_url)
+    started = Event(
+        id=new_id(),
+        stream=RUN,
+        version=0,
+        occurred_at=T0,
+        payload=RunStarted(task="t", lab="lab-0", policy="search"),
+    )
+    invoked = Event(
+        id=new_id(),
+        stream=RUN,
+        version=1,
+        occurred_at=T0,
+        causation_id=started.id,
+        payload=ToolInvoked(call_id="a", tool="bash", args={}),
+    )
+    stop = Event(
+        id=new_id(),
+        stream=RUN,
+        version=2,
+        occurred_at=STOP,
+        causation_id=invoked.id,
+        payload=RunInterrupted(detail="Ctrl-C in labrxiv campaign"),
+    )
+    resumed = Event(
+        id=new_id(),
+        stream=RUN,
+        version=3,
+        occurred_at=MORNING,
+        causation_id=stop.id,
+        payload=RunResumed(),
+    )
+    store.append([started, invoked, stop, resumed])
+    tally = BehaviourTally(RUN)
+    for record in store.read_records(stream=RUN):
+        tally.add(record)
+
+    cut = list(groups(store.read_stream(RUN)))
+    assert tally.result().steps == len(cut) == 3
