@@ -39,6 +39,7 @@ from events.actions import payload_is_action
 from events.recorded import EventLike
 from events.spend import NOTHING, Spend, spend_of
 from runstate.best import outranks
+from runstate.budget import stood_stopped, wall_seconds
 
 BINS = 10
 """Equal time slices of a run in the density figure."""
@@ -60,11 +61,15 @@ class BehaviourTally:
         self.campaign: str | None = None
         self.started_at: datetime | None = None
         self.last_at: datetime | None = None
+        self.stopped_s = 0.0
+        """Seconds the run stood stopped so far (`runstate.budget.stood_stopped`)."""
+        self.stopped_at: datetime | None = None
+        """When the run was stopped, while it stands stopped."""
         self.finished: str | None = None
         self.events = 0
         self.papers = 0
         # Steps as runstate.trajectory cuts them: step 0 is run.started; then a new step
-        # begins wherever the causation id changes.
+        # begins wherever the causation id changes, but at a stop (`run.interrupted`).
         self.step = -1
         self.cause: UUID | None = None
         self.phase: str | None = None
@@ -105,10 +110,16 @@ class BehaviourTally:
             self.take_start(event.payload)
             self.started_at, self.campaign = at, event.correlation_id
             self.step = self.first_step
-        elif self.step == self.first_step or event.causation_id != self.cause:
+        elif self.step == self.first_step or (
+            event.causation_id != self.cause and event.type != "run.interrupted"
+        ):  # a stop closes the step it follows instead of being one
             self.step += 1
         self.cause = event.causation_id
         self.last_at = at
+        if self.stopped_at is not None or event.type == "run.interrupted":
+            self.stopped_s, self.stopped_at = stood_stopped(
+                self.stopped_s, self.stopped_at, event.type, at
+            )
         self.events += 1
         handler = _HANDLERS.get(event.type)
         if handler is not None:
@@ -126,8 +137,10 @@ class BehaviourTally:
         self.first_step = 0 if not point else int(point["step"]) + 1
 
     def _elapsed(self, at: datetime) -> float:
+        """The wall time the run had used at `at` (`runstate.budget.wall_seconds`): the
+        time it stood stopped is neither its duration nor any gap between its actions."""
         assert self.started_at is not None
-        return (at - self.started_at).total_seconds()
+        return wall_seconds(self.started_at, self.stopped_s, self.stopped_at, at)
 
     # -- per event type ------------------------------------------------------------
 
@@ -197,11 +210,15 @@ class BehaviourTally:
 
     # -- the figures ---------------------------------------------------------------
 
-    def result(self) -> Behaviour:
-        """The figures of the run as far as it was added."""
+    def duration_s(self) -> float:
+        """The wall time the run had used at its last event added (`_elapsed`)."""
         if self.started_at is None or self.last_at is None:
             raise ValueError(f"{self.run}: no event added")
-        duration = self._elapsed(self.last_at)
+        return self._elapsed(self.last_at)
+
+    def result(self) -> Behaviour:
+        """The figures of the run as far as it was added."""
+        duration = self.duration_s()
         return Behaviour(
             run=self.run,
             task=self.started.get("task"),

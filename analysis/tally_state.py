@@ -26,6 +26,8 @@ def state_of(tally: BehaviourTally) -> dict[str, Any]:
         "campaign": tally.campaign,
         "started_at": _time(tally.started_at),
         "last_at": _time(tally.last_at),
+        "stopped_s": tally.stopped_s,
+        "stopped_at": _time(tally.stopped_at),
         "finished": tally.finished,
         "events": tally.events,
         "papers": tally.papers,
@@ -62,6 +64,8 @@ def tally_from(run: str, state: dict[str, Any]) -> BehaviourTally:
     tally.campaign = state["campaign"]
     tally.started_at = _parse(state["started_at"])
     tally.last_at = _parse(state["last_at"])
+    tally.stopped_s = state.get("stopped_s", 0.0)
+    tally.stopped_at = _parse(state.get("stopped_at"))
     tally.finished = state["finished"]
     tally.events = state["events"]
     tally.papers = state["papers"]

@@ -58,6 +58,7 @@ class BehaviourRow(SQLModel, table=True):
     best: float | None = None
     """The best normalized score."""
     duration_s: float
+    """Wall time the run used to its last event (`runstate.budget.wall_seconds`)."""
     tokens: int
     reasoning_tokens: int
     dollars: float
@@ -74,12 +75,14 @@ class BehaviourProjector(RunRowsProjector[dict[str, list[Recorded]], str]):
     """Folds every `run-*` stream into its tally, one row per run (`projections.run_rows`)."""
 
     name = "behaviour"
-    version = 4
+    version = 5
     """2: a fork's steps are numbered on from the steps it inherits, as `replay` numbers them.
     3: of attempts whose normalized scores tie, the best is the best raw one
     (`runstate.best.outranks`); the tally keeps its raw score.
     4: actions are counted through `events.actions` (an agent's reported call named as a
-    lab call is not counted beside the lab call)."""
+    lab call is not counted beside the lab call).
+    5: times leave out the time the run stood stopped (`runstate.budget.wall_seconds`),
+    and a stop (`run.interrupted`) closes the step it follows, as the trajectory cuts it."""
     cost = 2.3
     table = BEHAVIOUR
     tables = (BEHAVIOUR,)
@@ -135,7 +138,7 @@ def _row(tally: BehaviourTally, started: int, finished: int | None, last: int) -
         "papers": tally.papers,
         "scored": tally.scored,
         "best": tally.best,
-        "duration_s": (tally.last_at - tally.started_at).total_seconds(),
+        "duration_s": tally.duration_s(),
         "tokens": spend.tokens,
         "reasoning_tokens": spend.reasoning_tokens,
         "dollars": spend.dollars,

@@ -1,10 +1,11 @@
 """Efficiency curves (ResearchGym) and the paper curve (AgentRxiv), as read models.
 
 `curve_points`: one row per `experiment.scored`, with what the run had used when it
-was scored: seconds since its `run.started`, compute seconds (sum of its
-`tool.returned` durations up to and including the graded call, of the calls labrxiv ran:
-as the ledger counts them, not an agent's reported calls), model tokens and
-dollars (its answered model calls and the model use of its gradings, this one
+was scored: wall time (`runstate.budget.wall_seconds`: since its `run.started`, less the
+time it stood stopped, from each `run.interrupted` to its `run.resumed`), compute
+seconds (sum of its `tool.returned` durations up to and including the graded call, of
+the calls labrxiv ran: as the ledger counts them, not an agent's reported calls), model
+tokens and dollars (its answered model calls and the model use of its gradings, this one
 included, counted by the one rule in `events.spend`; calls of unknown cost are counted
 in `unknown_cost_calls` and add no dollars), and its best score so far.
 
@@ -34,9 +35,11 @@ from events.streams import RUN_PREFIX
 from events.tables import table_of
 from projections.run_rows import Row, RunRowsProjector, Written, blank_row
 from runstate.best import improves, ranked
+from runstate.budget import STOP_TYPES, stood_stopped, wall_seconds
 
 CURVE_TYPES = frozenset(
     {"run.started", "tool.returned", "experiment.scored", "paper.submitted", "model.responded"}
+    | STOP_TYPES
 )
 """The event types the curves fold."""
 
@@ -52,6 +55,10 @@ class CurveRunRow(SQLModel, table=True):
     campaign: str | None = Field(default=None, max_length=200, index=True)
     started_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
     """When its `run.started` occurred (else its first event folded here)."""
+    stopped_s: float = 0.0
+    """Seconds it stood stopped so far (`runstate.budget.stood_stopped`)."""
+    stopped_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
+    """When it was stopped, while it stands stopped."""
     attempts: int = 0
     """Scored attempts so far."""
     compute_seconds: float = 0.0
@@ -76,7 +83,7 @@ class CurvePointRow(SQLModel, table=True):
     attempt: int
     at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
     elapsed_s: float
-    """Seconds from the run's start to the scoring."""
+    """Wall time the run had used at the scoring (`runstate.budget.wall_seconds`)."""
     tokens: int
     """Model tokens the run had used (its calls and gradings, this grading included)."""
     cost_usd: float
@@ -109,7 +116,7 @@ class CurvePaperRow(SQLModel, table=True):
     lab: str | None = Field(default=None, max_length=200)
     at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
     elapsed_s: float
-    """Seconds from the submitting run's start."""
+    """Wall time the submitting run had used (`runstate.budget.wall_seconds`)."""
     attempts: int
     """Scored attempts of the submitting run so far."""
     best_so_far: float | None = None
@@ -127,12 +134,13 @@ class CurvesProjector(RunRowsProjector[list[Recorded], str]):
     carried from page to page: `projections.run_rows`)."""
 
     name = "curves"
-    version = 2
-    """2: compute seconds leave out an agent's reported calls (as the ledger does)."""
+    version = 3
+    """2: compute seconds leave out an agent's reported calls (as the ledger does).
+    3: elapsed time leaves out the time stood stopped (`run.interrupted`)."""
     cost = 2.5
     table = CURVE_RUNS
     tables = (CURVE_RUNS, CURVE_POINTS, CURVE_PAPERS)
-    aware = ("started_at",)
+    aware = ("started_at", "stopped_at")
 
     def group(
         self, conn: Connection, events: Sequence[Recorded]
@@ -155,6 +163,12 @@ class CurvesProjector(RunRowsProjector[list[Recorded], str]):
             if run is None:  # not setdefault: that built a new row for every event
                 run = runs[event.stream] = _new_run(event)
             kind = event.type
+            if run["stopped_at"] is not None or kind == "run.interrupted":
+                run["stopped_s"], run["stopped_at"] = stood_stopped(
+                    run["stopped_s"], run["stopped_at"], kind, event.occurred_at
+                )
+            if kind in STOP_TYPES:
+                continue
             if kind == "tool.returned":
                 if not event.payload.get("reported"):
                     run["compute_seconds"] += event.payload["duration_s"]
@@ -209,7 +223,8 @@ def _spend(run: dict[str, Any], event: Recorded) -> None:
 
 
 def _elapsed(run: dict[str, Any], event: Recorded) -> float:
-    return (event.occurred_at - run["started_at"]).total_seconds()
+    """The wall time the run had used at `event` (`runstate.budget.wall_seconds`)."""
+    return wall_seconds(run["started_at"], run["stopped_s"], run["stopped_at"], event.occurred_at)
 
 
 def _score(run: dict[str, Any], event: Recorded) -> dict[str, Any]:

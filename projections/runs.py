@@ -20,7 +20,7 @@ from events.tables import table_of
 from projections.forks import log_loader
 from projections.run_rows import Row, RunRowsProjector, Written, blank_row, by_run
 from runstate.best import improves, ranked
-from runstate.budget import wall_seconds
+from runstate.budget import stood_stopped, wall_seconds
 from runstate.fork import begin, inherited
 
 
@@ -290,10 +290,10 @@ def _fold(row: dict[str, Any], events: list[Recorded]) -> None:
             row["campaign"] = named[0]
     for event in events:
         kind = event.type
-        if row["stopped_at"] is not None and kind != "run.interrupted":  # its stop ends
-            away = (event.occurred_at - row["stopped_at"]).total_seconds()
-            row["stopped_seconds"] += max(0.0, away)
-            row["stopped_at"] = None
+        if row["stopped_at"] is not None or kind == "run.interrupted":
+            row["stopped_seconds"], row["stopped_at"] = stood_stopped(
+                row["stopped_seconds"], row["stopped_at"], kind, event.occurred_at
+            )
         if kind == "tool.invoked":
             row["steps"] += not event.payload.get("reported")
         elif kind == "experiment.scored":
@@ -313,8 +313,6 @@ def _fold(row: dict[str, Any], events: list[Recorded]) -> None:
                 row["forked_from"], row["fork_step"] = point["run"], point["step"]
         elif kind == "run.finished":
             row["status"], row["finish_reason"] = "finished", event.payload["reason"]
-        elif kind == "run.interrupted" and row["stopped_at"] is None:
-            row["stopped_at"] = event.occurred_at
         elif kind == "paper.submitted":
             row["papers"] += 1
             if event.payload.get("revises"):

@@ -52,6 +52,27 @@ def wall_seconds(
     return (now - started_at).total_seconds() - stopped
 
 
+def stood_stopped(
+    stopped_s: float, stopped_at: datetime | None, kind: str, at: datetime
+) -> tuple[float, datetime | None]:
+    """A run's `stopped_s` and `stopped_at` (as `wall_seconds` takes them) once an event of
+    type `kind` occurs at `at`: a `run.interrupted` stops the run (a second one while it
+    stands stopped changes nothing), any other event, its `run.resumed` first, ends the
+    stop and adds its length to `stopped_s`. A reader that folds only some of a run's
+    event types folds `run.interrupted` and `run.resumed` too, so it sees every stop end
+    where the run's state does (in a log written before steps recorded `run.resumed`, a
+    stop ends at the next event it folds)."""
+    if kind == "run.interrupted":
+        return stopped_s, at if stopped_at is None else stopped_at
+    if stopped_at is None:
+        return stopped_s, None
+    return stopped_s + max(0.0, (at - stopped_at).total_seconds()), None
+
+
+STOP_TYPES = frozenset({"run.interrupted", "run.resumed"})
+"""The event types that stop a run's wall clock and start it again (`stood_stopped`)."""
+
+
 def exceeded(name: BudgetName, limit: float | None, used: float) -> BudgetExceeded | None:
     """The `budget.exceeded` of limit `name` once `used` has reached `limit` (None: no
     limit); None while some is left. A limit is spent at its value, not past it: the

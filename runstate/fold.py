@@ -25,12 +25,14 @@ from events.payloads import (
     ReviewReceived,
     RunFinished,
     RunInterrupted,
+    RunResumed,
     RunStarted,
     ToolInvoked,
     ToolReturned,
 )
 from events.recorded import Fact
 from events.spend import spend_of_payload
+from runstate.budget import stood_stopped
 from runstate.state import Attempt, Exchange, RunState
 
 
@@ -47,6 +49,7 @@ def start(event: Fact) -> RunState:
         campaign=event.correlation_id,
         last=event.payload,
         last_id=event.id,
+        last_made_at=event.occurred_at,
     )
 
 
@@ -107,9 +110,10 @@ def _changes(state: RunState, event: Fact) -> dict[str, Any]:
         "last_at": event.occurred_at,
         "last": event.payload,
         "last_id": event.id,
+        "last_made_at": event.occurred_at,
     }
     payload = event.payload
-    if state.stopped_at is not None or isinstance(payload, RunInterrupted):
+    if state.stopped_at is not None or isinstance(payload, RunInterrupted | RunResumed):
         changes |= _stop(state, event)
     if isinstance(payload, ToolInvoked):
         changes |= _invoked(state, payload)
@@ -164,15 +168,17 @@ def _changed(state: RunState, changes: dict[str, Any]) -> RunState:
 
 
 def _stop(state: RunState, event: Fact) -> dict[str, Any]:
-    """A `run.interrupted` stops the run's wall clock, and its next event starts it again:
-    the time between is added to `stopped_s`. The interruption is no step's to act on:
-    `last` stays what the step that resumes the run takes up."""
-    if isinstance(event.payload, RunInterrupted):
-        at = event.occurred_at if state.stopped_at is None else state.stopped_at
-        return {"stopped_at": at, "last": state.last}
-    assert state.stopped_at is not None
-    away = max(0.0, (event.occurred_at - state.stopped_at).total_seconds())
-    return {"stopped_s": state.stopped_s + away, "stopped_at": None}
+    """A `run.interrupted` stops the run's wall clock, and its `run.resumed` (in a log
+    without one, its next event) starts it again (`runstate.budget.stood_stopped`).
+    Neither is a step's to act on: `last` (and when it was made) stays what the step that
+    resumes the run takes up."""
+    stopped_s, stopped_at = stood_stopped(
+        state.stopped_s, state.stopped_at, event.payload.type, event.occurred_at
+    )
+    changes: dict[str, Any] = {"stopped_s": stopped_s, "stopped_at": stopped_at}
+    if isinstance(event.payload, RunInterrupted | RunResumed):
+        changes |= {"last": state.last, "last_made_at": state.last_made_at}
+    return changes
 
 
 def _invoked(state: RunState, payload: ToolInvoked) -> dict[str, Any]:

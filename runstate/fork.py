@@ -100,5 +100,6 @@ def rebase(parent: RunState, started: Fact) -> RunState:
         campaign=started.correlation_id,
         last=started.payload,
         last_id=started.id,
+        last_made_at=started.occurred_at,
         finished=None,
     )

@@ -68,16 +68,21 @@ class RunState:
     campaign: str | None
     last: Payload
     """The payload of the last event folded that a step acts on (what an `llm` step acts
-    on): a `run.interrupted` leaves it as it was, so the step that resumes the run takes
-    up what the stop left."""
+    on): a `run.interrupted` and a `run.resumed` leave it as it was, so the step that
+    resumes the run takes up what the stop left."""
     last_id: UUID
     """The id of the last event folded (what a step's events are caused by)."""
+    last_made_at: datetime
+    """When `last` was recorded: a stop's events leave it as they leave `last` (the time
+    of a failed model call, say, that the step resuming the run counts its wait from)."""
     finished: RunFinished | None = None
     stopped_s: float = 0.0
-    """Seconds the run stood stopped: from each `run.interrupted` to its next event (a
-    fork's include those of the trajectory it stands on, before the fork point)."""
+    """Seconds the run stood stopped: from each `run.interrupted` to its `run.resumed` (or
+    next event; a fork's include those of the trajectory it stands on, before the fork
+    point)."""
     stopped_at: datetime | None = None
-    """When the run was stopped (`run.interrupted`), while no event has followed."""
+    """When the run was stopped (`run.interrupted`), until its `run.resumed` or, in a log
+    without one, its next event."""
     steps: int = 0
     """Tool calls made (`tool.invoked`)."""
     attempts: PVector[Attempt] = field(default_factory=pvector)

@@ -55,6 +55,7 @@ from events.payloads.run import (
     LlmConfig,
     RunFinished,
     RunInterrupted,
+    RunResumed,
     RunStarted,
 )
 from events.payloads.tool import FileDigest, ToolInvoked, ToolReturned
@@ -66,6 +67,7 @@ AnyPayload = Annotated[
     | RunStarted
     | RunFinished
     | RunInterrupted
+    | RunResumed
     | ToolInvoked
     | ToolReturned
     | ExperimentScored
@@ -151,6 +153,7 @@ __all__ = [
     "Payload",
     "RunFinished",
     "RunInterrupted",
+    "RunResumed",
     "RunStarted",
     "ToolInvoked",
     "ToolReturned",

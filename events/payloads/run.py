@@ -145,3 +145,13 @@ class RunInterrupted(Payload):
     type: Literal["run.interrupted"] = "run.interrupted"
     detail: str = Field(default="", max_length=2000)
     """What stopped it (e.g. `Ctrl-C in labrxiv demo`)."""
+
+
+class RunResumed(Payload):
+    """A step took up the run after a stop (`run.interrupted`): the stop ends here, and the
+    step's own events follow in the same batch. Written first by the step that works on a
+    stopped run (`workers.lab.emitter.resumed`), so a reader that selects a run's events
+    by type still sees when each stop ended; a stop with no `run.resumed` (a log written
+    before steps recorded it) ends at the run's next event."""
+
+    type: Literal["run.resumed"] = "run.resumed"

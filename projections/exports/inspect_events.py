@@ -6,8 +6,8 @@ its payload) for every other event, so nothing the log holds about the run is le
 """
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 import orjson
 
@@ -27,6 +27,7 @@ from projections.exports.inspect_messages import (
     stop_reason,
     tool_infos,
 )
+from runstate.budget import stood_stopped, wall_seconds
 
 
 class MessagePool:
@@ -88,20 +89,18 @@ def transcript(
 ) -> list[dict[str, Any]]:
     """The run's events as Inspect events (`answered`: its exchanges, by which model
     events get their input and output)."""
-    start = events[0].occurred_at if events else None
+    working = working_starts(events)
     by_call = {e.called.call_id: e for e in answered}
     called: dict[str, tuple[Event, ModelCalled]] = {}
     invoked: dict[str, tuple[Event, ToolInvoked]] = {}
     found: list[dict[str, Any]] = []
 
-    def base(kind: str, event: Event, at: datetime | None = None) -> dict[str, Any]:
-        when = at or event.occurred_at
-        since = 0.0 if start is None else max(0.0, (when - start).total_seconds())
+    def base(kind: str, event: Event) -> dict[str, Any]:
         return {
             "event": kind,
             "uuid": str(event.id),
-            "timestamp": when.isoformat(),
-            "working_start": since,
+            "timestamp": event.occurred_at.isoformat(),
+            "working_start": working[event.id],
             "metadata": {"position": event.position, "type": event.type},
         }
 
@@ -149,6 +148,22 @@ def transcript(
         found.append(base("info", first) | {"source": first.type, "data": data})
     for first, asked_tool in invoked.values():  # a call whose result never came
         found.append(_tool(base("tool", first), asked_tool, None, None, read))
+    return found
+
+
+def working_starts(events: Sequence[Event]) -> dict[UUID, float]:
+    """Each event's working start: the wall time the run had used when it occurred, from
+    its first event here (`runstate.budget.wall_seconds`: the time it stood stopped, from
+    each `run.interrupted` to its `run.resumed`, is no working time, as it is none of the
+    sample's `working_time`)."""
+    found: dict[UUID, float] = {}
+    if not events:
+        return found
+    start, stopped_s, stopped_at = events[0].occurred_at, 0.0, None
+    for event in events:
+        at = event.occurred_at
+        stopped_s, stopped_at = stood_stopped(stopped_s, stopped_at, event.type, at)
+        found[event.id] = max(0.0, wall_seconds(start, stopped_s, stopped_at, at))
     return found
 
 

@@ -12,6 +12,8 @@ call's, unless a model call of the run asked for it (its id says so,
   `projections.ledger`) is a `chat {model}` span of kind CLIENT from its `model.called`
   to its `model.responded` or `model.failed` (a failure is an error status), its tokens
   counted by `events.spend` (cached and reasoning tokens are part of input and output);
+  a call written ahead before the run was stopped (`run.interrupted`) and sent by the
+  step that resumed it spans its measured latency before its outcome, not the stop;
 - a tool call is an `execute_tool {tool}` span from its `tool.invoked`, lasting the
   `duration_s` its `tool.returned` measured; a non-zero exit code is an error status;
 - a grader's score (`experiment.scored`) is a `gen_ai.evaluation.result` event of the
@@ -34,6 +36,7 @@ from events.payloads import (
     ModelResponded,
     ReviewSubmitted,
     RunFinished,
+    RunInterrupted,
     RunStarted,
     ToolInvoked,
     ToolReturned,
@@ -96,6 +99,9 @@ class RunFold:
         give it (`otel_parents.asking_names`); the latest call of a name wins."""
         self._answered: int | None = None
         """The `chat` span of the stream's last answered model call."""
+        self._stood: set[str] = set()
+        """The open calls (keys of `_opened`) the run was stopped with: their outcomes
+        came after the stop, so their time open is not theirs."""
 
     def copy(self) -> "RunFold":
         """Another fold at the same point, that feeding leaves this one alone."""
@@ -105,6 +111,7 @@ class RunFold:
         other._scores = list(self._scores)
         other._chats = dict(self._chats)
         other._answered = self._answered
+        other._stood = set(self._stood)
         return other
 
     def feed(self, events: Iterable[Fact]) -> list[Span]:
@@ -128,6 +135,8 @@ class RunFold:
             self._chats |= dict.fromkeys(asking_names(payload), call_span_id(event.id))
         elif isinstance(payload, ToolInvoked):
             self._opened[f"tool:{payload.call_id}"] = (event, payload)
+        elif isinstance(payload, RunInterrupted):
+            self._stood |= self._opened.keys()
         elif isinstance(payload, ExperimentScored):
             self._scores.append(evaluation_event(payload, event.occurred_at))
         elif isinstance(payload, ReviewSubmitted):
@@ -139,8 +148,11 @@ class RunFold:
             if isinstance(payload, ModelResponded) and f"model:{payload.call_id}" in self._opened:
                 self._answered = call_span_id(self._opened[f"model:{payload.call_id}"][0].id)
             spans.extend(
-                _closed(run, self._opened, self._chats, tuple(self._scores), event, payload)
+                _closed(
+                    run, self._opened, self._chats, tuple(self._scores), event, payload, self._stood
+                )
             )
+            self._stood &= self._opened.keys()
             self.finished = self.finished or isinstance(payload, (RunFinished, *ENDS))
 
 
@@ -151,8 +163,10 @@ def _closed(
     scores: tuple[SpanEvent, ...],
     event: Fact,
     payload: ModelResponded | ModelFailed | ToolReturned | InspectionLooked | RunFinished | End,
+    stood: set[str],
 ) -> list[Span]:
-    """The spans `event` (one of `CLOSERS`) completes; the calls it closes leave `opened`."""
+    """The spans `event` (one of `CLOSERS`) completes; the calls it closes leave `opened`
+    (`stood`: the open calls the run was stopped with)."""
     if isinstance(payload, (RunFinished, *ENDS)):
         spans = [
             _unfinished(run, opener, asked, event, _parent(run, chats, asked))
@@ -170,9 +184,10 @@ def _closed(
         return []
     if isinstance(payload, InspectionLooked):  # complete as it comes: `looked_span`
         return []
-    called = opened.pop(f"model:{payload.call_id}", None)
+    key = f"model:{payload.call_id}"
+    called = opened.pop(key, None)
     if called is not None and isinstance(called[1], ModelCalled):
-        return [_model_span(run, called[0], called[1], event)]
+        return [_model_span(run, called[0], called[1], event, key in stood)]
     return []
 
 
@@ -195,15 +210,18 @@ def _run_span(run: Root, last: Fact, finished: RunFinished, scores: tuple[SpanEv
     return agent_span(run, started.lab, last, attributes, scores, error)
 
 
-def _model_span(run: Root, opener: Fact, called: ModelCalled, outcome: Fact) -> Span:
+def _model_span(
+    run: Root, opener: Fact, called: ModelCalled, outcome: Fact, stood: bool = False
+) -> Span:
     """A model call's span. Its end is the outcome's time; its start the call's, unless a
-    producer stamped the call after its outcome (a step's events written at its end): then
-    the outcome's time less the latency the call measured."""
+    producer stamped the call after its outcome (a step's events written at its end), or
+    the run was stopped between them (`stood`: the call was sent by the step that resumed
+    the run): then the outcome's time less the latency the call measured."""
     answer = outcome.payload
     assert isinstance(answer, ModelResponded | ModelFailed)
     end = outcome.occurred_at
     start = opener.occurred_at
-    if start > end:
+    if start > end or stood:
         start = end - timedelta(seconds=answer.latency_s)
     attributes = call_attributes(run.stream, called) | outcome_attributes(answer)
     error = None

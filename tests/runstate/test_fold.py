@@ -25,6 +25,7 @@ from events.payloads import (
     PhaseEntered,
     RunFinished,
     RunInterrupted,
+    RunResumed,
     RunStarted,
     ToolInvoked,
     ToolReturned,
@@ -87,6 +88,7 @@ def _payloads(n: int) -> st.SearchStrategy[Payload]:
             ModelFailed(call_id=call, error="timeout", latency_s=1.0, will_retry=True),
             RunFinished(reason="done"),
             RunInterrupted(detail="Ctrl-C"),
+            RunResumed(),
         ]
     )
 
@@ -191,4 +193,25 @@ def test_a_stop_is_no_decision_and_its_time_is_summed_to_the_next_event() -> Non
         ),
     )
     assert resumed.stopped_at is None and resumed.last == answer
+    assert resumed.stopped_s == (timedelta(hours=5) - timedelta(minutes=2)).total_seconds()
+
+
+def test_a_stop_ends_at_its_resumed_which_leaves_the_decision_and_its_time() -> None:
+    """`run.resumed` ends the stop (its length is added to `stopped_s`) and, like the
+    `run.interrupted`, leaves `last` and when it was made as the stop found them."""
+    called = ModelCalled(
+        call_id="c", request_id="c", attempt=1, model="m", provider="p", messages=1
+    )
+    timed = [(STARTED, T0), (called, T0 + timedelta(minutes=1))]
+    timed += [(RunInterrupted(detail="Ctrl-C"), T0 + timedelta(minutes=2))]
+    timed += [(RunResumed(), T0 + timedelta(hours=5))]
+    events = [
+        Event(id=new_id(), stream="run-s", version=v, occurred_at=at, payload=p)
+        for v, (p, at) in enumerate(timed)
+    ]
+
+    resumed = fold(events)
+
+    assert resumed.stopped_at is None and resumed.last == called
+    assert resumed.last_made_at == T0 + timedelta(minutes=1)
     assert resumed.stopped_s == (timedelta(hours=5) - timedelta(minutes=2)).total_seconds()

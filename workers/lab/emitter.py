@@ -23,7 +23,7 @@ from uuid import UUID
 
 from events import Event
 from events.ids import utcnow
-from events.payloads import Payload
+from events.payloads import Payload, RunResumed
 from events.storable import storable_value
 from events.streams import ENDS, event_id_at
 from runstate import RunState
@@ -46,6 +46,16 @@ class Superseded(LeaseLost):
             f"{stream}: another take of the run recorded its events up to version {version}: "
             "this one sends nothing more",
         )
+
+
+def resumed(state: RunState, payloads: Sequence[Payload]) -> list[Payload]:
+    """`payloads`, the events a step sends next, led by `run.resumed` when the run stands
+    stopped (`run.interrupted`): the stop ends where the step takes the run up, which a
+    reader that selects the run's events by type sees too. A step that sends nothing
+    leaves the run stopped (a run awaiting its reviews records nothing until the decision)."""
+    if state.stopped_at is None or not payloads:
+        return list(payloads)
+    return [RunResumed(), *payloads]
 
 
 def actor_of(payload: Payload, state: RunState) -> str:
@@ -96,7 +106,7 @@ class Emitter:
             state = self.state
             now = utcnow()
             events = []
-            for payload in map(_storable, payloads):
+            for payload in map(_storable, resumed(state, payloads)):
                 version = state.version + 1
                 event = Event(
                     id=event_id_at(state.stream, version, state.last_at),

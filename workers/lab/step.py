@@ -36,6 +36,7 @@ from events.payloads import (
     ModelResponded,
     Payload,
     RunFinished,
+    RunResumed,
     ToolInvoked,
     ToolReturned,
 )
@@ -47,7 +48,7 @@ from workers.context import WorkerContext
 from workers.errors import RetryLater
 from workers.gym.grading import GraderBroken
 from workers.lab.budget import over_budget
-from workers.lab.emitter import Emitter, actor_of
+from workers.lab.emitter import Emitter, actor_of, resumed
 from workers.lab.lease import Held, Taken
 from workers.lab.policies import StepInput
 from workers.metrics import observe_step
@@ -163,7 +164,9 @@ def _send(
     began: datetime,
 ) -> str:
     """Send the step's events (versions after `state`'s, ids derived from the run and
-    version, so a second take of the step repeats them); returns the step's outcome."""
+    version, so a second take of the step repeats them), led by `run.resumed` on a stopped
+    run (`workers.lab.emitter.resumed`); returns the step's outcome."""
+    payloads = resumed(state, payloads)
     stamps = _stamps(payloads, began, utcnow())
     stream, after_version = state.stream, state.version
     out = [
@@ -186,14 +189,15 @@ def _send(
 
 def _stamps(payloads: list[Payload], began: datetime, ended: datetime) -> list[datetime]:
     """When each event of a step happened: a tool call when it began (after the answer
-    that asked for it, after the tools before it), everything else when the step ended."""
+    that asked for it, after the tools before it), a `run.resumed` when the step began,
+    everything else when the step ended."""
     clock = began
     stamps = []
     for payload in payloads:
         if isinstance(payload, ModelResponded | ModelFailed):
             clock = min(ended, clock + timedelta(seconds=payload.latency_s))
             stamps.append(clock)
-        elif isinstance(payload, ToolInvoked):
+        elif isinstance(payload, ToolInvoked | RunResumed):
             stamps.append(clock)
         elif isinstance(payload, ToolReturned):
             clock = min(ended, clock + timedelta(seconds=payload.duration_s))

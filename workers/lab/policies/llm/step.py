@@ -217,7 +217,7 @@ def _after_failure(step: LlmStep, failed: ModelFailed) -> Out:
         detail = f"the model failed {called.attempt} times; last: {failed.error} {failed.detail}"
         return [RunFinished(reason="error", detail=detail[:500])], {}
     return driver.after_failure(
-        step.model, called, failed, step.given.state.last_at, step.given.final
+        step.model, called, failed, step.given.state.last_made_at, step.given.final
     )
 
 
