@@ -8,8 +8,9 @@ import atexit
 import os
 import shutil
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -105,7 +106,7 @@ def serve_worker_metrics(port: int, addr: str, folder: Path | None) -> None:
         atexit.register(shutil.rmtree, folder, ignore_errors=True)
     try:
         use_folder(folder.resolve())
-        serve(port, addr)
+        port = serve(port, addr)
         from workers.metrics import metrics
 
         metrics()  # made now: unlabelled counters are exported at 0 before their first count
@@ -128,11 +129,7 @@ def serve_projector_metrics(port: int, addr: str, sinks: "list[OtelSink]") -> No
     spans_sent(), spans_skipped()  # made now: exported at 0 before their first count
     for sink in sinks:
         REGISTRY.register(SinkLag(sink))
-    try:
-        start_http_server(port, addr=addr)
-    except OSError as exc:
-        console.print(f"[red]cannot serve metrics on {addr}:{port}: {exc.strerror}[/]")
-        raise typer.Exit(2) from None
+    port = _served(start_http_server, port, addr)
     console.print(f"projector metrics on http://{addr}:{port}/metrics", soft_wrap=True)
 
 
@@ -144,8 +141,17 @@ def serve_process_metrics(port: int, addr: str = "0.0.0.0") -> None:
 
     disable_created_metrics()  # a `_created` series per counter: nothing reads them
     metrics()  # made now: unlabelled counters are exported at 0 before their first count
+    port = _served(start_http_server, port, addr)
+    console.print(f"reaper metrics on http://{addr}:{port}/metrics", soft_wrap=True)
+
+
+def _served(start: Callable[..., tuple[Any, Any]], port: int, addr: str) -> int:
+    """Start prometheus_client's server (`start`) on `addr:port`; returns the port served
+    (the one the system chose, for port 0). A port that cannot be had ends the command
+    in one line."""
     try:
-        start_http_server(port, addr=addr)
+        server, _ = start(port, addr=addr)
     except OSError as exc:
         console.print(f"[red]cannot serve metrics on {addr}:{port}: {exc.strerror}[/]")
         raise typer.Exit(2) from None
+    return int(server.server_port)

@@ -45,16 +45,18 @@ def use_folder(folder: Path) -> None:
     os.environ[ENV] = str(folder)
 
 
-def serve(port: int, addr: str = "0.0.0.0") -> None:
+def serve(port: int, addr: str = "0.0.0.0") -> int:
     """Serve the sum of every process's metrics in the folder on `addr:port` (a thread
-    of this process), and forget a child's live gauges when it exits normally."""
+    of this process), and forget a child's live gauges when it exits normally; returns
+    the port served (the one the system chose, for port 0)."""
     from celery.signals import worker_process_shutdown
     from prometheus_client import CollectorRegistry, start_http_server
 
     registry = CollectorRegistry()
     registry.register(_WorkerCollector(Path(os.environ[ENV])))
-    start_http_server(port, addr=addr, registry=registry)
+    server, _ = start_http_server(port, addr=addr, registry=registry)
     worker_process_shutdown.connect(_child_exited, weak=False)
+    return int(server.server_port)
 
 
 def _child_exited(**_: Any) -> None:

@@ -98,3 +98,25 @@ def test_metrics_port_with_once_is_refused_in_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2
     (line,) = done.stderr.strip().splitlines()
     assert "--metrics-port" in line and "--once" in line
+
+
+def test_metrics_port_0_says_the_port_the_system_chose(tmp_path: Path) -> None:
+    env = os.environ | {"LABRXIV_DATA_DIR": str(tmp_path)}
+    args = ["projector", "--poll", "0.1", "--metrics-port", "0", "--metrics-addr", "127.0.0.1"]
+    projector = subprocess.Popen(
+        [str(LABRXIV), *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env | {"COLUMNS": "200"},
+    )
+    try:
+        assert projector.stdout is not None
+        said = projector.stdout.readline().decode()
+        assert said.startswith("projector metrics on http://127.0.0.1:"), said
+        port = int(said.rsplit(":", 1)[1].split("/", 1)[0])
+        assert port != 0, said
+        assert "labrxiv_otel_spans_sent_total" in scrape(port)
+    finally:
+        projector.terminate()
+        projector.wait()
