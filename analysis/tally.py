@@ -40,6 +40,7 @@ from events.recorded import EventLike
 from events.spend import NOTHING, Spend, spend_of
 from runstate.best import outranks
 from runstate.budget import stood_stopped, wall_seconds
+from runstate.trajectory import begins_step
 
 BINS = 10
 """Equal time slices of a run in the density figure."""
@@ -110,9 +111,9 @@ class BehaviourTally:
             self.take_start(event.payload)
             self.started_at, self.campaign = at, event.correlation_id
             self.step = self.first_step
-        elif self.step == self.first_step or (
-            event.causation_id != self.cause and event.type != "run.interrupted"
-        ):  # a stop closes the step it follows instead of being one
+        elif self.step == self.first_step or begins_step(
+            self.cause, event.causation_id, event.type
+        ):
             self.step += 1
         self.cause = event.causation_id
         self.last_at = at

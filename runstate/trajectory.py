@@ -15,7 +15,6 @@ from uuid import UUID
 from events.payloads import (
     ExperimentScored,
     ModelCalled,
-    RunInterrupted,
     RunStarted,
     ToolInvoked,
     ToolReturned,
@@ -91,6 +90,14 @@ def steps(events: Iterable[Fact], load: Load | None = None) -> Iterator[tuple[St
         yield _step(number, group, state), state
 
 
+def begins_step(cause: UUID | None, causation: UUID | None, kind: str) -> bool:
+    """Whether an event (its `causation` id and type `kind`) begins a new step after one
+    whose events were caused by `cause`: a step's events share their cause. A stop
+    (`run.interrupted`) is written by the stopped process, not by a step: it closes the
+    step it follows instead of being a step of its own."""
+    return causation != cause and kind != "run.interrupted"
+
+
 def groups(
     events: Iterable[Fact], load: Load | None = None
 ) -> Iterator[tuple[int, list[Fact], RunState]]:
@@ -116,10 +123,7 @@ def groups(
     number += 1
     group: list[Fact] = []
     for event in iterator:
-        # A stop (`run.interrupted`) is written by the stopped process, not by a step: it
-        # closes the step it follows instead of being a step of its own.
-        stop = isinstance(event.payload, RunInterrupted)
-        if group and event.causation_id != group[-1].causation_id and not stop:
+        if group and begins_step(group[-1].causation_id, event.causation_id, event.payload.type):
             state = fold_from(state, group)
             yield number, group, state
             number += 1

@@ -48,8 +48,8 @@ def record_interrupted(store: EventStore, campaign: str, runs: list[str], detail
         if last is None:
             worked.append((run, -1, None))
         elif last.type == "run.interrupted":
-            before = store.read_stream(run, after_version=last.version - 2, limit=1)
-            worked.append((run, last.version - 1, before[0].occurred_at if before else None))
+            before = before_stop(store, last)
+            worked.append((run, last.version - 1, before.occurred_at if before else None))
         else:
             stops.append(_stop(last, detail, now))
             worked.append((run, last.version, last.occurred_at))
@@ -66,6 +66,15 @@ def record_interrupted(store: EventStore, campaign: str, runs: list[str], detail
         payload=CampaignInterrupted(runs=runs, detail=detail),
     )
     return bool(store.append([event]).appended) or stopped
+
+
+def before_stop(store: EventStore, stop: Recorded) -> Event | None:
+    """The event a run's stop (`stop`, a `run.interrupted`) follows: what the run was
+    doing when it was stopped; None for a stop at its first version."""
+    if stop.version == 0:
+        return None
+    found = store.read_stream(stop.stream, after_version=stop.version - 2, limit=1)
+    return found[0] if found else None
 
 
 def _stop(last: Recorded, detail: str, now: datetime) -> Event:

@@ -10,6 +10,7 @@ from events.payloads import ReviewAwaited
 from events.recorded import Recorded
 from events.streams import stream_kind
 from workers.bus.base import Bus
+from workers.lab.interrupt import before_stop
 from workers.lab.reactions import close_campaign_if_done
 from workers.lab.step import LAB_STEP_TASK
 from workers.review.steps import OVER, REVIEW_STEP_TASK
@@ -65,8 +66,8 @@ def _wake(store: EventStore, bus: Bus, run: str | None, paper_id: str) -> None:
     if last is None:
         return
     awaited = last.typed().payload
-    if last.type == "run.interrupted" and last.version > 0:
-        before = store.read_stream(run, after_version=last.version - 2, limit=1)
-        awaited = before[0].payload if before else awaited
+    if last.type == "run.interrupted":
+        before = before_stop(store, last)
+        awaited = before.payload if before else awaited
     if isinstance(awaited, ReviewAwaited) and awaited.paper_id == paper_id:
         bus.send(LAB_STEP_TASK, run, last.version)
