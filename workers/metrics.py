@@ -13,6 +13,7 @@ counts stay in the sum: that is the point. Without the variable (embedded mode, 
 `labrxiv reactor`) they count in the process's own registry.
 """
 
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -40,11 +41,21 @@ class Metrics:
     reaped_steps: Any
 
 
-@cache
+_MAKING = threading.Lock()
+"""Held while the metrics are made: `cache` alone let two threads' first uses make them
+twice, and the second set is refused by the registry."""
+
+
 def metrics() -> Metrics:
     """This process's metrics, made on first use: prometheus-client picks its value class
     (in memory, or files for a prefork pool) when it is first imported, so importing this
     module must not import it (`workers.metrics_serve.use_folder` comes first)."""
+    with _MAKING:
+        return _made()
+
+
+@cache
+def _made() -> Metrics:
     from prometheus_client import Counter, Histogram
 
     return Metrics(
