@@ -24,6 +24,7 @@ from events.recorded import Fact
 from events.spend import NOTHING, Spend, spend_of_payload
 from runstate.agent_notes import note_of
 from runstate.best import NORMALIZED, best_of
+from runstate.budget import wall_seconds
 from runstate.fold import fold_from, start
 from runstate.fork import Load, rebase
 from runstate.state import RunState
@@ -62,7 +63,8 @@ class Step:
     last_position: int | None
     at: datetime
     elapsed_s: float
-    """Seconds since the run started, at the step's first event."""
+    """The run's wall time used at the step's first event (`runstate.budget.wall_seconds`:
+    the time it stood stopped left out)."""
     phase: Phase | None
     """The research phase the run was in after the step (`llm` runs)."""
     types: tuple[str, ...]
@@ -200,7 +202,9 @@ def _step(number: int, group: list[Fact], state: RunState) -> Step:
         first_position=group[0].position,
         last_position=group[-1].position,
         at=group[0].occurred_at,
-        elapsed_s=(group[0].occurred_at - state.started_at).total_seconds(),
+        elapsed_s=wall_seconds(
+            state.started_at, state.stopped_s, state.stopped_at, group[0].occurred_at
+        ),
         phase=state.phase,
         types=tuple(e.type for e in group),
         events=tuple(e.id for e in group),

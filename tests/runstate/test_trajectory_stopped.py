@@ -8,7 +8,14 @@ from uuid import UUID
 
 from events import Event
 from events.ids import new_id
-from events.payloads import Payload, RunInterrupted, RunStarted, ToolInvoked, ToolReturned
+from events.payloads import (
+    Payload,
+    RunInterrupted,
+    RunResumed,
+    RunStarted,
+    ToolInvoked,
+    ToolReturned,
+)
 from runstate.trajectory import steps
 
 T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
@@ -40,3 +47,28 @@ def test_a_stop_is_no_step() -> None:
     taken = [step for step, _ in steps([start, a, a_done, stop, b, b_done])]
 
     assert [len(step.actions) for step in taken] == [0, 1, 1]
+
+
+def test_a_steps_time_leaves_the_stop_out() -> None:
+    """`Step.elapsed_s` is wall time used (`runstate.budget.wall_seconds`): the night a
+    run stood stopped is not in the time of the steps after it, as in the curves."""
+    returned = {"tool": "bash", "exit_code": 0, "duration_s": 0}
+    start = _event(0, T0, RunStarted(task="t", lab="lab-0", policy="search"), None)
+    a = _event(1, T0, ToolInvoked(call_id="a", tool="bash", args={}), start.id)
+    a_done = _event(2, T0 + timedelta(seconds=30), ToolReturned(call_id="a", **returned), start.id)
+    stop = _event(3, T0 + timedelta(minutes=1), RunInterrupted(), a_done.id)
+    resumed = _event(4, T0 + timedelta(hours=9), RunResumed(), stop.id)
+    b = _event(5, T0 + timedelta(hours=9), ToolInvoked(call_id="b", tool="bash", args={}), stop.id)
+    b_done = _event(
+        6, T0 + timedelta(hours=9, seconds=5), ToolReturned(call_id="b", **returned), stop.id
+    )
+    c = _event(
+        7,
+        T0 + timedelta(hours=9, seconds=20),
+        ToolInvoked(call_id="c", tool="bash", args={}),
+        b_done.id,
+    )
+
+    taken = [step for step, _ in steps([start, a, a_done, stop, resumed, b, b_done, c])]
+
+    assert [step.elapsed_s for step in taken] == [0.0, 0.0, 60.0, 80.0]
