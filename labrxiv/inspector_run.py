@@ -49,7 +49,7 @@ def inspect_runs(
 
     prices = functools.cache(lambda: PriceTable.load(settings.prices))
     gateway = gateways(settings, prices)(config.base_url)
-    budget = Budget(config)
+    budget = Budget(config, unpriced=gateway.prices.price_of(config.model) is None)
     out = []
     try:
         for run, findings, verdict in runs:

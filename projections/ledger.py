@@ -30,6 +30,7 @@ from sqlalchemy import (
     Column,
     Connection,
     DateTime,
+    Index,
     case,
     func,
     select,
@@ -57,6 +58,8 @@ class LedgerRow(SQLModel, table=True):
     """One tool or model call of a run."""
 
     __tablename__ = "ledger"
+    __table_args__ = (Index("ix_ledger_campaign_kind", "campaign", "kind"),)
+    """A campaign's rows of one kind (its reviewers' calls, for its budget gauges)."""
 
     run: str = Field(primary_key=True, max_length=200)
     """The run stream that made the call (a paper's review stream, for a reviewer's)."""
@@ -124,8 +127,9 @@ class LedgerProjector(RunRowsProjector[list[_Call], tuple[str, str]]):
     (`projections.run_rows`)."""
 
     name = "ledger"
-    version = 2
-    """2: an agent's reported tool calls are rows of kind `reported`."""
+    version = 3
+    """2: an agent's reported tool calls are rows of kind `reported`. 3: an index of a
+    campaign's rows by kind."""
     cost = 4.2
     table = LEDGER
     tables = (LEDGER,)

@@ -312,8 +312,9 @@ def _run_budgets(conn: Connection, shown: Sequence[_Run]) -> list[Metric]:
 
 
 def _campaign_budgets(conn: Connection, limit: int) -> list[Metric]:
-    """Used and left of each limited budget of the most recent campaigns (summed over
-    their runs)."""
+    """Used and left of each limited budget of the most recent campaigns: attempts and
+    steps summed over their runs; tokens and dollars over their runs and their reviews,
+    as the lab's and the review's check counts them (`workers.lab.campaign_spend`)."""
     used_metric, left_metric = _budget_metrics("campaign", "campaign")
     query = (
         select(
@@ -332,8 +333,11 @@ def _campaign_budgets(conn: Connection, limit: int) -> list[Metric]:
     campaigns = [row[0] for row in rows]
     limits = _limits(conn, [campaign_stream(c) for c in campaigns])
     spend = _spend(conn, CURVE_RUNS.c.campaign, campaigns)
+    reviews = _review_spend(conn, campaigns)
     for campaign, attempts, steps, first, last in sorted(rows):
         tokens, dollars = spend.get(campaign, (0, 0.0))
+        review_tokens, review_dollars = reviews.get(campaign, (0, 0.0))
+        tokens, dollars = tokens + review_tokens, dollars + review_dollars
         used = {
             "attempts": attempts,
             "steps": steps,
@@ -392,6 +396,23 @@ def _spend(conn: Connection, key: Any, names: Sequence[str]) -> dict[str, tuple[
         )
         .where(key.in_(list(names)))
         .group_by(key)
+    )
+    return {name: (int(tokens), float(dollars)) for name, tokens, dollars in conn.execute(query)}
+
+
+def _review_spend(conn: Connection, campaigns: Sequence[str]) -> dict[str, tuple[int, float]]:
+    """Tokens and known dollars of the reviewers' calls of each of `campaigns`, from the
+    ledger's rows of kind `review` (found by its campaign and kind index)."""
+    if not campaigns:
+        return {}
+    query = (
+        select(
+            LEDGER.c.campaign,
+            func.coalesce(func.sum(LEDGER.c.total_tokens), 0),
+            func.coalesce(func.sum(_known_cost()), 0),
+        )
+        .where(LEDGER.c.campaign.in_(list(campaigns)), LEDGER.c.kind == "review")
+        .group_by(LEDGER.c.campaign)
     )
     return {name: (int(tokens), float(dollars)) for name, tokens, dollars in conn.execute(query)}
 

@@ -107,12 +107,17 @@ class ModelBudgetSpent:
 
     budget: ModelBudget
     exceeded: BudgetExceeded | None
-    """The limit reached; None: its dollar limit cannot be kept, some of what it spent
-    being of unknown cost (`budget.spent.unknown_cost`)."""
+    """The limit reached; None: its dollar limit cannot be kept, the next call's model
+    having no price (`unpriced`) or some of what it spent being of unknown cost
+    (`budget.spent.unknown_cost`)."""
+    unpriced: str | None = None
+    """The next call's model, when the dollar limit cannot be kept because it has no price."""
 
     def said(self) -> str:
         """The reason in words, with the numbers."""
         who, spent = self.budget.who, self.budget.spent
+        if self.unpriced is not None:
+            return f"{who} dollar budget cannot be kept for {self.unpriced}: it has no price"
         if self.exceeded is None:
             return (
                 f"{who} dollar budget cannot be kept: {spent.unknown_cost} call(s) of unknown "
@@ -123,20 +128,28 @@ class ModelBudgetSpent:
         return f"{who} dollar budget reached: ${spent.dollars:.4f} of ${self.exceeded.limit:.4f}"
 
 
-def model_budget_spent(*budgets: ModelBudget) -> ModelBudgetSpent | None:
+def model_budget_spent(
+    *budgets: ModelBudget, unpriced: str | None = None
+) -> ModelBudgetSpent | None:
     """The first of `budgets` (in the order given) that allows no further model call, and
-    why; None while every one allows one.
+    why; None while every one allows one. `unpriced`: the next call's model when the
+    price table has no price for it.
 
     A limit reached (tokens, then dollars) comes before a dollar limit that cannot be
     kept: known costs are a lower bound of what was spent, so a limit they reach is
     reached whatever the unknown costs were. A dollar limit is not kept as if an unknown
-    cost were $0: once one is counted, no further call is made on it."""
+    cost were $0: no call is made on it to a model with no price, and once an unknown
+    cost is counted, no further call."""
     for budget in budgets:
         spent = exceeded("tokens", budget.tokens, budget.spent.tokens) or exceeded(
             "dollars", budget.dollars, budget.spent.dollars
         )
         if spent is not None:
             return ModelBudgetSpent(budget, spent)
+    if unpriced is not None:
+        for budget in budgets:
+            if budget.dollars is not None:
+                return ModelBudgetSpent(budget, None, unpriced)
     for budget in budgets:
         if budget.dollars is not None and budget.spent.unknown_cost:
             return ModelBudgetSpent(budget, None)

@@ -6,17 +6,20 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
-from handmade_log import RunLog, interleave
+from handmade_log import RunLog, at, build, interleave
 from sqlalchemy import func, select
 from test_ledger import model_log
 
 from events import Event, EventStore
-from events.payloads import Budget, RunStarted
+from events.ids import derived_id
+from events.payloads import Budget, CampaignStarted, Payload, RunStarted
+from events.payloads.model import ModelCalled, ModelResponded, Price, Usage
 from projections.catalogue import all_projectors
 from projections.ledger import LEDGER
 from projections.metrics import OTHER, Bounds, ResearchCollector
 from projections.runner import ProjectionRunner
 from tests.simulated import simulated_run
+from workers.lab.campaign_spend import CampaignSpend
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -123,3 +126,55 @@ def test_runs_labs_and_models_past_their_bounds_are_aggregated(store: EventStore
         assert sum(of(bounded, name).values()) == pytest.approx(sum(of(everything, name).values()))
     models = {dict(labels)["model"] for labels in of(bounded, "labrxiv_model_tokens_total")}
     assert len(models - {OTHER}) == 1 and OTHER in models
+
+
+def test_a_campaigns_budget_counts_its_reviews_as_the_lab_does(sqlite_url: str) -> None:
+    """The campaign budget gauges count what the lab's and the review's check counts
+    (`CampaignSpend`): every stream of the campaign, its reviewers' calls included."""
+    price = Price(input_per_mtok=1, cached_input_per_mtok=1, output_per_mtok=1, source="t")
+
+    def event(stream: str, version: int, payload: Payload, second: int) -> Event:
+        return Event(
+            id=derived_id(f"{stream}:{version}", at(second)),
+            stream=stream,
+            version=version,
+            occurred_at=at(second),
+            correlation_id="c1",
+            actor="x",
+            payload=payload,
+        )
+
+    def call(stream: str, version: int, second: int, cost: float) -> list[Event]:
+        called = ModelCalled(
+            call_id="k", request_id="r", attempt=1, model="m", provider="p", messages=1
+        )
+        usage = Usage(input_tokens=10, output_tokens=10)
+        answered = ModelResponded(
+            call_id="k",
+            model="m",
+            usage=usage,
+            latency_s=1,
+            price=price,
+            cost_usd=cost,
+            cost_known=True,
+        )
+        return [
+            event(stream, version, called, second),
+            event(stream, version + 1, answered, second + 1),
+        ]
+
+    started = CampaignStarted(
+        task="digits", labs=1, mode="isolated", seed=0, budget=Budget(dollars=1.0)
+    )
+    lab = RunLog("c1-0", "lab-0", campaign="c1")
+    lab.start(1)
+    log = [event("campaign-c1", 0, started, 0), *lab.events]
+    log += call("run-c1-0", 1, 2, 0.5) + call("review-p1", 0, 5, 0.6)
+    runner = build(sqlite_url, log)
+    lab_says = CampaignSpend(runner.store).used("c1", "run-c1-0")
+    assert lab_says.dollars == pytest.approx(1.1)
+    collected = {m.name: m for m in ResearchCollector(runner.store.engine).collect()}
+    used = {s.labels["budget"]: s.value for s in collected["labrxiv_campaign_budget_used"].samples}
+    left = {s.labels["budget"]: s.value for s in collected["labrxiv_campaign_budget_left"].samples}
+    assert used["dollars"] == pytest.approx(1.1)
+    assert left["dollars"] == 0.0

@@ -19,6 +19,7 @@ from events.payloads import (
     InspectionConfig,
     ModelResponded,
     Payload,
+    Price,
     ReviewConfig,
     ReviewRequested,
     RunFinished,
@@ -27,13 +28,17 @@ from events.payloads import (
 )
 from events.spend import NOTHING, Spend, spend_of_payload
 from runstate import fold
+from runstate.budget import ModelBudget, model_budget_spent
 from workers.bus.local import LocalBus
 from workers.context import WorkerContext
 from workers.inspect.run import Budget as InspectorBudget
 from workers.lab.budget import campaign_budget, over_model_budget
+from workers.lab.services import LabServices
 from workers.llm import Gateway
+from workers.llm.prices import PriceEntry, PriceTable
 from workers.review.eval_run import EvalRun
 from workers.review.steps import Review, _over_budget
+from workers.tools.env import Archive
 
 T0 = datetime(2026, 2, 1, tzinfo=UTC)
 Verdict = Literal["tokens", "dollars", "unknown"] | None
@@ -74,6 +79,23 @@ CASES: list[tuple[str, int | None, float | None, list[float | None], Verdict]] =
     ("an unknown cost and no dollar limit", 1000, None, [None], None),
     ("room left", 1000, 1.0, [0.02], None),
 ]
+
+
+ONE_DOLLAR = {"input_per_mtok": 1, "cached_input_per_mtok": 1, "output_per_mtok": 1, "source": "t"}
+PRICED = Gateway(
+    "http://127.0.0.1:9/v1",
+    None,
+    PriceTable(
+        (
+            PriceEntry(
+                "m",
+                None,
+                Price(input_per_mtok=1, cached_input_per_mtok=1, output_per_mtok=1, source="test"),
+            ),
+        )
+    ),
+)
+"""A gateway whose table prices the model `m`: the cases' unknown costs are answers'."""
 
 
 def lab(store: EventStore, whose: Whose, limits: Budget, spent: list[Payload]) -> Verdict:
@@ -160,7 +182,7 @@ def test_the_inspector_and_the_reviewer_evaluation_check_it_as_the_lab_does(
     assert said(InspectorBudget(inspector, total(spent)).over()) == verdict, case
     evaluation = EvalRun(
         stream="revieweval-x",
-        gateway=cast(Gateway, None),  # no call is made: only the budget is checked
+        gateway=PRICED,  # no call is made: only the budget is checked
         store=store,
         inflight=tmp_path,
         record=lambda written: None,
@@ -168,3 +190,50 @@ def test_the_inspector_and_the_reviewer_evaluation_check_it_as_the_lab_does(
         spent=total(spent),
     )
     assert said(evaluation._over_budget()) == verdict, case
+
+
+def test_a_dollar_limit_on_a_model_with_no_price_is_refused_alike(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    """A dollar limit cannot be kept on a model the price table has no price for: the
+    lab ends its run before the first call, and the review, the reviewer evaluation and
+    the inspector make no call either (one call of unknown cost would already be one
+    past what the limit can say)."""
+    store = EventStore.from_url(sqlite_url)
+    prices = PriceTable.load(builtin=None)  # no model has a price
+    gateway = Gateway("http://127.0.0.1:9/v1", None, prices)
+    limits = Budget(dollars=1.0)
+    state = fold(events("run-a", [RunStarted(task="t", lab="a", policy="llm", budget=limits)]))
+    ended = over_model_budget(state, state, None, unpriced_model="m")
+    assert ended is not None and isinstance(ended[0], RunFinished), "the lab refuses"
+    assert "m: it has no price" in (ended[0].detail or "")
+
+    config = ReviewConfig(reviewer="llm", model="m", dollars=1.0)
+    requested = ReviewRequested(paper_id="p", run="run-a", version=1, config=config)
+    stream = events("review-p", [requested])
+    store.append(stream)
+    labs = LabServices(
+        workspaces=tmp_path, gym_dirs=[], archive=cast(Archive, None), gateways=lambda _: gateway
+    )
+    ctx = WorkerContext(store=store, bus=LocalBus(), labs=labs)
+    reason = _over_budget(ctx, Review("review-p", stream, requested))
+    assert reason == "reviewer dollar budget cannot be kept for m: it has no price"
+
+    evaluation = EvalRun(
+        stream="revieweval-x",
+        gateway=gateway,
+        store=store,
+        inflight=tmp_path,
+        record=lambda written: None,
+        config=config,
+    )
+    assert evaluation._over_budget() == reason
+
+    inspector = InspectionConfig(model="m", dollars=1.0)
+    said_by_inspector = InspectorBudget(inspector, unpriced=True).over()
+    assert said_by_inspector == "inspector dollar budget cannot be kept for m: it has no price"
+
+    without_limit = ReviewConfig(reviewer="llm", model="m", tokens=1000)
+    assert InspectorBudget(InspectionConfig(model="m", tokens=1000), unpriced=True).over() is None
+    assert model_budget_spent(ModelBudget("reviewer", 1000, None, NOTHING), unpriced="m") is None
+    assert without_limit.dollars is None

@@ -67,11 +67,16 @@ class Budget:
 
     config: InspectionConfig
     spent: Spend = NOTHING
+    unpriced: bool = False
+    """The inspector's model has no price in the table its calls are priced by."""
 
     def over(self) -> str | None:
-        """Why no more call may be made, or None."""
+        """Why no more call may be made, or None (`runstate.budget.model_budget_spent`)."""
         tokens, dollars = self.config.tokens, self.config.dollars
-        spent = model_budget_spent(ModelBudget("inspector", tokens, dollars, self.spent))
+        spent = model_budget_spent(
+            ModelBudget("inspector", tokens, dollars, self.spent),
+            unpriced=self.config.model if self.unpriced else None,
+        )
         return None if spent is None else spent.said()
 
 

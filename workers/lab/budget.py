@@ -123,10 +123,10 @@ def over_model_budget(
         used = _with_own(campaign.used, seen.spend, recorded.spend)
         limits = campaign.budget
         budgets.append(ModelBudget("campaign", limits.tokens, limits.dollars, used))
-    spent = model_budget_spent(*budgets)
+    spent = model_budget_spent(*budgets, unpriced=unpriced_model)
     if spent is not None and spent.exceeded is not None:
         return ended_by(spent.exceeded)
-    detail = _unkeepable(seen, budgets, spent, unpriced_model)
+    detail = _unkeepable(seen, spent)
     if detail is None:
         return None
     return [RunFinished(reason="error", detail=f"{detail} (see docs/models.md)")]
@@ -143,17 +143,12 @@ def _with_own(used: Spend, seen: Spend, recorded: Spend) -> Spend:
     )
 
 
-def _unkeepable(
-    seen: RunState,
-    budgets: list[ModelBudget],
-    spent: ModelBudgetSpent | None,
-    unpriced_model: str | None,
-) -> str | None:
+def _unkeepable(seen: RunState, spent: ModelBudgetSpent | None) -> str | None:
     """Why a dollars budget cannot be kept, some cost being or about to be unknown."""
-    if unpriced_model is not None and any(b.dollars is not None for b in budgets):
-        return f"a dollars budget cannot be kept for {unpriced_model}: it has no price"
     if spent is None:
         return None
+    if spent.unpriced is not None:
+        return f"a dollars budget cannot be kept for {spent.unpriced}: it has no price"
     if seen.spend.unknown_cost_gradings:
         return (
             "a dollars budget cannot be kept: the task's grader called a model whose cost is "

@@ -90,7 +90,11 @@ class EvalRun:
 
     def _over_budget(self) -> str | None:
         tokens, dollars = self.config.tokens, self.config.dollars
-        spent = model_budget_spent(ModelBudget("reviewer", tokens, dollars, self.spent))
+        model = self.config.model
+        unpriced = model if model and self.gateway.prices.price_of(model) is None else None
+        spent = model_budget_spent(
+            ModelBudget("reviewer", tokens, dollars, self.spent), unpriced=unpriced
+        )
         return None if spent is None else spent.said()
 
 

@@ -30,6 +30,7 @@ from events.payloads import (
     PaperDecided,
     PaperSubmitted,
     Payload,
+    ReviewConfig,
     ReviewFailed,
     ReviewForm,
     ReviewRequested,
@@ -206,8 +207,17 @@ def _over_budget(ctx: WorkerContext, review: Review) -> str | None:
     if found is not None:
         limits = found.budget
         budgets.append(ModelBudget("campaign", limits.tokens, limits.dollars, found.used))
-    spent = model_budget_spent(*budgets)
+    spent = model_budget_spent(*budgets, unpriced=_unpriced(ctx, config))
     return None if spent is None else spent.said()
+
+
+def _unpriced(ctx: WorkerContext, config: ReviewConfig) -> str | None:
+    """The reviewers' model when neither the campaign's recorded prices nor the worker's
+    table has a price for it."""
+    if ctx.labs is None or ctx.labs.gateways is None or not config.model:
+        return None
+    gateway = ctx.labs.priced_gateway(config.base_url, config.prices)
+    return config.model if gateway.prices.price_of(config.model) is None else None
 
 
 def _reviewer(index: int) -> str:
