@@ -36,6 +36,7 @@ from labrxiv.report import (
 )
 from labrxiv.settings import Settings
 from labrxiv.wiring import Embedded, open_embedded
+from labrxiv.words import counted
 from projections.curves import curve_points, paper_points
 from workers.gym.registry import find_bundle
 from workers.lab.campaign import CampaignPlan, deterministic_id
@@ -156,7 +157,11 @@ def run_demo(
         paper_rows = [replace(p, campaign=labels[p.campaign]) for p in paper_rows]  # type: ignore[index]
         plots = report_curves(points, paper_rows, report, by="campaign")
         if effect is not None:
-            this_run = {m: summaries[m].best_per_paper for m in ("isolated", "archive")}
+            this_run = (
+                {m: summaries[m].best_per_paper for m in ("isolated", "archive")}
+                if measured_budget(effect, labs, papers, attempts)
+                else {}
+            )
             plots.insert(0, effect_plot(effect, this_run, report))
     finally:
         system.close()
@@ -164,7 +169,8 @@ def run_demo(
     console.print(effect_said(result, task, labs, papers, attempts), markup=False, soft_wrap=True)
     write_report(result, task, labs, papers, attempts, seed, plots, deterministic)
     drawn = ", ".join(p.file for p in plots if p.drawn)
-    console.print(f"report written to {report}/ (summary.md, {drawn})")
+    timings = ", timings.md" if deterministic else ""
+    console.print(f"report written to {report}/ (summary.md{timings}, {drawn})")
     for plot in plots:
         if plot.note:  # why a plot was left out, or what a drawn one leaves out
             console.print(plot.note, markup=False)
@@ -202,7 +208,8 @@ def _run_campaigns(
     endings: list[RunEnding] = []
     for plan in plans:
         title = (
-            f"{plan.mode} campaign: {plan.labs} search labs on {plan.task} (offline baseline agent)"
+            f"{plan.mode} campaign: {counted(plan.labs, 'search lab')} on {plan.task} (offline "
+            "baseline agent)"
         )
         outcome = run_campaign(
             system.bus,
@@ -234,12 +241,25 @@ def effect_said(result: DemoResult, task: str, labs: int, papers: int, attempts:
             "measures it."
         )
     said = "The archive's effect at the frontier. " + effect.said()
-    if (labs, papers, attempts) != (effect.labs, effect.papers, effect.attempts):
-        said += (
-            f" This run's budget ({labs} labs, {papers} papers, {attempts} attempts a lab) "
-            "is not the one measured."
+    if not measured_budget(effect, labs, papers, attempts):
+        return said + (
+            f" This run's budget ({counted(labs, 'lab')}, {counted(papers, 'paper')}, "
+            f"{counted(attempts or 0, 'attempt')} a lab) is not the one measured: it is no "
+            "seed of that measurement, and the plot does not draw it."
         )
     return said + " This run is one seed of it."
+
+
+def _shown(value: float | None) -> str:
+    """A figure of the comparison to three places; `-` for none, and never `-0.000` (a
+    best at the baseline, less a rounding error)."""
+    return "-" if value is None else f"{value + 0.0:.3f}".replace("-0.000", "0.000")
+
+
+def measured_budget(effect: ArchiveEffect, labs: int, papers: int, attempts: int | None) -> bool:
+    """Whether a run of `labs`, `papers` and `attempts` a lab is on the budget `effect`
+    was measured on (then it is one seed of that measurement)."""
+    return (labs, papers, attempts) == (effect.labs, effect.papers, effect.attempts)
 
 
 def comparison_table(result: DemoResult) -> Table:
@@ -262,7 +282,7 @@ def comparison_table(result: DemoResult) -> Table:
         ("compute s / paper", "compute_per_paper"),
     ):
         values = [getattr(s, key) for s in (result.isolated, result.archive)]
-        table.add_row(label, *("-" if v is None else f"{v:.3f}" for v in values))
+        table.add_row(label, *(_shown(v) for v in values))
     return table
 
 
@@ -284,9 +304,10 @@ def write_report(
     lines = [
         "# labrxiv demo report",
         "",
-        f"Task `{task}`; {labs} labs per campaign, {papers} papers and {attempts} graded "
-        f"attempts per lab, seed {seed}. Labs use the offline `search` policy (a baseline "
-        "agent, not an LLM). Scores come from the task's grader.",
+        f"Task `{task}`; {counted(labs, 'lab')} per campaign, {counted(papers, 'paper')} and "
+        f"{counted(attempts or 0, 'graded attempt')} per lab, seed {seed}. Labs use the "
+        "offline `search` policy (a baseline agent, not an LLM). Scores come from the task's "
+        "grader.",
         "",
         DETERMINISTIC if deterministic else NOT_DETERMINISTIC,
         "",
@@ -308,9 +329,7 @@ def write_report(
         ("compute seconds per paper", "compute_per_paper"),
     ):
         a, b = getattr(iso, key), getattr(arc, key)
-        row = (
-            f"| {label} | {'-' if a is None else f'{a:.3f}'} | {'-' if b is None else f'{b:.3f}'} |"
-        )
+        row = f"| {label} | {_shown(a)} | {_shown(b)} |"
         (timings if deterministic and key in TIMINGS else lines).append(row)
     lines.append("")
     if deterministic:

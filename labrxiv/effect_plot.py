@@ -12,16 +12,22 @@ from labrxiv.plots import Y_LABEL, Plot
 
 EFFECT_FILE = "archive_effect.png"
 MODES = ("isolated", "archive")
-COLOURS = {"isolated": "tab:blue", "archive": "tab:orange"}
+COLOURS = {"archive": "tab:blue", "isolated": "tab:orange"}
+"""As the report's other plots draw the two campaigns (their lines in label order)."""
 
 
 def effect_plot(effect: ArchiveEffect, this_run: dict[str, list[float]], out: Path) -> Plot:
     """Draw `effect` (the bench's record) and `this_run` (by mode, the best normalized
-    score after each paper of one seed's campaigns) to `out/archive_effect.png`."""
+    score after each paper of one seed's campaigns; empty when the run is on another
+    budget) to `out/archive_effect.png`."""
     figure = Figure(figsize=(8, 5), dpi=100)
     FigureCanvasAgg(figure)
     ax = figure.subplots()
-    ax.set_title(f"best score after each paper: {effect.seeds} seeds of the bench, and this run")
+    drawn = any(this_run.values())
+    ax.set_title(
+        f"best score after each paper: {effect.seeds} seeds of the bench"
+        + (", and this run" if drawn else "")
+    )
     ax.set_xlabel("paper index in the campaign (AgentRxiv's generations)")
     ax.set_ylabel(Y_LABEL)
     ax.grid(True, alpha=0.3)
@@ -50,6 +56,10 @@ def effect_plot(effect: ArchiveEffect, this_run: dict[str, list[float]], out: Pa
     note = (
         "Shaded: one standard deviation either side of the bench's mean "
         f"(`bench/archive_vs_isolated.py --task {effect.task} --seeds {effect.seeds}`); "
-        "dashed: this run, one seed of that distribution."
+        + (
+            "dashed: this run, one seed of that distribution."
+            if drawn
+            else "this run is not drawn: its budget is not the one measured."
+        )
     )
     return Plot(EFFECT_FILE, True, note)

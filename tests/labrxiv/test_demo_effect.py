@@ -87,6 +87,11 @@ def test_a_demo_on_another_budget_says_it_is_not_the_one_measured(tmp_path: Path
     (folder / RECORD).write_text(_effect("digits-measured").model_dump_json())
     _, summary = _demo(tmp_path, "--task", "digits-measured", "--attempts", "1")
     assert "is not the one measured" in summary
+    assert "one seed of" not in summary, "a run on another budget is no seed of the measurement"
+    assert "2 labs, 1 paper, 1 attempt a lab" in summary
+    assert "2 labs per campaign, 1 paper and 1 graded attempt per lab" in summary
+    assert "this run is not drawn" in summary
+    assert "-0.000" not in summary
 
 
 def test_a_task_with_no_recorded_effect_says_how_to_measure_it(tmp_path: Path) -> None:
