@@ -33,7 +33,7 @@ from labrxiv.cli_bounds import INT64_MAX, count_option, dollars_option
 from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
 from labrxiv.cli_errors import say_error
 from labrxiv.console import make_console
-from labrxiv.errors import CannotWrite, NotFound
+from labrxiv.errors import NotFound, written
 from labrxiv.html_report import page
 from labrxiv.lookup import campaign_ids, pick, resolve_run
 from labrxiv.money import dollars_text
@@ -163,11 +163,8 @@ JSON_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
 
 
 def _write(path: Path, content: bytes) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    with written(path):
         path.write_bytes(content)
-    except OSError as exc:
-        raise CannotWrite(f"cannot write {path}: {exc.strerror}") from None
 
 
 def _events(store: EventStore, stream: str, version: int | None) -> list[Event]:

@@ -16,7 +16,7 @@ from labrxiv.cli_export_otel import export_otel
 from labrxiv.cli_export_runs import export_finetune, export_inspect
 from labrxiv.cli_group import command_group
 from labrxiv.console import make_console
-from labrxiv.errors import CannotWrite
+from labrxiv.errors import written
 from labrxiv.lookup import resolve_campaign
 from labrxiv.wiring import gym_dirs
 from projections.preferences import preference_pairs
@@ -57,10 +57,8 @@ def export_preferences(
         pairs, why, ties = preference_pairs(conn, prompt_of, campaign=campaign, task=task)
     lines = "".join(pair.model_dump_json() + "\n" for pair in pairs)
     if out is not None:
-        try:
+        with written(out):
             out.write_text(lines)
-        except OSError as exc:
-            raise CannotWrite(f"cannot write {out}: {exc.strerror}") from None
     elif lines:
         typer.echo(lines, nl=False)
     for tie in ties:

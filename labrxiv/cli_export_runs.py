@@ -15,7 +15,7 @@ from events import EventStore
 from events.streams import stream_id
 from labrxiv.cli_common import read_runner
 from labrxiv.console import make_console
-from labrxiv.errors import CannotWrite, NotFound
+from labrxiv.errors import NotFound, written
 from labrxiv.lookup import resolve_campaign, resolve_run
 from projections.runner import ProjectionRunner
 from projections.runs import runs_of
@@ -39,10 +39,8 @@ def export_inspect(
     from projections.exports.inspect_log import write_eval
 
     runner, name, runs = _runs(run, campaign)
-    try:
+    with written(out):
         write_eval(out, name, runs, runner.store.get_blob)
-    except OSError as exc:
-        raise CannotWrite(f"cannot write {out}: {exc.strerror or exc}") from None
     console.print(f"{len(runs)} sample(s) written to {out}", soft_wrap=True)
 
 
@@ -73,12 +71,10 @@ def export_finetune(
     _, _, runs = _runs(run, campaign)
     examples = [example_of(r) for r in kept(runs, wanted, min_score)]
     lines = b"".join(orjson.dumps(e) + b"\n" for e in examples if e is not None)
-    try:
+    with written(out):
         out.write_bytes(lines)
-    except OSError as exc:
-        raise CannotWrite(f"cannot write {out}: {exc.strerror or exc}") from None
-    written = lines.count(b"\n")
-    console.print(f"{written} of {len(runs)} run(s) written to {out}", soft_wrap=True)
+    examples_written = lines.count(b"\n")
+    console.print(f"{examples_written} of {len(runs)} run(s) written to {out}", soft_wrap=True)
 
 
 def _runs(

@@ -164,7 +164,11 @@ def test_an_unwritable_data_folder_is_named(workdir: Path, cli: Cli) -> None:
     ("command", "told"),
     [
         (["curves", "--out", "afile/plots"], "cannot write afile/plots: Not a directory"),
-        (["export", "preferences", "-o", "gone/p.jsonl"], "cannot write gone/p.jsonl: No such"),
+        (["export", "preferences", "-o", "afile/p.jsonl"], "cannot write afile/p.jsonl: afile is"),
+        (
+            ["export", "finetune", "--campaign", ISOLATED, "-o", "/proc/x/f.jsonl"],
+            "cannot write /proc/x/f.jsonl: No such",
+        ),
         # A folder that cannot be made although its parent exists (mkdir: ENOENT).
         (["curves", "--out", "/proc/labrxiv-plots"], "cannot write /proc/labrxiv-plots"),
     ],
@@ -178,6 +182,22 @@ def test_an_output_path_that_cannot_be_written_is_named(
     assert said.code == 1, said.out
     line = one_line(said)
     assert told in line and "LABRXIV_DATA_DIR" not in line
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["export", "inspect", "--campaign", ISOLATED, "--out", "logs/campaign.eval"],
+        ["export", "finetune", "--campaign", ISOLATED, "--out", "out/runs.jsonl"],
+    ],
+)
+def test_an_export_makes_the_folder_it_is_asked_to_write_in(
+    two_campaigns: EventStore, workdir: Path, cli: Cli, command: list[str]
+) -> None:
+    """As docs/exports.md writes them: the folder of `--out` need not exist yet."""
+    said = cli(*command)
+    assert said.code == 0, said.out
+    assert (workdir / command[-1]).exists()
 
 
 @pytest.mark.parametrize("report", ["/proc/labrxiv-report", "afile", "afile/report"])
