@@ -1,10 +1,13 @@
 """`labrxiv serve`: the archive, campaigns and runs in a browser, and the JSON API
 (`labrxiv.web`), on the log the read commands read."""
 
+import socket
+
 import typer
 
 from labrxiv.cli_common import read_runner
 from labrxiv.console import make_console
+from labrxiv.errors import CannotServe
 
 console = make_console()
 
@@ -21,8 +24,29 @@ def serve(
 
     runner = read_runner()
     store = runner.store
+    listening = _listen(host, port)
     shown = store.engine.url.render_as_string(hide_password=True)
     console.print(
         f"serving {shown} on http://{host}:{port}/ (read-only; Ctrl-C stops)", soft_wrap=True
     )
-    uvicorn.run(create_app(store), host=host, port=port, log_level="warning")
+    config = uvicorn.Config(create_app(store), log_level="warning")
+    uvicorn.Server(config).run(sockets=[listening])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket listening on `host`:`port`, bound before anything says it serves; one
+    that cannot be bound (the port taken, below 1024 for a normal user, an address this
+    machine does not have) is a one-line `CannotServe`."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        listening = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as exc:
+        raise CannotServe(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    try:
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listening.bind((host, port))
+        listening.listen(2048)
+    except OSError as exc:
+        listening.close()
+        raise CannotServe(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return listening

@@ -18,8 +18,18 @@ class NotFound(ShellError):
     """An id or a filter names nothing in the log or its read models."""
 
 
+class Ambiguous(NotFound):
+    """An id prefix names more than one (the web API's 400: a malformed query, not an
+    unknown id)."""
+
+
 class Unreachable(ShellError):
     """The database or the broker does not answer."""
+
+
+class CannotServe(ShellError):
+    """`labrxiv serve` cannot listen where it is asked (the port taken, a privileged one,
+    an address this machine does not have)."""
 
 
 class CannotWrite(ShellError):

@@ -15,7 +15,7 @@ from events import Event, EventStore
 from events.store import EVENTS
 from events.streams import RUN_PREFIX, stream_id
 from labrxiv.cli_bounds import INT64_MAX
-from labrxiv.errors import NotFound
+from labrxiv.errors import Ambiguous, NotFound
 from projections.archive import PAPERS
 from projections.campaigns import CAMPAIGNS
 from projections.runs import RUNS
@@ -38,7 +38,7 @@ def pick(kind: str, text: str, known: Iterable[str], hint: str = "") -> str:
     if not matches:
         raise NotFound(f"no {kind} {text}" + (f" ({hint})" if hint else ""))
     more = ", …" if len(matches) > SHOWN else ""
-    raise NotFound(f"{kind} {text} is ambiguous: {', '.join(matches[:SHOWN])}{more}")
+    raise Ambiguous(f"{kind} {text} is ambiguous: {', '.join(matches[:SHOWN])}{more}")
 
 
 def campaign_ids(store: EventStore, conn: Connection) -> set[str]:
@@ -102,8 +102,9 @@ def pick_prefixed(kind: str, prefix: str, text: str, names: set[str], hint: str)
     whole = text if text.startswith(prefix) else prefix + text
     try:
         return pick(kind, whole, names, hint)
-    except NotFound as exc:  # said with what the person typed
-        raise NotFound(str(exc).replace(f"{kind} {whole}", f"{kind} {text}", 1)) from None
+    except NotFound as exc:  # said with what the person typed, as the same kind of error
+        said = str(exc).replace(f"{kind} {whole}", f"{kind} {text}", 1)
+        raise type(exc)(said) from None
 
 
 POSITION = re.compile(r"\d+")

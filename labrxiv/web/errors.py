@@ -1,4 +1,5 @@
-"""Uniform errors: an unknown id is a 404, a malformed query a 400 with the reason; a
+"""Uniform errors: an unknown id is a 404, a malformed query (an id prefix that names
+several among them) a 400 with the reason; a
 page under `/api` answers JSON `{"error", "status"}`, any other an HTML page."""
 
 from typing import Any
@@ -7,7 +8,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 
-from labrxiv.errors import NotFound
+from labrxiv.errors import Ambiguous, NotFound
 from labrxiv.read_shapes import json_bytes
 from labrxiv.web.reading import BadQuery
 from labrxiv.web.templates import render
@@ -50,6 +51,7 @@ def install(app: FastAPI) -> None:
         return error_response(request, exc.status_code, message)
 
     app.add_exception_handler(NotFound, not_found)
+    app.add_exception_handler(Ambiguous, bad_query)  # a prefix that names several
     app.add_exception_handler(BadQuery, bad_query)
     app.add_exception_handler(RequestValidationError, invalid)
     app.add_exception_handler(HTTPException, http)

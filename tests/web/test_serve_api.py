@@ -105,6 +105,7 @@ def test_search_ranks_the_archive_and_keeps_the_filter(client: TestClient) -> No
         ("/api/v1/runs/run-ffff", 404, "no run run-ffff"),
         ("/api/v1/campaigns/ffff", 404, "no campaign ffff"),
         ("/api/v1/nothing", 404, "no such page"),
+        ("/api/v1/runs/run-", 400, "run run- is ambiguous"),
         ("/api/v1/papers?page=0", 400, "page: Input should be greater than or equal to 1"),
         ("/api/v1/papers?page=two", 400, "page: Input should be a valid integer"),
         ("/api/v1/papers?per_page=0", 400, "per_page: Input should be greater than"),

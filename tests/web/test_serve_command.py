@@ -3,6 +3,7 @@ find it), in a process of its own, looked at in Chromium; and its refusals."""
 
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -103,6 +104,23 @@ def test_serve_refuses_a_port_out_of_range(tmp_path: Path) -> None:
     said = CliRunner().invoke(app, ["serve", "--port", "70000"], env=_env(tmp_path))
     assert said.exit_code == 2
     assert "Invalid value for '--port'" in said.output
+
+
+def test_serve_on_a_port_it_cannot_listen_on_says_so_in_one_line(tmp_path: Path) -> None:
+    """Said before anything claims to serve, and exit 1: not "serving … on :PORT", then
+    uvicorn's own error and exit 3."""
+    EventStore.from_url(f"sqlite:///{tmp_path / 'data' / 'labrxiv.db'}")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        said = CliRunner().invoke(app, ["serve", "--port", str(port)], env=_env(tmp_path / "data"))
+    assert said.exit_code == 1, said.output
+    assert "serving" not in said.output
+    lines = said.output.strip().splitlines()
+    assert (
+        len(lines) == 1 and f"cannot listen on 127.0.0.1:{port}: Address already in use" in lines[0]
+    )
 
 
 @pytest.mark.slow
