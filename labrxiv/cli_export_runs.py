@@ -52,7 +52,9 @@ def export_finetune(
         [], "--verdict", help="Only runs with this verdict (PASS, SUSPICIOUS, FAIL; repeatable)."
     ),
     min_score: float | None = typer.Option(
-        None, "--min-score", help="Only runs whose best score is at least this."
+        None,
+        "--min-score",
+        help="Only runs whose best score reaches this (at most this, for a minimized raw score).",
     ),
 ) -> None:
     """The runs' conversations in OpenAI's chat fine-tuning format, one run a line:

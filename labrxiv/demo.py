@@ -38,6 +38,7 @@ from labrxiv.settings import Settings
 from labrxiv.wiring import Embedded, open_embedded
 from labrxiv.words import counted
 from projections.curves import curve_points, paper_points
+from projections.runs import runs_of
 from workers.gym.registry import find_bundle
 from workers.lab.campaign import CampaignPlan, deterministic_id
 
@@ -152,10 +153,16 @@ def run_demo(
         with system.store.engine.connect() as conn:
             points = [p for c in campaigns.values() for p in curve_points(conn, c)]
             paper_rows = [p for c in campaigns.values() for p in paper_points(conn, c)]
+            ways = {
+                r.stream: r.best_direction
+                for c in campaigns.values()
+                for r in runs_of(conn, campaign=c)
+                if r.best_direction is not None
+            }
         labels = {c: m for m, c in campaigns.items()}
         points = [replace(p, campaign=labels[p.campaign]) for p in points]  # type: ignore[index]
         paper_rows = [replace(p, campaign=labels[p.campaign]) for p in paper_rows]  # type: ignore[index]
-        plots = report_curves(points, paper_rows, report, by="campaign")
+        plots = report_curves(points, paper_rows, report, by="campaign", directions=ways)
         if effect is not None:
             this_run = (
                 {m: summaries[m].best_per_paper for m in ("isolated", "archive")}

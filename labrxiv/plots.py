@@ -2,7 +2,9 @@
 
 Lines are per lab (one per run) or per campaign. A campaign's line at x is the best
 score any of its labs had reached within x of its own time, attempts, tokens or
-dollars; its paper line is the best score its archive held after each paper.
+dollars; its paper line is the best score its archive held after each paper. Best is
+ranked by `runstate.best` in each run's direction (`directions`: a normalized score's
+is maximize; a raw score's, for a task with no SOTA, its metric's).
 Figures are drawn on their own Agg canvases, never through pyplot's global state.
 
 A plot with nothing to show (`nothing_to_show`) is left out of a report with a
@@ -12,7 +14,7 @@ sentence inside the figure, for a caller that asked for every file.
 
 import textwrap
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -20,6 +22,7 @@ from typing import Literal
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from events.payloads.experiment import Direction
 from labrxiv.errors import CannotWrite
 from projections.curves import CurvePoint, PaperPoint
 from runstate.best import NORMALIZED, improves
@@ -116,14 +119,18 @@ class Plot:
         return f"{image}\n\n{self.note}" if self.note else image
 
 
+Point = tuple[float, float, Direction]
+"""A point of a line: x, the best so far, and the direction that best ranks in."""
+
+
 @dataclass(frozen=True)
 class _Drawing:
-    """What to draw: lines of (x, best so far), and the notes that go with them."""
+    """What to draw: lines of (x, best so far, direction), and the notes that go with them."""
 
     file: str
     title: str
     x_label: str
-    lines: dict[str, list[tuple[float, float]]]
+    lines: dict[str, list[Point]]
     labels: dict[str, str]
     empty: str | None
     """Why the plot has nothing to show (a clause, no full stop); None if it has."""
@@ -139,13 +146,16 @@ def report_curves(
     papers: Sequence[PaperPoint],
     out: Path,
     by: LineBy = "lab",
+    directions: Mapping[str, Direction] | None = None,
 ) -> list[Plot]:
     """Write the curves that have something to show to `out`; say why the others are not.
 
-    A left-out plot's PNG is removed from `out` if an earlier report left one there,
-    so the folder never holds a plot its summary says was not drawn.
+    `directions`: by run, the direction its best so far ranks in (the runs read model's
+    `best_direction`); maximize for a run it does not name. A left-out plot's PNG is
+    removed from `out` if an earlier report left one there, so the folder never holds a
+    plot its summary says was not drawn.
     """
-    return _curves(points, papers, out, by, keep_empty=False)
+    return _curves(points, papers, out, by, directions or {}, keep_empty=False)
 
 
 def write_curves(
@@ -153,13 +163,15 @@ def write_curves(
     papers: Sequence[PaperPoint],
     out: Path,
     by: LineBy = "lab",
+    directions: Mapping[str, Direction] | None = None,
 ) -> list[Path]:
     """Write every curve to `out` (created if missing); returns the files written.
 
-    A curve with nothing to show is still written, with the reason inside the figure.
+    A curve with nothing to show is still written, with the reason inside the figure;
+    `directions` as in `report_curves`.
     """
     try:
-        drawn = _curves(points, papers, out, by, keep_empty=True)
+        drawn = _curves(points, papers, out, by, directions or {}, keep_empty=True)
     except OSError as exc:  # a folder that cannot be made or written (`--out /proc/x`)
         raise CannotWrite(f"cannot write {exc.filename or out}: {exc.strerror}") from None
     return [out / plot.file for plot in drawn]
@@ -170,12 +182,13 @@ def _curves(
     papers: Sequence[PaperPoint],
     out: Path,
     by: LineBy,
+    directions: Mapping[str, Direction],
     keep_empty: bool,
 ) -> list[Plot]:
     out.mkdir(parents=True, exist_ok=True)
     many = len({p.campaign for p in points} | {p.campaign for p in papers}) > 1
-    drawings = [_efficiency(points, axis, by, many) for axis in AXES]
-    drawings.append(_per_paper(papers, by, many))
+    drawings = [_efficiency(points, axis, by, many, directions) for axis in AXES]
+    drawings.append(_per_paper(papers, by, many, directions))
     plots = []
     for d in drawings:
         if d.empty is None or keep_empty:
@@ -194,13 +207,14 @@ def _label(campaign: str | None, lab: str | None, by: LineBy, many: bool) -> str
     return f"{name}/{lab or '?'}" if many else lab or "?"
 
 
-def _running_best(pairs: list[tuple[float, float]]) -> tuple[list[float], list[float]]:
-    """The running best of normalized scores (`runstate.best`), at each x in order."""
+def _running_best(points: list[Point]) -> tuple[list[float], list[float]]:
+    """The running best of the scores, each in its direction (`runstate.best`), at each x
+    in order."""
     xs: list[float] = []
     ys: list[float] = []
     best: float | None = None
-    for x, y in sorted(pairs):
-        if improves(NORMALIZED, y, best):
+    for x, y, way in sorted(points):
+        if improves(way, y, best):
             best = y
         xs.append(x)
         ys.append(y if best is None else best)
@@ -211,7 +225,13 @@ def _unknown_cost(point: CurvePoint) -> int:
     return point.unknown_cost_calls
 
 
-def _efficiency(points: Sequence[CurvePoint], axis: Axis, by: LineBy, many: bool) -> _Drawing:
+def _efficiency(
+    points: Sequence[CurvePoint],
+    axis: Axis,
+    by: LineBy,
+    many: bool,
+    directions: Mapping[str, Direction],
+) -> _Drawing:
     unknown: dict[str, int] = {}
     if axis.known_cost_only:
         # Calls are counted up to each point, so a run's largest count is its total.
@@ -242,11 +262,11 @@ def _efficiency(points: Sequence[CurvePoint], axis: Axis, by: LineBy, many: bool
     drawing = _Drawing(axis.file, axis.title, axis.label, {}, {}, empty)
     if empty is not None:
         return drawing
-    lines: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    lines: dict[str, list[Point]] = defaultdict(list)
     labels: dict[str, str] = {}
     for p in kept:
         key = p.run if by == "lab" else (p.campaign or "")
-        lines[key].append((axis.x(p), p.best_so_far))
+        lines[key].append((axis.x(p), p.best_so_far, directions.get(p.run, NORMALIZED)))
         labels[key] = _label(p.campaign, p.lab, by, many)
     caveat = None
     if unknown:
@@ -258,7 +278,9 @@ def _efficiency(points: Sequence[CurvePoint], axis: Axis, by: LineBy, many: bool
     return replace(drawing, lines=dict(lines), labels=labels, caveat=caveat)
 
 
-def _per_paper(papers: Sequence[PaperPoint], by: LineBy, many: bool) -> _Drawing:
+def _per_paper(
+    papers: Sequence[PaperPoint], by: LineBy, many: bool, directions: Mapping[str, Direction]
+) -> _Drawing:
     scored = [p for p in papers if p.best_so_far is not None]
     empty = None
     match nothing_to_show([float(p.paper_index) for p in scored]):
@@ -266,11 +288,12 @@ def _per_paper(papers: Sequence[PaperPoint], by: LineBy, many: bool) -> _Drawing
             empty = "No paper has a scored attempt behind it yet"
         case "all zero":
             empty = "Every paper is numbered 0"
-    lines: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    lines: dict[str, list[Point]] = defaultdict(list)
     labels: dict[str, str] = {}
     for p in [] if empty else scored:
         key = p.run if by == "lab" else (p.campaign or "")
-        lines[key].append((float(p.paper_index), float(p.best_so_far or 0.0)))
+        way = directions.get(p.run, NORMALIZED)
+        lines[key].append((float(p.paper_index), float(p.best_so_far or 0.0), way))
         labels[key] = _label(p.campaign, p.lab, by, many)
     # Per lab, a paper shows its lab's best when submitted; per campaign, the archive's best.
     return _Drawing(
@@ -299,7 +322,8 @@ def _draw(drawing: _Drawing, path: Path) -> None:
             xs, ys = _running_best(drawing.lines[key])
             drawstyle = "steps-post"
         else:
-            xs, ys = (list(v) for v in zip(*sorted(drawing.lines[key]), strict=True))
+            measured = sorted(drawing.lines[key])
+            xs, ys = [x for x, _, _ in measured], [y for _, y, _ in measured]
             drawstyle = "default"
         ax.plot(
             xs,

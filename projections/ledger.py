@@ -20,7 +20,7 @@ A grader that calls a model (math-prompting) reports its usage in the attempt's
 calls, so the run's tokens and dollars include what its evaluations cost.
 """
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -39,7 +39,7 @@ from sqlmodel import Field, SQLModel
 
 from events.envelope import as_utc
 from events.recorded import Recorded
-from events.spend import spend_of
+from events.spend import Spend, spend_of
 from events.streams import stream_kind
 from events.tables import table_of
 from projections.ledger_phases import PHASE_KEY, PHASE_TYPES, RunPhases
@@ -265,6 +265,23 @@ def _spent(row: dict[str, Any], event: Recorded, reported: bool = True) -> None:
         row["output_tokens"] = spent.output_tokens
         row["reasoning_tokens"] = spent.reasoning_tokens
         row["total_tokens"] = spent.tokens
+
+
+def spend_of_row(row: Mapping[str, Any]) -> Spend:
+    """What an answered model call's or a model-using grading's row spent, as the one
+    counting rule (`events.spend`) read its event: tokens the provider did not report
+    count 0, a cost that is unknown adds no dollars and is counted in `unknown_cost`."""
+    known = bool(row["cost_known"])
+    return Spend(
+        input_tokens=row["input_tokens"] or 0,
+        cached_input_tokens=row["cached_input_tokens"] or 0,
+        output_tokens=row["output_tokens"] or 0,
+        reasoning_tokens=row["reasoning_tokens"] or 0,
+        dollars=float(row["cost_usd"] or 0.0) if known else 0.0,
+        priced=1,
+        unknown_cost=int(not known),
+        unknown_cost_gradings=int(not known and row["kind"] == "grader"),
+    )
 
 
 # -- roll-ups ------------------------------------------------------------------

@@ -10,7 +10,8 @@ unless verified.
 
 The labs' lag-free archive (`workers.lab.archive_log`) marks papers read from the store,
 the archive read model (`projections.archive`) marks them read on its connection: both
-ask this module, so a lab and a person see the same marks. A paper's marks depend only
+ask this module, so a lab and a person see the same marks, and the `misreported_claim`
+detector finds what they leave unmarked. A paper's marks depend only
 on its author's events before it (and, for a fork, its parent's up to the fork point),
 which precede it in the log and never change.
 """

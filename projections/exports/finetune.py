@@ -3,7 +3,7 @@ line, `{"messages": [...], "tools": [...]}`, a run's conversation
 (`projections.exports.conversation`) with each message cut to the keys its role has
 there (`role`, `content`, `tool_calls`, `tool_call_id`; a `developer` message is a
 `system` one). A run with no conversation gives no line; the filters keep the runs of
-the given verdicts and the runs whose best score reaches a minimum.
+the given verdicts and the runs whose best score reaches a minimum (in its direction).
 """
 
 from collections.abc import Collection, Sequence
@@ -11,6 +11,7 @@ from typing import Any
 
 from projections.exports.conversation import Conversation, Message
 from projections.exports.runs import ExportedRun
+from runstate.best import NORMALIZED, better
 
 KEYS = {
     "system": ("role", "content", "name"),
@@ -27,13 +28,15 @@ def kept(
     min_score: float | None = None,
 ) -> list[ExportedRun]:
     """The runs whose verdict is one of `verdicts` (any, when none is given) and whose
-    best score is at least `min_score` (a run with no score has none to reach)."""
+    best score reaches `min_score` in the best score's direction (`runstate.best`: at
+    least it when maximized, at most it when minimized; a run with no score has none to
+    reach)."""
     chosen = []
     for run in runs:
         if verdicts and run.verdict not in verdicts:
             continue
-        best = run.view.best_score
-        if min_score is not None and (best is None or best < min_score):
+        best, way = run.view.best_score, run.view.best_direction or NORMALIZED
+        if min_score is not None and (best is None or better(way, min_score, best)):
             continue
         chosen.append(run)
     return chosen

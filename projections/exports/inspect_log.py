@@ -8,9 +8,11 @@ per sample). Members are deflated (Inspect writes zstd, and reads either).
 
 The eval is the campaign (or the one run's campaign): its task, its runs as the
 dataset, the policy as the plan's one step, the model the runs called (`none` when they
-called none; the first by name when they called several, all of them in `metadata`).
-The results are the mean and max of the runs' best scores and the share that passed
-the integrity check.
+called none; the first by name when they called several, all of them in `metadata`,
+with the calls of unknown cost by model).
+The results are the mean and the best of the runs' best scores (`max`, or `min` for a
+raw score the task minimizes: `runstate.best`) and the share that passed the integrity
+check.
 """
 
 import zipfile
@@ -23,8 +25,17 @@ from typing import Any
 import orjson
 
 from projections.exports.conversation import BlobReader
-from projections.exports.inspect_sample import BEST, VERDICT, inspect_usage, sample_of, summary_of
+from projections.exports.inspect_sample import (
+    BEST,
+    UNKNOWN_COST,
+    VERDICT,
+    inspect_usage,
+    sample_of,
+    summary_of,
+    unknown_costs,
+)
 from projections.exports.runs import ExportedRun, ModelTokens
+from runstate.best import NORMALIZED, best_ranked
 
 LOG_VERSION = 2
 """The `EvalLog.version` Inspect AI writes today."""
@@ -36,6 +47,7 @@ def header_of(name: str, runs: Sequence[ExportedRun]) -> dict[str, Any]:
     ends = [r.view.last_event_at for r in runs if r.view.last_event_at is not None]
     created = min(starts) if starts else datetime.now(UTC)
     models = sorted({m for r in runs for m in r.usage})
+    usage = _summed(runs)
     tasks = sorted({r.view.task or "" for r in runs})
     policies = sorted({r.view.policy or "" for r in runs})
     return {
@@ -57,7 +69,12 @@ def header_of(name: str, runs: Sequence[ExportedRun]) -> dict[str, Any]:
             "model": models[0] if models else "none",
             "config": {"epochs": 1},
             "packages": {"labrxiv": _labrxiv_version()},
-            "metadata": {"campaign": name, "models": models, "policies": policies},
+            "metadata": {
+                "campaign": name,
+                "models": models,
+                "policies": policies,
+                UNKNOWN_COST: unknown_costs(usage),
+            },
             "scorers": [{"name": BEST}, {"name": VERDICT}],
         },
         "plan": {"name": "plan", "steps": [{"solver": p, "params": {}} for p in policies]},
@@ -65,7 +82,7 @@ def header_of(name: str, runs: Sequence[ExportedRun]) -> dict[str, Any]:
         "stats": {
             "started_at": created.isoformat(),
             "completed_at": (max(ends) if ends else created).isoformat(),
-            "model_usage": inspect_usage(_summed(runs)),
+            "model_usage": inspect_usage(usage),
         },
     }
 
@@ -82,12 +99,19 @@ def write_eval(path: Path, name: str, runs: Sequence[ExportedRun], read_blob: Bl
 
 
 def _results(runs: Sequence[ExportedRun]) -> dict[str, Any]:
-    best = [r.view.best_score for r in runs if r.view.best_score is not None]
+    ranked = [
+        (r.view.best_score, r.view.best_direction or NORMALIZED)
+        for r in runs
+        if r.view.best_score is not None
+    ]
     judged = [r.verdict for r in runs if r.verdict is not None]
     scores = []
-    if best:
-        metrics = {"mean": sum(best) / len(best), "max": max(best)}
-        scores.append(_score(BEST, len(best), len(runs), metrics))
+    top = best_ranked(ranked)
+    if top is not None:
+        best, way = top
+        mean = sum(score for score, _ in ranked) / len(ranked)
+        metrics = {"mean": mean, "max" if way == "maximize" else "min": best}
+        scores.append(_score(BEST, len(ranked), len(runs), metrics))
     if judged:
         passed = sum(v == "PASS" for v in judged) / len(judged)
         scores.append(_score(VERDICT, len(judged), len(runs), {"pass_rate": passed}))

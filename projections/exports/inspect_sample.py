@@ -7,12 +7,13 @@ summary (`EvalSampleSummary`), field names as Inspect reads them.
   its last answer.
 - `events`: the run's events (`projections.exports.inspect_events`), the model events'
   inputs pooled in `events_data`.
-- `model_usage`: tokens and cost by model, as the ledger counts them.
+- `model_usage`: tokens and known costs by model, as the ledger counts them.
 - `scores`: `best_score` (the runs read model's best score, normalized where the task
   has a SOTA) once an attempt was scored, and `verdict` (PASS, SUSPICIOUS or FAIL) once
   the findings read model judged the run.
 - `metadata`: run, campaign, lab, task, policy, status, finish reason, verdict, best
-  score, attempts and papers.
+  score, attempts and papers, and by model the calls of unknown cost (`unknown_costs`:
+  in no `total_cost`).
 """
 
 from typing import Any
@@ -24,21 +25,30 @@ from projections.exports.runs import ExportedRun, ModelTokens
 
 BEST = "best_score"
 VERDICT = "verdict"
+UNKNOWN_COST = "unknown_cost_calls"
+"""The metadata key of `unknown_costs`."""
 
 
 def inspect_usage(usage: dict[str, ModelTokens]) -> dict[str, dict[str, Any]]:
     """Model usage as Inspect's `ModelUsage` by model."""
     return {
         model: {
-            "input_tokens": tokens.input_tokens,
-            "output_tokens": tokens.output_tokens,
-            "total_tokens": tokens.total_tokens,
-            "input_tokens_cache_read": tokens.cached_input_tokens,
-            "reasoning_tokens": tokens.reasoning_tokens,
+            "input_tokens": tokens.spend.input_tokens,
+            "output_tokens": tokens.spend.output_tokens,
+            "total_tokens": tokens.spend.tokens,
+            "input_tokens_cache_read": tokens.spend.cached_input_tokens,
+            "reasoning_tokens": tokens.spend.reasoning_tokens,
             "total_cost": tokens.cost_usd,
         }
         for model, tokens in usage.items()
     }
+
+
+def unknown_costs(usage: dict[str, ModelTokens]) -> dict[str, int]:
+    """By model, the answered calls and gradings whose cost is unknown, where there are
+    any: Inspect's `ModelUsage` has no place for them (its `total_cost` sums the known
+    costs, as Inspect sums its own), so the metadata says how many are in no total."""
+    return {model: tokens.unknown_cost for model, tokens in usage.items() if tokens.unknown_cost}
 
 
 def scores_of(run: ExportedRun) -> dict[str, dict[str, Any]]:
@@ -73,6 +83,7 @@ def metadata_of(run: ExportedRun) -> dict[str, Any]:
         "papers": view.papers,
         "forked_from": view.forked_from,
         "conversation": run.conversation.source,
+        UNKNOWN_COST: unknown_costs(run.usage),
     }
 
 

@@ -9,9 +9,10 @@ from typing import Any
 from sqlalchemy import Connection
 
 from events import Event, EventStore
+from events.spend import NOTHING, Spend
 from projections.exports.conversation import Conversation, Exchange, conversation_of, exchanges
 from projections.findings import findings_of
-from projections.ledger import MODEL_KINDS, ledger_calls
+from projections.ledger import MODEL_KINDS, ledger_calls, spend_of_row
 from projections.runs import RunView, runs_of
 
 USAGE_KINDS = (*MODEL_KINDS, "grader")
@@ -23,28 +24,26 @@ GRADER = "grader"
 
 @dataclass(frozen=True)
 class ModelTokens:
-    """What a run's calls of one model spent, summed from the ledger's rows."""
+    """What a run's calls of one model spent: the ledger's rows summed by the one
+    counting rule (`events.spend`)."""
 
     calls: int = 0
-    input_tokens: int = 0
-    cached_input_tokens: int = 0
-    output_tokens: int = 0
-    reasoning_tokens: int = 0
-    total_tokens: int = 0
-    cost_usd: float | None = None
-    """Known costs summed; None when no call's cost is known."""
+    """Model calls: the answered ones, and those its gradings made."""
+    spend: Spend = NOTHING
+    """Tokens and known dollars, with the calls and gradings of unknown cost counted."""
+
+    @property
+    def cost_usd(self) -> float | None:
+        """Known costs summed; None when no call's cost is known."""
+        return self.spend.dollars if self.spend.unknown_cost < self.spend.priced else None
+
+    @property
+    def unknown_cost(self) -> int:
+        """Answered calls and gradings whose cost is unknown: in no `cost_usd`."""
+        return self.spend.unknown_cost
 
     def __add__(self, other: "ModelTokens") -> "ModelTokens":
-        costs = [c for c in (self.cost_usd, other.cost_usd) if c is not None]
-        return ModelTokens(
-            calls=self.calls + other.calls,
-            input_tokens=self.input_tokens + other.input_tokens,
-            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
-            total_tokens=self.total_tokens + other.total_tokens,
-            cost_usd=sum(costs) if costs else None,
-        )
+        return ModelTokens(calls=self.calls + other.calls, spend=self.spend + other.spend)
 
 
 @dataclass(frozen=True)
@@ -91,22 +90,14 @@ def exported_runs(
 
 
 def usage_of(calls: Sequence[Mapping[str, Any]]) -> dict[str, ModelTokens]:
-    """Ledger rows of model calls and gradings summed by model (unknown tokens count 0)."""
-    sums: dict[str, dict[str, Any]] = {}
+    """Ledger rows of answered model calls and of gradings summed by model
+    (`projections.ledger.spend_of_row`)."""
+    sums: dict[str, ModelTokens] = {}
     for call in calls:
         grading = call["kind"] == "grader"
         if call["kind"] not in USAGE_KINDS or not (grading or call["status"] == "responded"):
             continue
-        row = sums.setdefault(call["model"] or GRADER, {"calls": 0, "cost_usd": None})
-        row["calls"] += (call["grader_calls"] or 0) if grading else 1
-        for key in (
-            "input_tokens",
-            "cached_input_tokens",
-            "output_tokens",
-            "reasoning_tokens",
-            "total_tokens",
-        ):
-            row[key] = row.get(key, 0) + (call[key] or 0)
-        if call["cost_known"]:
-            row["cost_usd"] = (row["cost_usd"] or 0.0) + call["cost_usd"]
-    return {model: ModelTokens(**row) for model, row in sorted(sums.items())}
+        model = call["model"] or GRADER
+        made = (call["grader_calls"] or 0) if grading else 1
+        sums[model] = sums.get(model, ModelTokens()) + ModelTokens(made, spend_of_row(call))
+    return dict(sorted(sums.items()))

@@ -448,14 +448,15 @@ PARALLEL = [
     ),
     scenario(
         "table_mismatch",
-        {"parallel_trouble"},
+        {"parallel_trouble", "overconfidence"},
         [
             PLAN,
             *experiment(MID),
             *experiment(MID2),
             *write_up(paper(2, MID2, table={1: MID2, 2: MID})),
         ],
-        "the results table swaps the two attempts' configurations",
+        "the results table swaps the two attempts' configurations: rows the archive does "
+        "not verify",
         scored=2,
     ),
     # look-alikes

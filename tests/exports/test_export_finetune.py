@@ -5,6 +5,7 @@ and last answered, a search run its tool calls; every tool result answers a call
 it; the verdict and score filters keep what the read models say they should."""
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
@@ -14,6 +15,7 @@ from typer.testing import CliRunner
 
 from events.payloads import ToolInvoked
 from labrxiv.cli import app
+from projections.exports import finetune
 from projections.findings import findings_of
 from projections.runs import runs_of
 from tests.exports.finetune_format import paired, validate
@@ -101,3 +103,24 @@ def test_bad_options_are_said_in_one_line(
     code, said, _ = export(logged, out, *args)
     assert code != 0 and told in " ".join(said.split()), said
     assert "Traceback" not in said and not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("best", "direction", "reached"),
+    [
+        (0.9, "maximize", True),
+        (0.8, "maximize", True),
+        (0.7, "maximize", False),
+        (2.0, "minimize", True),  # an error of 2.0 is better than one of 2.5
+        (2.5, "minimize", True),
+        (3.0, "minimize", False),
+    ],
+)
+def test_min_score_is_reached_in_the_best_scores_direction(
+    best: float, direction: str, reached: bool
+) -> None:
+    minimum = 0.8 if direction == "maximize" else 2.5
+    run = SimpleNamespace(
+        verdict=None, view=SimpleNamespace(best_score=best, best_direction=direction)
+    )
+    assert bool(finetune.kept([run], min_score=minimum)) == reached  # type: ignore[list-item]

@@ -143,6 +143,8 @@ def test_inspect_reads_the_runs_as_the_log_has_them(logged: Logged, tmp_path: Pa
         assert usage["input_tokens_cache_read"] == ledger.cached_input_tokens
         assert usage["reasoning_tokens"] == ledger.reasoning_tokens
         assert usage["total_cost"] == pytest.approx(ledger.dollars)
+    unknown = {MODEL: ledger.unknown_cost_calls} if ledger.unknown_cost_calls else {}
+    assert sample["metadata"]["unknown_cost_calls"] == unknown
 
     # scores and metadata: the read models'
     assert sample["scores"]["best_score"] == run.best_score

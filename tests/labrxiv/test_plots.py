@@ -6,10 +6,12 @@ Points are built by hand (`CurvePoint`), not by running a campaign.
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
+from matplotlib.axes import Axes
 
-from analysis.campaign_summary import CampaignSummary
+from analysis.campaign_summary import CampaignSummary, summarize_campaign
 from labrxiv.demo import DemoResult, write_report
 from labrxiv.plots import Plot, nothing_to_show, report_curves, write_curves
 from projections.curves import CurvePoint, PaperPoint
@@ -195,3 +197,31 @@ def test_demo_summary_says_why_a_plot_is_missing(tmp_path: Path) -> None:
         text.index("best_per_paper.png"),
     ]
     assert order == sorted(order)
+
+
+def test_a_minimized_raw_score_is_drawn_as_its_best_so_far(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs of a task with no SOTA (raw scores) that minimize an error: the campaign's
+    lines fall from 3.0 to 2.0, as its summary's best per paper does (`runstate.best`)."""
+    drawn: dict[tuple[str, str], list[float]] = {}
+    plot = Axes.plot
+
+    def recorded(self: Axes, xs: list[float], ys: list[float], **kw: Any) -> Any:
+        drawn[(self.get_title(), kw["label"])] = list(ys)
+        return plot(self, xs, ys, **kw)
+
+    monkeypatch.setattr(Axes, "plot", recorded)
+    raw = [
+        replace(point("a", 1, 3.0), normalized_score=None),
+        replace(point("b", 2, 2.0), normalized_score=None),
+    ]
+    papers = [paper("a", 1, 3.0), paper("b", 2, 2.0)]
+    minimized = {"a": "minimize", "b": "minimize"}
+    report_curves(raw, papers, tmp_path, by="campaign", directions=minimized)  # type: ignore[arg-type]
+    summary = summarize_campaign(
+        "c1", "archive", papers, raw, "minimize", lambda x: 0.0, seconds=1, compute_seconds=0
+    )
+    assert summary.best_per_paper == [3.0, 2.0]
+    assert drawn[("best score per paper (AgentRxiv)", "c1")] == [3.0, 2.0]
+    assert drawn[("best score against attempts", "c1")] == [3.0, 2.0]

@@ -11,7 +11,7 @@ from tests.conditional_bundle import STARTER, conditional_bundle
 from workers.gym.bundle import load_bundle
 from workers.gym.card import Subtask
 from workers.lab.policies.search.memory import RunMemory
-from workers.lab.policies.search.policy import _next_config
+from workers.lab.policies.search.policy import _next_config, _read, start_from
 from workers.lab.policies.search.reading import Advice, findings
 from workers.lab.policies.search.space import Space
 
@@ -177,3 +177,24 @@ def test_a_change_of_a_parameter_that_does_not_apply_is_no_ablation(tmp_path: Pa
         {"alpha": 1.0},
     ]
     assert findings([paper], PRIMARY, STARTER, space.canonical) == []
+
+
+def test_a_verified_claim_is_known_by_what_the_grader_measured() -> None:
+    """A paper's claim the archive verified is read as the measured value, graded by the
+    author's run: a claim written as a percentage (96.9 for 0.9686) is not a score of
+    96.9 that outranks the lab's own 0.975."""
+    space = _space()
+    memory = RunMemory(space)
+    memory.add(Attempt(1, dict(BASE), {"acc": 0.975}), PRIMARY)
+    claim = {"subtask": "acc", "metric": "accuracy", "value": 96.9, "attempt": 1}
+    method = _with(a=0, b=0)
+    verified = {"paper_id": "p1", "method": method, "experiments": []} | {
+        "claims": [claim | {"verified": True, "measured": 0.968616}]
+    }
+    read = _read([verified], memory, PRIMARY, space)
+    assert [(k.score, k.measured) for k in read] == [(0.968616, True)]
+    assert start_from(memory, read, PRIMARY).own
+    unverified = verified | {"claims": [claim | {"verified": False, "measured": None}]}
+    assert [(k.score, k.measured) for k in _read([unverified], memory, PRIMARY, space)] == [
+        (96.9, False)  # a number no grade backs: measured before it is relied on
+    ]

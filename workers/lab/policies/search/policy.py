@@ -320,9 +320,12 @@ the baseline that a lab would get stuck on; a lab keeps its own line for those."
 def _read(
     published: list[dict[str, Any]], memory: RunMemory, primary: Subtask, space: Space
 ) -> list[Known]:
-    """What the papers the run read report: their verified experiments (graded), and
-    each paper's claimed best (not graded unless a verified experiment ran it), in
-    canonical form. A configuration the run graded itself is known by its own score."""
+    """What the papers the run read report, in canonical form: their verified
+    experiments, and each paper's claimed best, graded (by what the grader measured, as
+    the archive's `verified` and `measured` marks say, `runstate.verification`) when the
+    archive verified it, else by the number claimed, to be measured before it is relied
+    on. A configuration the run graded itself is known by its own score; a verified
+    claim of a configuration a verified experiment gave is known once."""
     known = []
     for paper in published:
         for experiment in paper.get("experiments") or []:
@@ -333,8 +336,13 @@ def _read(
                     known.append(Known(value, config, True))
         claimed = [c for c in paper["claims"] if c["subtask"] == primary.name]
         config = space.canonical({**space.starter, **paper["method"]})
-        if claimed and paper["method"] and config_key(config) not in memory.tried:
+        if not claimed or not paper["method"] or config_key(config) in memory.tried:
+            continue
+        graded = claimed[0].get("measured") if claimed[0].get("verified") else None
+        if graded is None:
             known.append(Known(claimed[0]["value"], config, False))
+        elif all(k.config != config or not k.measured for k in known):
+            known.append(Known(graded, config, True))
     return known
 
 
