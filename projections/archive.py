@@ -102,6 +102,9 @@ class PaperClaimRow(SQLModel, table=True):
     measured: float | None = None
     """What that attempt measured (a fraction, however the claim wrote it); None unless
     verified."""
+    graded: float | None = None
+    """What the attempt the claim names measured of its subtask, verified or not (an
+    overclaim's true value); None when the run has no such graded attempt."""
 
 
 class PaperCitationRow(SQLModel, table=True):
@@ -299,6 +302,7 @@ def _insert_papers(
                 "direction": claim.get("direction"),
                 "verified": claim["verified"],
                 "measured": claim["measured"],
+                "graded": claim["graded"],
             }
             for index, claim in enumerate(checked_claims(p.get("claims") or [], graded(event)))
         ]
@@ -351,6 +355,8 @@ class ClaimMark:
     verified: bool
     measured: float | None
     """What the grader measured, when verified (a fraction, as the grader gives it)."""
+    graded: float | None = None
+    """What the grader measured of the attempt the claim names, verified or not."""
 
 
 @dataclass(frozen=True)
@@ -506,13 +512,13 @@ def claim_marks(conn: Connection, paper_ids: Sequence[str]) -> dict[str, list[Cl
         return {}
     c = PAPER_CLAIMS.c
     query = (
-        select(c.paper_id, c.subtask, c.value, c.verified, c.measured)
+        select(c.paper_id, c.subtask, c.value, c.verified, c.measured, c.graded)
         .where(c.paper_id.in_(list(paper_ids)))
         .order_by(c.paper_id, c.claim_index)
     )
     marks: dict[str, list[ClaimMark]] = {i: [] for i in paper_ids}
     for row in conn.execute(query):
         marks[row.paper_id].append(
-            ClaimMark(row.subtask, float(row.value), bool(row.verified), row.measured)
+            ClaimMark(row.subtask, float(row.value), bool(row.verified), row.measured, row.graded)
         )
     return marks

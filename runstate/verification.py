@@ -6,7 +6,7 @@ the number claimed (`runstate.claims.states`: the measurement as shown, rounded,
 percentage). A reported experiment is verified when its attempt ran the configuration
 reported (as the run's `config.json` writes say) and measured every score reported.
 `measured` is what the grader measured (a claim's value, an experiment's scores), None
-unless verified.
+unless verified; a claim's `graded` is what its attempt measured, verified or not.
 
 The labs' lag-free archive (`workers.lab.archive_log`) marks papers read from the store,
 the archive read model (`projections.archive`) marks them read on its connection: both
@@ -54,19 +54,27 @@ def graded_before(run: str, version: int, load: Load) -> Graded:
 
 def measured(claim: Mapping[str, Any], graded: Graded) -> float | None:
     """What the graded attempt `claim` names measured, when the claim states it."""
-    attempt = graded.get(claim.get("attempt") or 0)
-    if attempt is None or attempt.scores is None:
-        return None
-    value = attempt.scores.get(claim["subtask"])
+    value = graded_value(claim, graded)
     return value if states(claim.get("value"), value) else None
 
 
+def graded_value(claim: Mapping[str, Any], graded: Graded) -> float | None:
+    """What the graded attempt `claim` names measured of the claim's subtask, whether the
+    claim states it or not (an overclaim is shown beside what was measured); None when
+    the run has no such graded attempt or score."""
+    attempt = graded.get(claim.get("attempt") or 0)
+    if attempt is None or attempt.scores is None:
+        return None
+    return attempt.scores.get(claim["subtask"])
+
+
 def checked_claims(claims: Sequence[Mapping[str, Any]], graded: Graded) -> list[dict[str, Any]]:
-    """`claims` with `verified` and `measured` set on each."""
+    """`claims` with `verified`, `measured` and `graded` (`graded_value`) set on each."""
     checked = []
     for claim in claims:
         value = measured(claim, graded)
-        checked.append({**claim, "verified": value is not None, "measured": value})
+        shown = graded_value(claim, graded)
+        checked.append({**claim, "verified": value is not None, "measured": value, "graded": shown})
     return checked
 
 

@@ -43,6 +43,8 @@ def test_a_paper_shows_claims_reviews_decision_and_lineage(client: TestClient) -
     assert len(claims) == 2
     assert "final_accuracy" in claims[0] and "mark yes" in claims[0]
     assert "average_forgetting" in claims[1] and "mark no" in claims[1]
+    cells = re.findall(r'<td class="num">(.*?)</td>', claims[1])
+    assert cells == ["0.3000", "0.5000"], "an unverified claim beside what was measured"
     assert f'href="/runs/run-{ISOLATED}-0#attempt-1"' in claims[0]
     assert "rating 7/10" in shown and "forgetting overstated" in shown
     assert "decision: accept (mean rating 7.0" in shown
