@@ -532,15 +532,37 @@ def rows_to_records(rows: Iterable[Sequence[Any]]) -> list[Recorded]:
         ):
             append(_as_record(Recorded, row))
             continue
-        record = Recorded._make(row)
-        if record.schema_version != current.get(record.type, record.schema_version):
-            upgraded = upgrade({"schema_version": record.schema_version, "payload": record.payload})
-            record = record._replace(
-                payload=upgraded["payload"], schema_version=upgraded["schema_version"]
-            )
+        (
+            position,
+            event_id,
+            stream,
+            version,
+            type_,
+            schema,
+            occurred,
+            recorded,
+            causation_id,
+            correlation_id,
+            actor,
+            payload,
+        ) = row
+        if schema != current.get(type_, schema):
+            upgraded = upgrade({"schema_version": schema, "payload": payload})
+            payload, schema = upgraded["payload"], upgraded["schema_version"]
         append(
-            record._replace(
-                occurred_at=as_utc(record.occurred_at), recorded_at=as_utc(record.recorded_at)
+            Recorded(
+                position,
+                event_id,
+                stream,
+                version,
+                type_,
+                schema,
+                occurred if occurred.tzinfo else as_utc(occurred),
+                recorded if recorded.tzinfo else as_utc(recorded),
+                causation_id,
+                correlation_id,
+                actor,
+                payload,
             )
         )
     return records

@@ -26,8 +26,9 @@ def serve(
     store = runner.store
     listening = _listen(host, port)
     shown = store.engine.url.render_as_string(hide_password=True)
+    where = f"[{host}]" if ":" in host else host or "0.0.0.0"
     console.print(
-        f"serving {shown} on http://{host}:{port}/ (read-only; Ctrl-C stops)", soft_wrap=True
+        f"serving {shown} on http://{where}:{port}/ (read-only; Ctrl-C stops)", soft_wrap=True
     )
     config = uvicorn.Config(create_app(store), log_level="warning")
     uvicorn.Server(config).run(sockets=[listening])
@@ -37,11 +38,8 @@ def _listen(host: str, port: int) -> socket.socket:
     """A socket listening on `host`:`port`, bound before anything says it serves; one
     that cannot be bound (the port taken, below 1024 for a normal user, an address this
     machine does not have) is a one-line `CannotServe`."""
-    try:
-        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-        listening = socket.socket(family, socket.SOCK_STREAM)
-    except OSError as exc:
-        raise CannotServe(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET  # as uvicorn binds
+    listening = socket.socket(family, socket.SOCK_STREAM)
     try:
         listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listening.bind((host, port))

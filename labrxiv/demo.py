@@ -167,7 +167,7 @@ def run_demo(
             this_run = (
                 {m: summaries[m].best_per_paper for m in ("isolated", "archive")}
                 if measured_budget(effect, labs, papers, attempts)
-                else {}
+                else None
             )
             plots.insert(0, effect_plot(effect, this_run, report))
     finally:

@@ -16,14 +16,14 @@ COLOURS = {"archive": "tab:blue", "isolated": "tab:orange"}
 """As the report's other plots draw the two campaigns (their lines in label order)."""
 
 
-def effect_plot(effect: ArchiveEffect, this_run: dict[str, list[float]], out: Path) -> Plot:
+def effect_plot(effect: ArchiveEffect, this_run: dict[str, list[float]] | None, out: Path) -> Plot:
     """Draw `effect` (the bench's record) and `this_run` (by mode, the best normalized
-    score after each paper of one seed's campaigns; empty when the run is on another
-    budget) to `out/archive_effect.png`."""
+    score after each paper of one seed's campaigns; None when the run is on another
+    budget: it is no seed of the measurement) to `out/archive_effect.png`."""
     figure = Figure(figsize=(8, 5), dpi=100)
     FigureCanvasAgg(figure)
     ax = figure.subplots()
-    drawn = any(this_run.values())
+    drawn = this_run is not None
     ax.set_title(
         f"best score after each paper: {effect.seeds} seeds of the bench"
         + (", and this run" if drawn else "")
@@ -39,7 +39,7 @@ def effect_plot(effect: ArchiveEffect, this_run: dict[str, list[float]], out: Pa
         low = [m - s for m, s in zip(mean, sd, strict=True)]
         high = [m + s for m, s in zip(mean, sd, strict=True)]
         ax.fill_between(xs, low, high, color=colour, alpha=0.15, linewidth=0)
-        mine = this_run.get(mode) or []
+        mine = (this_run or {}).get(mode) or []
         if mine:
             ax.plot(
                 range(1, len(mine) + 1),

@@ -313,8 +313,9 @@ def _run_budgets(conn: Connection, shown: Sequence[_Run]) -> list[Metric]:
 
 def _campaign_budgets(conn: Connection, limit: int) -> list[Metric]:
     """Used and left of each limited budget of the most recent campaigns: attempts and
-    steps summed over their runs; tokens and dollars over their runs and their reviews,
-    as the lab's and the review's check counts them (`workers.lab.campaign_spend`)."""
+    steps summed over their runs; tokens and dollars over their runs, reviews and
+    inspections, as the lab's and the review's check counts them
+    (`workers.lab.campaign_spend`: every stream of the campaign)."""
     used_metric, left_metric = _budget_metrics("campaign", "campaign")
     query = (
         select(
@@ -400,9 +401,15 @@ def _spend(conn: Connection, key: Any, names: Sequence[str]) -> dict[str, tuple[
     return {name: (int(tokens), float(dollars)) for name, tokens, dollars in conn.execute(query)}
 
 
+CAMPAIGN_CALL_KINDS = ("review", "inspection")
+"""The ledger's kinds of model calls a campaign's budget counts beside its runs': its
+reviewers' and the inspector's (whose stream carries the inspected run's campaign)."""
+
+
 def _review_spend(conn: Connection, campaigns: Sequence[str]) -> dict[str, tuple[int, float]]:
-    """Tokens and known dollars of the reviewers' calls of each of `campaigns`, from the
-    ledger's rows of kind `review` (found by its campaign and kind index)."""
+    """Tokens and known dollars of each of `campaigns`' calls outside its runs (its
+    reviewers' and the inspector's), from the ledger's rows of those kinds (found by its
+    campaign and kind index)."""
     if not campaigns:
         return {}
     query = (
@@ -411,7 +418,7 @@ def _review_spend(conn: Connection, campaigns: Sequence[str]) -> dict[str, tuple
             func.coalesce(func.sum(LEDGER.c.total_tokens), 0),
             func.coalesce(func.sum(_known_cost()), 0),
         )
-        .where(LEDGER.c.campaign.in_(list(campaigns)), LEDGER.c.kind == "review")
+        .where(LEDGER.c.campaign.in_(list(campaigns)), LEDGER.c.kind.in_(CAMPAIGN_CALL_KINDS))
         .group_by(LEDGER.c.campaign)
     )
     return {name: (int(tokens), float(dollars)) for name, tokens, dollars in conn.execute(query)}

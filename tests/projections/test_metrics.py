@@ -14,6 +14,7 @@ from events import Event, EventStore
 from events.ids import derived_id
 from events.payloads import Budget, CampaignStarted, Payload, RunStarted
 from events.payloads.model import ModelCalled, ModelResponded, Price, Usage
+from events.streams import inspect_stream
 from projections.catalogue import all_projectors
 from projections.ledger import LEDGER
 from projections.metrics import OTHER, Bounds, ResearchCollector
@@ -130,7 +131,8 @@ def test_runs_labs_and_models_past_their_bounds_are_aggregated(store: EventStore
 
 def test_a_campaigns_budget_counts_its_reviews_as_the_lab_does(sqlite_url: str) -> None:
     """The campaign budget gauges count what the lab's and the review's check counts
-    (`CampaignSpend`): every stream of the campaign, its reviewers' calls included."""
+    (`CampaignSpend`): every stream of the campaign, its reviewers' and the inspector's
+    calls included."""
     price = Price(input_per_mtok=1, cached_input_per_mtok=1, output_per_mtok=1, source="t")
 
     def event(stream: str, version: int, payload: Payload, second: int) -> Event:
@@ -170,11 +172,12 @@ def test_a_campaigns_budget_counts_its_reviews_as_the_lab_does(sqlite_url: str) 
     lab.start(1)
     log = [event("campaign-c1", 0, started, 0), *lab.events]
     log += call("run-c1-0", 1, 2, 0.5) + call("review-p1", 0, 5, 0.6)
+    log += call(inspect_stream("abc"), 0, 8, 0.3)  # `analyze --inspector` of run-c1-0
     runner = build(sqlite_url, log)
     lab_says = CampaignSpend(runner.store).used("c1", "run-c1-0")
-    assert lab_says.dollars == pytest.approx(1.1)
+    assert lab_says.dollars == pytest.approx(1.4)
     collected = {m.name: m for m in ResearchCollector(runner.store.engine).collect()}
     used = {s.labels["budget"]: s.value for s in collected["labrxiv_campaign_budget_used"].samples}
     left = {s.labels["budget"]: s.value for s in collected["labrxiv_campaign_budget_left"].samples}
-    assert used["dollars"] == pytest.approx(1.1)
+    assert used["dollars"] == pytest.approx(1.4)
     assert left["dollars"] == 0.0

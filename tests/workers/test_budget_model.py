@@ -233,7 +233,11 @@ def test_a_dollar_limit_on_a_model_with_no_price_is_refused_alike(
     said_by_inspector = InspectorBudget(inspector, unpriced=True).over()
     assert said_by_inspector == "inspector dollar budget cannot be kept for m: it has no price"
 
-    without_limit = ReviewConfig(reviewer="llm", model="m", tokens=1000)
+    # Without a dollar limit a model with no price is no reason to stop (tokens count).
+    tokens_only = ReviewConfig(reviewer="llm", model="m", tokens=1000)
+    asked = ReviewRequested(paper_id="q", run="run-a", version=1, config=tokens_only)
+    other = events("review-q", [asked])
+    store.append(other)
+    assert _over_budget(ctx, Review("review-q", other, asked)) is None
     assert InspectorBudget(InspectionConfig(model="m", tokens=1000), unpriced=True).over() is None
     assert model_budget_spent(ModelBudget("reviewer", 1000, None, NOTHING), unpriced="m") is None
-    assert without_limit.dollars is None

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from runstate import Attempt
+from runstate.verification import checked_claims, checked_experiments
 from tests.conditional_bundle import STARTER, conditional_bundle
 from workers.gym.bundle import load_bundle
 from workers.gym.card import Subtask
@@ -180,9 +181,11 @@ def test_a_change_of_a_parameter_that_does_not_apply_is_no_ablation(tmp_path: Pa
 
 
 def test_a_verified_claim_is_known_by_what_the_grader_measured() -> None:
-    """A paper's claim the archive verified is read as the measured value, graded by the
-    author's run: a claim written as a percentage (96.9 for 0.9686) is not a score of
-    96.9 that outranks the lab's own 0.975."""
+    """A paper's claim the archive verified is read as the measured value: a claim
+    written as a percentage (96.9 for 0.9686) is not a score of 96.9 that outranks the
+    lab's own 0.975. Its configuration is still measured before it is relied on: the
+    archive checks the number against the attempt, not that the attempt ran the paper's
+    method."""
     space = _space()
     memory = RunMemory(space)
     memory.add(Attempt(1, dict(BASE), {"acc": 0.975}), PRIMARY)
@@ -192,9 +195,36 @@ def test_a_verified_claim_is_known_by_what_the_grader_measured() -> None:
         "claims": [claim | {"verified": True, "measured": 0.968616}]
     }
     read = _read([verified], memory, PRIMARY, space)
-    assert [(k.score, k.measured) for k in read] == [(0.968616, True)]
+    assert [(k.score, k.measured) for k in read] == [(0.968616, False)]
     assert start_from(memory, read, PRIMARY).own
     unverified = verified | {"claims": [claim | {"verified": False, "measured": None}]}
     assert [(k.score, k.measured) for k in _read([unverified], memory, PRIMARY, space)] == [
         (96.9, False)  # a number no grade backs: measured before it is relied on
     ]
+
+
+def test_a_method_no_attempt_ran_is_measured_before_it_is_relied_on() -> None:
+    """A verified claim vouches for its attempt's score, not for the paper's method: a
+    paper whose method is not what the claimed attempt ran has that method measured
+    first, not taken as graded."""
+    ran, said = _with(a=2, b=2), _with(a=0, b=0)
+    graded = {3: Attempt(3, ran, {"acc": 0.9})}
+    claims = checked_claims(
+        [{"subtask": "acc", "metric": "accuracy", "value": 0.9, "attempt": 3}], graded
+    )
+    paper = {
+        "paper_id": "p1",
+        "method": said,
+        "claims": claims,
+        "experiments": checked_experiments([], graded),
+    }
+    assert claims[0]["verified"], "the archive's mark: the number is the grader's"
+    space = _space()
+    memory = RunMemory(space)
+    own = [Attempt(1, dict(BASE), {"acc": 0.5})]
+    memory.add(own[0], PRIMARY)
+    state = SimpleNamespace(
+        started=SimpleNamespace(seed=0), lab="lab-0", attempts=own, attempts_since_paper=lambda: own
+    )
+    proposed = _next_config(state, memory, PRIMARY, space, [paper])  # type: ignore[arg-type]
+    assert proposed == space.canonical(said), "the unrun method is measured first"

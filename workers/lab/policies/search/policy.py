@@ -1,8 +1,8 @@
 """The `search` policy: an offline researcher, a baseline agent (not a stand-in for an LLM).
 
 It works in rounds, one paper per round: (archive mode) search the archive before
-every experiment and start from the best published configuration (re-measured first
-unless the archive verified its claim against the author's graded attempt); run
+every experiment and start from the best published configuration (measured first
+unless a verified experiment of its paper ran it); run
 experiments by writing `config.json` within the task's declared search space and
 calling `evaluate`; write a paper with the numbers the grader measured; repeat;
 finish. Local search: each new
@@ -321,11 +321,14 @@ def _read(
     published: list[dict[str, Any]], memory: RunMemory, primary: Subtask, space: Space
 ) -> list[Known]:
     """What the papers the run read report, in canonical form: their verified
-    experiments, and each paper's claimed best, graded (by what the grader measured, as
-    the archive's `verified` and `measured` marks say, `runstate.verification`) when the
-    archive verified it, else by the number claimed, to be measured before it is relied
-    on. A configuration the run graded itself is known by its own score; a verified
-    claim of a configuration a verified experiment gave is known once."""
+    experiments (measured: the archive checked the attempt ran their configuration), and
+    each paper's claimed best, to be measured before it is relied on (the archive checks
+    a claim's number against its attempt, not that the attempt ran the paper's method),
+    scored by what the grader measured when the archive verified the number (its
+    `measured` mark: a claim written as a percentage is read as the fraction measured,
+    `runstate.verification`), else by the number claimed. A configuration the run graded
+    itself is known by its own score; a claim of a configuration a verified experiment
+    gave is known once, as the experiment."""
     known = []
     for paper in published:
         for experiment in paper.get("experiments") or []:
@@ -338,11 +341,10 @@ def _read(
         config = space.canonical({**space.starter, **paper["method"]})
         if not claimed or not paper["method"] or config_key(config) in memory.tried:
             continue
+        if any(k.config == config and k.measured for k in known):
+            continue
         graded = claimed[0].get("measured") if claimed[0].get("verified") else None
-        if graded is None:
-            known.append(Known(claimed[0]["value"], config, False))
-        elif all(k.config != config or not k.measured for k in known):
-            known.append(Known(graded, config, True))
+        known.append(Known(claimed[0]["value"] if graded is None else graded, config, False))
     return known
 
 
