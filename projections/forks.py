@@ -6,9 +6,16 @@ from collections.abc import Collection
 
 from sqlalchemy import Connection, or_, select
 
-from events.recorded import TypedRecord
+from events.payloads import ExperimentScored
+from events.payloads.experiment import Direction
+from events.recorded import Recorded, TypedRecord
 from events.store import EVENTS, rows_to_records
-from runstate.fork import Load
+from runstate.best import best_ranked, ranked
+from runstate.fork import Load, begin, inherited
+from runstate.state import RunState
+
+SCORED = ("experiment.scored",)
+"""The event type of a scored attempt."""
 
 
 def log_loader(conn: Connection, types: Collection[str] | None = None) -> Load:
@@ -25,3 +32,27 @@ def log_loader(conn: Connection, types: Collection[str] | None = None) -> Load:
         return [record.typed_record() for record in rows_to_records(rows)]
 
     return load
+
+
+def began(conn: Connection, started: Recorded) -> RunState | None:
+    """The state of the run whose first event is `started` as it begins (a fork's: its
+    trajectory's at the fork point, `runstate.fork.begin`): where its wall time counts
+    from and the time it stood stopped before. None for a log without the trajectory a
+    fork names (it has its own time only)."""
+    try:
+        return begin(started.typed_record(), log_loader(conn))
+    except ValueError:
+        return None
+
+
+def inherited_best(
+    conn: Connection, started: Recorded, best: tuple[float, Direction] | None
+) -> tuple[float, Direction] | None:
+    """The best so far (`runstate.best.ranked`, with its direction) of `best` and the
+    scored attempts of the trajectory the fork whose `run.started` is `started` stands on:
+    the best its folded state has."""
+    events = inherited(started.typed_record(), log_loader(conn, types=SCORED))
+    scored = [
+        ranked(e.payload.model_dump()) for e in events if isinstance(e.payload, ExperimentScored)
+    ]
+    return best_ranked([*([] if best is None else [best]), *scored])
