@@ -16,11 +16,12 @@ from events.envelope import as_utc
 from events.payloads import ExperimentScored, PaperSubmitted
 from events.payloads.experiment import Direction
 from events.recorded import Recorded
+from events.store import EVENTS
 from events.tables import table_of
 from projections.forks import began, inherited_best, log_loader
 from projections.run_rows import Row, RunRowsProjector, Written, blank_row, by_run
 from runstate.best import improves, ranked
-from runstate.budget import stood_stopped, wall_seconds
+from runstate.budget import Span, seconds_together, stood_stopped, wall_seconds, worked
 from runstate.fork import inherited
 
 
@@ -183,6 +184,37 @@ def count_runs(conn: Connection, campaign: str | None = None) -> int:
     if campaign is not None:
         query = query.where(RUNS.c.campaign == campaign)
     return int(conn.execute(query).scalar_one())
+
+
+def campaign_wall_seconds(conn: Connection, campaign: str) -> float:
+    """The wall time the runs of `campaign` used together, to their latest events: the
+    seconds in which at least one of them worked (`runstate.budget.seconds_together`),
+    the time each stood stopped left out as its wall-time limit leaves it out. A fork
+    counts from its own start here: the time its parent used is its parent's campaign's."""
+    query = select(RUNS.c.stream, RUNS.c.first_event_at, RUNS.c.last_event_at)
+    runs = {
+        stream: (as_utc(first), as_utc(last))
+        for stream, first, last in conn.execute(query.where(RUNS.c.campaign == campaign))
+        if first is not None and last is not None
+    }
+    stops: dict[str, list[Span]] = {stream: [] for stream in runs}
+    interrupted = select(EVENTS.c.stream, EVENTS.c.version, EVENTS.c.occurred_at).where(
+        EVENTS.c.stream.in_(sorted(runs)), EVENTS.c.type == "run.interrupted"
+    )
+    for stream, version, at in conn.execute(interrupted):
+        ended = conn.execute(
+            select(func.min(EVENTS.c.occurred_at)).where(
+                EVENTS.c.stream == stream,
+                EVENTS.c.version > version,
+                EVENTS.c.type != "run.interrupted",
+            )
+        ).scalar_one()
+        stops[stream].append((as_utc(at), runs[stream][1] if ended is None else as_utc(ended)))
+    return seconds_together(
+        span
+        for stream, (first, last) in runs.items()
+        for span in worked(first, last, stops[stream])
+    )
 
 
 def _view(row: Any) -> RunView:
