@@ -1,6 +1,8 @@
 """What a fork stands on, read on a read model's connection: its parent's events up to
-the fork point, typed (`runstate.fork.Load`). They precede the fork's `run.started` in the
-log, so a read model that reads them folds the same rows rebuilt and incrementally."""
+the fork point, typed (`runstate.fork.Load`), and what the read models take of them as the
+fork's folded state does (its wall time's start and stops, its best so far). They precede
+the fork's `run.started` in the log, so a read model that reads them folds the same rows
+rebuilt and incrementally."""
 
 from collections.abc import Collection
 
