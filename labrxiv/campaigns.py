@@ -195,7 +195,9 @@ def watched_runs(store: EventStore, campaign: str, runs: list[str]) -> list[RunV
 
 
 def progress_table(runs: list[RunView], plan: CampaignPlan, title: str) -> Table:
-    """Labs of a campaign: tool calls, scored attempts, papers, best score, time, status."""
+    """Labs of a campaign: tool calls, scored attempts, papers, best score, the wall time
+    used (as its wall-time limit counts it: stops left out, a fork's going on from its
+    parent's), status."""
     table = Table(title=title)
     for name in ("lab", "tool calls", "attempts", "papers", "best score", "time", "status"):
         table.add_column(name, overflow="fold")  # a narrow terminal folds cells, never "…"
@@ -210,7 +212,7 @@ def progress_table(runs: list[RunView], plan: CampaignPlan, title: str) -> Table
             str(attempts) if limit is None else f"{attempts}/{limit}",
             _papers(run, plan.papers),
             "-" if run.best_score is None else f"{run.best_score:.3f}",
-            f"{run.elapsed_seconds:.1f}s",
+            f"{run.wall_seconds:.1f}s",
             status,
         )
     return table

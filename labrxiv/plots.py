@@ -67,7 +67,7 @@ AXES = (
     Axis(
         "best_vs_time.png",
         "best score against time",
-        "elapsed seconds since the run started",
+        "wall seconds the run had used (stops left out)",
         lambda p: p.elapsed_s,
         "Every attempt was scored at 0 s from its run's start",
     ),

@@ -7,14 +7,13 @@ from dataclasses import dataclass
 from functools import partial
 
 from rich.console import Console
-from sqlalchemy import func, select
 
 from analysis.campaign_summary import CampaignSummary, summarize_campaign
 from events import EventStore
 from labrxiv.words import counted
 from projections.curves import curve_points, paper_points
 from projections.ledger import ledger_totals
-from projections.runs import RUNS, RunView
+from projections.runs import RunView, campaign_wall_seconds
 from workers.gym.bundle import Bundle
 from workers.gym.scoring import over_baseline
 
@@ -24,17 +23,15 @@ INTERRUPTED = "interrupted"
 
 def summarize(store: EventStore, campaign: str, mode: str, bundle: Bundle) -> CampaignSummary:
     """The summary of a finished campaign whose read models are up to date
-    (`analysis.campaign_summary`), on the task's primary subtask."""
+    (`analysis.campaign_summary`), on the task's primary subtask; its seconds are the wall
+    time its runs used together (`projections.runs.campaign_wall_seconds`: stops left
+    out)."""
     primary = bundle.card.subtask(bundle.card.primary)
     with store.engine.connect() as conn:
         papers = paper_points(conn, campaign)
         points = curve_points(conn, campaign)
         totals = ledger_totals(conn, by="campaign", campaign=campaign)
-        first, last = conn.execute(
-            select(func.min(RUNS.c.first_event_at), func.max(RUNS.c.last_event_at)).where(
-                RUNS.c.campaign == campaign
-            )
-        ).one()
+        seconds = campaign_wall_seconds(conn, campaign)
     return summarize_campaign(
         campaign,
         mode,
@@ -42,7 +39,7 @@ def summarize(store: EventStore, campaign: str, mode: str, bundle: Bundle) -> Ca
         points,
         direction=primary.direction,
         over_baseline=partial(over_baseline, primary),
-        seconds=(last - first).total_seconds() if first and last else 0.0,
+        seconds=seconds,
         compute_seconds=sum(t.compute_seconds for t in totals),
     )
 

@@ -17,6 +17,12 @@ Best so far is ranked by the one rule of `runstate.best`: the highest normalized
 (higher is better in either direction), or for attempts scored without one, the best raw
 score in the direction its event recorded.
 
+A fork (`labrxiv fork`) goes on from the trajectory it stands on, as its folded state
+and its budget do (`runstate.fork.rebase`): its wall time from the time its parent had
+used at the fork point, its best so far from its parent's attempts. Its attempts, tokens,
+dollars and compute seconds are its own (its parent's are on its parent's curve, and a
+campaign's totals add the runs' up).
+
 `curve_runs` holds each run's running totals, which the fold needs across pages.
 """
 
@@ -33,6 +39,7 @@ from events.recorded import Recorded
 from events.spend import spend_of
 from events.streams import RUN_PREFIX
 from events.tables import table_of
+from projections.forks import began, inherited_best
 from projections.run_rows import Row, RunRowsProjector, Written, blank_row
 from runstate.best import improves, ranked
 from runstate.budget import STOP_TYPES, stood_stopped, wall_seconds
@@ -54,13 +61,16 @@ class CurveRunRow(SQLModel, table=True):
     lab: str | None = Field(default=None, max_length=200)
     campaign: str | None = Field(default=None, max_length=200, index=True)
     started_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
-    """When its `run.started` occurred (else its first event folded here)."""
+    """When its wall time counts from: when its `run.started` occurred (else its first
+    event folded here); a fork's earlier, by the wall time its trajectory had used at the
+    fork point (`runstate.fork.rebase`)."""
     stopped_s: float = 0.0
-    """Seconds it stood stopped so far (`runstate.budget.stood_stopped`)."""
+    """Seconds it stood stopped so far (`runstate.budget.stood_stopped`), a fork's with
+    its trajectory's."""
     stopped_at: datetime | None = Field(default=None, sa_column=Column(DateTime(timezone=True)))
     """When it was stopped, while it stands stopped."""
     attempts: int = 0
-    """Scored attempts so far."""
+    """Scored attempts so far (a fork's own)."""
     compute_seconds: float = 0.0
     tokens: int = 0
     cost_usd: float = 0.0
@@ -96,8 +106,9 @@ class CurvePointRow(SQLModel, table=True):
     score: float
     normalized_score: float | None = None
     best_so_far: float
-    """The run's best normalized score up to this attempt; for attempts scored without
-    one, the best raw score in its direction (`runstate.best`)."""
+    """The run's best normalized score up to this attempt (a fork's counts its parent's
+    attempts); for attempts scored without one, the best raw score in its direction
+    (`runstate.best`)."""
 
 
 class CurvePaperRow(SQLModel, table=True):
@@ -118,9 +129,10 @@ class CurvePaperRow(SQLModel, table=True):
     elapsed_s: float
     """Wall time the submitting run had used (`runstate.budget.wall_seconds`)."""
     attempts: int
-    """Scored attempts of the submitting run so far."""
+    """Scored attempts of the submitting run so far (a fork's own)."""
     best_so_far: float | None = None
-    """The submitting run's best score when it submitted; None if nothing was scored."""
+    """The submitting run's best score when it submitted (a fork's counts its parent's
+    attempts); None if nothing was scored."""
 
 
 CURVE_RUNS = table_of(CurveRunRow)
@@ -134,9 +146,10 @@ class CurvesProjector(RunRowsProjector[list[Recorded], str]):
     carried from page to page: `projections.run_rows`)."""
 
     name = "curves"
-    version = 3
+    version = 4
     """2: compute seconds leave out an agent's reported calls (as the ledger does).
-    3: elapsed time leaves out the time stood stopped (`run.interrupted`)."""
+    3: elapsed time leaves out the time stood stopped (`run.interrupted`).
+    4: a fork's elapsed time and best so far go on from the trajectory it stands on."""
     cost = 2.5
     table = CURVE_RUNS
     tables = (CURVE_RUNS, CURVE_POINTS, CURVE_PAPERS)
@@ -178,7 +191,7 @@ class CurvesProjector(RunRowsProjector[list[Recorded], str]):
             elif kind == "model.responded":
                 _spend(run, event)
             elif kind == "run.started":
-                _start(run, event)
+                _start(conn, run, event)
             else:  # paper.submitted
                 indexes[event.correlation_id] = indexes.get(event.correlation_id, 0) + 1
                 papers.append(_paper(run, event, indexes[event.correlation_id]))
@@ -208,9 +221,19 @@ def _new_run(event: Recorded) -> dict[str, Any]:
     return run
 
 
-def _start(run: dict[str, Any], event: Recorded) -> None:
+def _start(conn: Connection, run: dict[str, Any], event: Recorded) -> None:
+    """A run's start; a fork's goes on from the trajectory it stands on (its wall time
+    and best so far: `projections.forks`)."""
     run["task"], run["lab"] = event.payload["task"], event.payload["lab"]
     run["started_at"] = event.occurred_at
+    if event.version != 0 or not event.payload.get("forked_from"):
+        return
+    state = began(conn, event)
+    if state is not None:
+        run["started_at"] = state.started_at
+        run["stopped_s"] += state.stopped_s
+    best = inherited_best(conn, event, None)
+    run["best_so_far"] = None if best is None else best[0]
 
 
 def _spend(run: dict[str, Any], event: Recorded) -> None:

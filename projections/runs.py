@@ -16,12 +16,13 @@ from events.envelope import as_utc
 from events.payloads import ExperimentScored, PaperSubmitted
 from events.payloads.experiment import Direction
 from events.recorded import Recorded
+from events.store import EVENTS
 from events.tables import table_of
-from projections.forks import log_loader
+from projections.forks import began, inherited_best, log_loader
 from projections.run_rows import Row, RunRowsProjector, Written, blank_row, by_run
 from runstate.best import improves, ranked
-from runstate.budget import stood_stopped, wall_seconds
-from runstate.fork import begin, inherited
+from runstate.budget import Span, seconds_together, stood_stopped, wall_seconds, worked
+from runstate.fork import inherited
 
 
 class RunRow(SQLModel, table=True):
@@ -55,7 +56,8 @@ class RunRow(SQLModel, table=True):
     written beyond the papers a lab was asked for."""
     best_score: float | None = None
     """Best normalized score so far; for attempts scored without one, the best raw score
-    in its direction (`runstate.best`)."""
+    in its direction (`runstate.best`). A fork's counts the attempts of the trajectory it
+    stands on, as its folded state does."""
     best_direction: str | None = None
     """The direction `best_score` ranks in: `maximize` for a normalized score, else its
     metric's. Bests of several runs are compared in it (`runstate.best.best_ranked`)."""
@@ -73,7 +75,8 @@ class RunRow(SQLModel, table=True):
     last_position: int = 0
     forked_from: str | None = Field(default=None, max_length=200)
     """For a fork (`labrxiv fork`): the parent run; the counts here are the fork's own
-    events, after the parent's it inherits."""
+    events, after the parent's it inherits (`inherited_attempts`, `inherited_papers`);
+    its best score and wall time are its trajectory's."""
     fork_step: int | None = None
     """The parent's last step the fork inherits."""
     inherited_attempts: int = 0
@@ -183,6 +186,37 @@ def count_runs(conn: Connection, campaign: str | None = None) -> int:
     return int(conn.execute(query).scalar_one())
 
 
+def campaign_wall_seconds(conn: Connection, campaign: str) -> float:
+    """The wall time the runs of `campaign` used together, to their latest events: the
+    seconds in which at least one of them worked (`runstate.budget.seconds_together`),
+    the time each stood stopped left out as its wall-time limit leaves it out. A fork
+    counts from its own start here: the time its parent used is its parent's campaign's."""
+    query = select(RUNS.c.stream, RUNS.c.first_event_at, RUNS.c.last_event_at)
+    runs = {
+        stream: (as_utc(first), as_utc(last))
+        for stream, first, last in conn.execute(query.where(RUNS.c.campaign == campaign))
+        if first is not None and last is not None
+    }
+    stops: dict[str, list[Span]] = {stream: [] for stream in runs}
+    interrupted = select(EVENTS.c.stream, EVENTS.c.version, EVENTS.c.occurred_at).where(
+        EVENTS.c.stream.in_(sorted(runs)), EVENTS.c.type == "run.interrupted"
+    )
+    for stream, version, at in conn.execute(interrupted):
+        ended = conn.execute(
+            select(func.min(EVENTS.c.occurred_at)).where(
+                EVENTS.c.stream == stream,
+                EVENTS.c.version > version,
+                EVENTS.c.type != "run.interrupted",
+            )
+        ).scalar_one()
+        stops[stream].append((as_utc(at), runs[stream][1] if ended is None else as_utc(ended)))
+    return seconds_together(
+        span
+        for stream, (first, last) in runs.items()
+        for span in worked(first, last, stops[stream])
+    )
+
+
 def _view(row: Any) -> RunView:
     values = dict(row)
     for key in _TIMES:  # SQLite reads back naive
@@ -202,10 +236,11 @@ class RunsProjector(RunRowsProjector[_Page, str]):
     """Folds every `run-*` stream into one `runs` row (`projections.run_rows`)."""
 
     name = "runs"
-    version = 4
+    version = 5
     """2: a fork's inherited attempts and papers, and revisions, are counted.
     3: an agent's reported tool calls are no steps (`runstate.fold`).
-    4: the wall time's start and the time stood stopped (`run.interrupted`) are kept."""
+    4: the wall time's start and the time stood stopped (`run.interrupted`) are kept.
+    5: a fork's best score counts the attempts of the trajectory it stands on."""
     cost = 1.2
     table = RUNS
     tables = (RUNS,)
@@ -242,23 +277,24 @@ class RunsProjector(RunRowsProjector[_Page, str]):
 
 def _inherited(conn: Connection, started: Recorded, row: dict[str, Any]) -> None:
     """What the trajectory a fork whose `run.started` is `started` stands on gives its
-    row: its scored attempts and papers (not revisions, `runstate.fork.inherited`), and
-    its wall time's start and time stood stopped, as the fork's folded state has them
-    (`runstate.fork.begin`). Read from the log, which holds them before the fork's start:
-    rebuilt equals incremental. Forks are rare, and this runs once at each one's start."""
-    first = started.typed_record()
-    try:
-        state = begin(first, log_loader(conn))
-    except ValueError:  # a log without the trajectory the fork names: its own time only
-        state = None
+    row, as the fork's folded state has them (`runstate.fork.begin`): its scored attempts
+    and papers (not revisions, `runstate.fork.inherited`), its best score, and its wall
+    time's start and time stood stopped. Read from the log, which holds them before the
+    fork's start: rebuilt equals incremental. Forks are rare, and this runs once at each
+    one's start."""
+    state = began(conn, started)
     if state is not None:
         row["wall_started_at"] = state.started_at
         row["stopped_seconds"] += state.stopped_s
     counted = ("experiment.scored", "paper.submitted")
-    events = inherited(first, log_loader(conn, types=counted))
+    events = inherited(started.typed_record(), log_loader(conn, types=counted))
     attempts = sum(isinstance(e.payload, ExperimentScored) for e in events)
     papers = sum(isinstance(e.payload, PaperSubmitted) and not e.payload.revises for e in events)
     row["inherited_attempts"], row["inherited_papers"] = attempts, papers
+    held = None if row["best_score"] is None else (row["best_score"], row["best_direction"])
+    best = inherited_best(conn, started, held)
+    if best is not None:
+        row["best_score"], row["best_direction"] = best
 
 
 _BLANK = blank_row(RunRow)

@@ -2,6 +2,7 @@
 steps, wall time, tokens and dollars, its campaign's, its reviewers', its inspector's), so
 a lab step, a reviewer, the inspector and the analysis never disagree on where a limit is."""
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -71,6 +72,38 @@ def stood_stopped(
 
 STOP_TYPES = frozenset({"run.interrupted", "run.resumed"})
 """The event types that stop a run's wall clock and start it again (`stood_stopped`)."""
+
+Span = tuple[datetime, datetime]
+"""A stretch of time, from its start to its end."""
+
+
+def worked(first: datetime, last: datetime, stops: Iterable[Span]) -> list[Span]:
+    """The spans a run worked, from its first event to its last, each of its `stops` (from
+    a `run.interrupted` to where `stood_stopped` ends it; to `last` while it stands
+    stopped) left out: their lengths add up to its `wall_seconds` from its own start."""
+    spans: list[Span] = []
+    at = first
+    for begin, end in sorted(stops):
+        if begin > at:
+            spans.append((at, min(begin, last)))
+        at = max(at, end)
+    if last > at:
+        spans.append((at, last))
+    return spans
+
+
+def seconds_together(spans: Iterable[Span]) -> float:
+    """The wall time several runs used together (a campaign's, its labs working side by
+    side): the seconds in which at least one of `spans` (their `worked`) was running."""
+    total, reach = 0.0, None
+    for begin, end in sorted(spans):
+        if reach is None or begin > reach:
+            total += (end - begin).total_seconds()
+            reach = end
+        elif end > reach:
+            total += (end - reach).total_seconds()
+            reach = end
+    return total
 
 
 def exceeded(name: BudgetName, limit: float | None, used: float) -> BudgetExceeded | None:

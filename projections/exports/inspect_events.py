@@ -28,6 +28,7 @@ from projections.exports.inspect_messages import (
     tool_infos,
 )
 from runstate.budget import stood_stopped, wall_seconds
+from runstate.state import RunState
 
 
 class MessagePool:
@@ -85,11 +86,16 @@ def model_output(exchange: Exchange) -> dict[str, Any]:
 
 
 def transcript(
-    events: Sequence[Event], answered: Sequence[Exchange], pool: MessagePool, read: BlobReader
+    events: Sequence[Event],
+    answered: Sequence[Exchange],
+    pool: MessagePool,
+    read: BlobReader,
+    began: RunState | None = None,
 ) -> list[dict[str, Any]]:
     """The run's events as Inspect events (`answered`: its exchanges, by which model
-    events get their input and output)."""
-    working = working_starts(events)
+    events get their input and output; `began`: its state as it begins, whence its
+    working time counts: `working_starts`)."""
+    working = working_starts(events, began)
     by_call = {e.called.call_id: e for e in answered}
     called: dict[str, tuple[Event, ModelCalled]] = {}
     invoked: dict[str, tuple[Event, ToolInvoked]] = {}
@@ -151,15 +157,20 @@ def transcript(
     return found
 
 
-def working_starts(events: Sequence[Event]) -> dict[UUID, float]:
-    """Each event's working start: the wall time the run had used when it occurred, from
-    its first event here (`runstate.budget.wall_seconds`: the time it stood stopped, from
-    each `run.interrupted` to its `run.resumed`, is no working time, as it is none of the
-    sample's `working_time`)."""
+def working_starts(events: Sequence[Event], began: RunState | None = None) -> dict[UUID, float]:
+    """Each event's working start: the wall time the run had used when it occurred
+    (`runstate.budget.wall_seconds`: the time it stood stopped, from each
+    `run.interrupted` to its `run.resumed`, is no working time, as it is none of the
+    sample's `working_time`). `began`: the run's state as it begins (`runstate.fork.begin`),
+    a fork's going on from the time the trajectory it stands on had used at the fork
+    point; without it, the run's time counts from its first event here."""
     found: dict[UUID, float] = {}
     if not events:
         return found
-    start, stopped_s, stopped_at = events[0].occurred_at, 0.0, None
+    start, stopped_s = events[0].occurred_at, 0.0
+    if began is not None:
+        start, stopped_s = began.started_at, began.stopped_s
+    stopped_at = None
     for event in events:
         at = event.occurred_at
         stopped_s, stopped_at = stood_stopped(stopped_s, stopped_at, event.type, at)

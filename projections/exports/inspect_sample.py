@@ -55,10 +55,11 @@ def scores_of(run: ExportedRun) -> dict[str, dict[str, Any]]:
     """The run's Inspect scores: its best score and its verdict, where it has them."""
     scores: dict[str, dict[str, Any]] = {}
     view = run.view
+    attempts = view.attempts + view.inherited_attempts  # a fork's best counts its parent's
     if view.best_score is not None:
         scores[BEST] = {
             "value": view.best_score,
-            "explanation": f"best of {view.attempts} scored attempt(s), "
+            "explanation": f"best of {attempts} scored attempt(s), "
             f"in the {view.best_direction or 'maximize'} direction",
         }
     if run.verdict is not None:
@@ -92,7 +93,7 @@ def sample_of(run: ExportedRun, read_blob: BlobReader) -> dict[str, Any]:
     answered = run.answered
     model = answered[-1].responded.model if answered else None
     pool = MessagePool()
-    events = transcript(run.events, answered, pool, read_blob)
+    events = transcript(run.events, answered, pool, read_blob, run.began)
     summary = summary_of(run)
     del summary["completed"], summary["message_count"]
     return summary | {

@@ -14,6 +14,8 @@ from projections.exports.conversation import Conversation, Exchange, conversatio
 from projections.findings import findings_of
 from projections.ledger import MODEL_KINDS, ledger_calls, spend_of_row
 from projections.runs import RunView, runs_of
+from runstate.fork import begin, loader
+from runstate.state import RunState
 
 USAGE_KINDS = (*MODEL_KINDS, "grader")
 """Ledger rows whose tokens a run's model usage sums: its model calls and the model
@@ -61,6 +63,10 @@ class ExportedRun:
     answered: list[Exchange]
     """Its answered model calls whose blobs the log kept, in log order."""
     conversation: Conversation
+    began: RunState | None = None
+    """Its state as it begins (`runstate.fork.begin`): a fork's, its trajectory's at the
+    fork point, whence its wall time goes on; None for a log without the trajectory a
+    fork names."""
 
 
 def exported_runs(
@@ -84,9 +90,18 @@ def exported_runs(
                 usage=usage_of(ledger_calls(conn, run=view.stream)),
                 answered=answered,
                 conversation=conversation_of(events, answered, store.get_blob, schemas),
+                began=_began(store, events),
             )
         )
     return found
+
+
+def _began(store: EventStore, events: Sequence[Event]) -> RunState | None:
+    """The state of the run whose stream is `events` as it begins (`runstate.fork.begin`)."""
+    try:
+        return begin(events[0], loader(store)) if events else None
+    except ValueError:  # a fork whose trajectory the log does not hold
+        return None
 
 
 def usage_of(calls: Sequence[Mapping[str, Any]]) -> dict[str, ModelTokens]:

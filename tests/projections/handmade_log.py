@@ -15,10 +15,13 @@ from events.ids import derived_id
 from events.payloads import (
     Claim,
     ExperimentScored,
+    ForkPoint,
     PapersRetrieved,
     PaperSubmitted,
     Payload,
     RunFinished,
+    RunInterrupted,
+    RunResumed,
     RunStarted,
     ToolInvoked,
     ToolReturned,
@@ -128,6 +131,30 @@ class RunLog:
 def interleave(*runs: RunLog) -> list[Event]:
     """Every run's events in time order (a stream's own order kept on equal times)."""
     return sorted((e for run in runs for e in run.events), key=lambda e: e.occurred_at)
+
+
+def forked(stopped: bool = False) -> list[Event]:
+    """Run a scores 0.9 at its 5th second of wall time (having stood stopped 100 s
+    first, when `stopped`); fork f of it starts 5 s later, scores 0.3 three seconds after
+    its start and submits a paper a second after that: as wall time, f scores at 8 s and
+    submits at 9 s (its trajectory's 5 s, then its own)."""
+    parent = RunLog("a", "lab-a", campaign="c1")
+    parent.start(0)
+    late = 0
+    if stopped:
+        parent.add(RunInterrupted(detail="Ctrl-C in labrxiv campaign"), 0.5)
+        parent.add(RunResumed(), 100.5)
+        late = 100
+    parent.tool("c1", "evaluate", 1 + late, 1)
+    parent.score(1, 0.9, 0.9, 5 + late)
+    point = ForkPoint(run=parent.stream, step=1, version=len(parent.events) - 1)
+    fork = RunLog("f", "lab-f", campaign="c1")
+    started = RunStarted(task=fork.task, lab=fork.lab, policy="handmade", forked_from=point)
+    fork.add(started, 10 + late)
+    fork.tool("c2", "evaluate", 11 + late, 1)
+    fork.score(2, 0.3, 0.3, 13 + late)
+    fork.paper("p1", 14 + late)
+    return interleave(parent, fork)
 
 
 def build(store_url: str, events: Sequence[Event], step: int | None = None) -> ProjectionRunner:
