@@ -23,6 +23,7 @@ bundles. docs/metrics.md lists every metric and label.
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -462,7 +463,9 @@ def _ledger_metrics(conn: Connection, bounds: Bounds) -> list[Metric]:
     actions: dict[tuple[str, ...], float] = {}
     calls: dict[tuple[str, ...], float] = {}
     tokens: dict[tuple[str, ...], float] = {}
-    dollars: dict[tuple[str, ...], float] = {}
+    exact: dict[tuple[str, ...], Decimal] = {}
+    """Dollars by model and lab, summed over the groups as decimals: float sums of the
+    groups' exact sums came out as 0.020548999999999998 for 0.020549."""
     unknown_cost: dict[tuple[str, ...], float] = {}
     for kind, tool, lab, model, status, phase, count, _, *sums in groups:
         lab_label = _bounded(lab, labs)
@@ -476,8 +479,10 @@ def _ledger_metrics(conn: Connection, bounds: Bounds) -> list[Metric]:
         for kind_label, value in zip(TOKEN_KINDS, sums[:4], strict=True):
             _add(tokens, (model_label, kind_label), int(value))
         if sums[4] is not None:  # a model with no known cost has no dollars series, not 0
-            _add(dollars, (model_label, lab_label), float(sums[4]))
+            key = (model_label, lab_label)
+            exact[key] = exact.get(key, Decimal(0)) + Decimal(str(sums[4]))
         _add(unknown_cost, (model_label, lab_label), int(sums[5]))
+    dollars = {key: float(value) for key, value in exact.items()}
     return [
         _counter(
             "labrxiv_actions",

@@ -52,7 +52,9 @@ def weak_conclusion(run: DetectorView) -> Iterator[Seen]:
             measured = "no attempt was scored"
             evidence: list[UUID | None] = [proof, run.started.id]
         else:
-            measured = f"the best normalized score was {top:.3f}, below the baseline's {baseline}"
+            measured = (
+                f"the best normalized score was {top:.6g}, below the baseline's {baseline:.6g}"
+            )
             evidence = [proof, _best_attempt(run, call.state), run.started.id]
         yield "medium", f"{_what(call.tool)} while {measured}, with {left} left", evidence
 

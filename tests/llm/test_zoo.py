@@ -375,3 +375,19 @@ def test_a_campaign_of_20_embedded_zoo_labs(tmp_path: Path) -> None:
         found = _detectors(_analyze(tmp_path / "data", campaign))
         overclaiming = [runs[i][0].stream for i in (3, 13)]
         assert all("misreported_claim" in found[run] for run in overclaiming)
+
+
+def test_a_run_its_steps_limit_ends_leaves_no_call_written_ahead_and_never_sent(
+    zoo: ZooSystem,
+) -> None:
+    """A call written ahead is sent: the steps limit ends the run before the next call is
+    written, not between its writing and its sending, which left a call of unknown
+    outcome (the worker died mid-call, the provider may have billed it) that the server
+    never received."""
+    before = len(zoo.server.completions())
+    _campaign, (events,) = zoo.campaign("zoo/rounding", steps=3, attempts=20)
+    reason, detail = _ended(events)
+    assert reason == "budget", detail
+    called = _of(events, "model.called")
+    answered = _of(events, "model.responded") + _of(events, "model.failed")
+    assert len(called) == len(answered) == len(zoo.server.completions()) - before

@@ -171,13 +171,22 @@ def test_a_campaigns_budget_counts_its_reviews_as_the_lab_does(sqlite_url: str) 
     lab = RunLog("c1-0", "lab-0", campaign="c1")
     lab.start(1)
     log = [event("campaign-c1", 0, started, 0), *lab.events]
-    log += call("run-c1-0", 1, 2, 0.5) + call("review-p1", 0, 5, 0.6)
-    log += call(inspect_stream("abc"), 0, 8, 0.3)  # `analyze --inspector` of run-c1-0
+    log += call("run-c1-0", 1, 2, 0.01) + call("review-p1", 0, 5, 0.02)
+    log += call(inspect_stream("abc"), 0, 8, 0.26)  # `analyze --inspector` of run-c1-0
     runner = build(sqlite_url, log)
     lab_says = CampaignSpend(runner.store).used("c1", "run-c1-0")
-    assert lab_says.dollars == pytest.approx(1.4)
+    assert lab_says.dollars == pytest.approx(0.29)
     collected = {m.name: m for m in ResearchCollector(runner.store.engine).collect()}
     used = {s.labels["budget"]: s.value for s in collected["labrxiv_campaign_budget_used"].samples}
     left = {s.labels["budget"]: s.value for s in collected["labrxiv_campaign_budget_left"].samples}
-    assert used["dollars"] == pytest.approx(1.4)
-    assert left["dollars"] == 0.0
+    assert used["dollars"] == pytest.approx(0.29)
+    assert left["dollars"] == pytest.approx(0.71)
+    dollars = {
+        (s.labels["model"], s.labels["lab"]): s.value
+        for s in collected["labrxiv_model_cost_dollars"].samples
+        if s.name.endswith("_total")
+    }
+    # The run's, the review's and the inspection's calls are three groups of the ledger
+    # (kinds) of one model and lab label: summed as decimals, 0.29 exactly, where float
+    # sums of the three in any order are not.
+    assert dollars == {("m", "x"): 0.29}

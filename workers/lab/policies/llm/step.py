@@ -35,6 +35,7 @@ from events.payloads import (
     ToolReturned,
 )
 from runstate import RunState, ahead
+from runstate.budget import ended_by
 from workers.lab import budget
 from workers.lab.policies.base import StepInput
 from workers.lab.policies.llm import phases
@@ -308,9 +309,12 @@ def _told(
 
 
 def _new_call(step: LlmStep, seen: RunState, pending: dict[str, bytes]) -> Out:
-    """Check the model budgets, then write the next call ahead.
+    """Check the budgets, then write the next call ahead.
 
-    `seen`: the run with this step's events so far (its spend counts them)."""
+    `seen`: the run with this step's events so far (its spend counts them). The wall
+    time and steps limits are checked here too, not only before the next step: a call
+    written ahead and then never sent, the run ended first, would stand in the ledger as
+    a call of unknown outcome that the provider may have billed."""
     config = seen.started.llm
     assert config is not None
     idle = _idle_answers(seen)
@@ -321,6 +325,9 @@ def _new_call(step: LlmStep, seen: RunState, pending: dict[str, bytes]) -> Out:
             f"the last answer: {_last_answer(seen)}"
         )
         return [RunFinished(reason="error", detail=detail)], {}
+    spent = budget.over_budget(seen, utcnow())
+    if spent is not None:
+        return ended_by(spent), {}
     over = _over_model_budget(step, seen)
     if over is not None:
         return over, {}
