@@ -97,8 +97,9 @@ class CampaignInfo:
     runs: int
     """How many runs it has (`runs_of` lists them, a page at a time)."""
     status: str
-    """`finished` once `campaign.finished` is in the log (or every run finished), else
-    `running`."""
+    """`finished` once `campaign.finished` is in the log (or every run finished);
+    `interrupted` when a stop left some of its runs unfinished and none is running (what
+    `labrxiv resume` goes on with); else `running`."""
     finish_reason: str | None
     best: float | None
     """Best score of any of its runs so far: normalized, else raw in the metric's
@@ -145,6 +146,8 @@ class _Group:
     """The direction their bests rank in (a run with none: `NORMALIZED`)."""
     runs: int
     finished: int
+    interrupted: int
+    """Runs a stop left unfinished (`interrupted` in the runs read model)."""
     highest: float | None
     lowest: float | None
     first_event_at: datetime | None
@@ -162,9 +165,16 @@ def _groups(conn: Connection, campaign: str | None) -> list[_Group]:
     direction = func.coalesce(c.best_direction, NORMALIZED)
     keys = (c.campaign, c.task, c.policy, direction)
     finished = func.sum(case((c.status == "finished", 1), else_=0))
+    interrupted = func.sum(case((c.status == "interrupted", 1), else_=0))
     first = func.min(c.first_event_at)
     query = select(
-        *keys, func.count(), finished, func.max(c.best_score), func.min(c.best_score), first
+        *keys,
+        func.count(),
+        finished,
+        interrupted,
+        func.max(c.best_score),
+        func.min(c.best_score),
+        first,
     ).where(c.campaign == campaign if campaign else c.campaign.is_not(None))
     groups = []
     for row in conn.execute(query.group_by(*keys)):
@@ -195,7 +205,9 @@ def _info(
     runs = sum(g.runs for g in groups)
     firsts = [g.first_event_at for g in groups if g.first_event_at is not None]
     reason = row["finish_reason"] if row else None
-    done = reason is not None or (runs > 0 and sum(g.finished for g in groups) == runs)
+    finished = sum(g.finished for g in groups)
+    stopped = sum(g.interrupted for g in groups)
+    done = reason is not None or (runs > 0 and finished == runs)
     policies = sorted({g.policy for g in groups if g.policy})
     tasks = sorted({g.task for g in groups if g.task})
     started = row and row["started_at"]
@@ -206,7 +218,11 @@ def _info(
         policy=", ".join(policies) or None,
         labs=row["labs"] if row and row["labs"] is not None else runs,
         runs=runs,
-        status="finished" if done else "running",
+        status="finished"
+        if done
+        else "interrupted"
+        if stopped and finished + stopped == runs
+        else "running",
         finish_reason=reason,
         best=_best(conn, campaign, groups),
         started_at=as_utc(started) if started else (min(firsts) if firsts else None),

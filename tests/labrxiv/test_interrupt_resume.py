@@ -20,6 +20,7 @@ from rich.console import Console
 from events import EventStore
 from labrxiv.interrupt import say_stopped
 from labrxiv.report import interrupted, run_endings
+from projections.campaigns import campaigns_of
 from projections.catalogue import all_projectors
 from projections.runner import ProjectionRunner
 from projections.runs import runs_of
@@ -202,6 +203,10 @@ def test_an_embedded_campaign_stops_at_its_timeout_and_resume_goes_on(
     left = len(marker.payload["runs"])
     assert said.text.count(": interrupted") == left and f"{left} interrupted" in said.text
     assert "lab-0: running" not in said.text and "lab-1: running" not in said.text
+    # The campaign's line says so too, as its runs' do (it said "running").
+    with store.engine.connect() as conn:
+        (campaign,) = campaigns_of(conn)
+    assert campaign.status == "interrupted", campaign
 
 
 @pytest.mark.parametrize("command", [["campaign", "--task", "continual-digits"], ["resume"]])
