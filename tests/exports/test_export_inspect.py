@@ -188,6 +188,9 @@ def test_what_names_nothing_is_said_in_one_line(
 
 
 def test_a_file_that_cannot_be_written_is_named(logged: Logged, tmp_path: Path) -> None:
-    out = tmp_path / "gone" / "x.eval"
+    """A missing folder is made (`test_cli_errors`); a file where it should be is said."""
+    (tmp_path / "afile").write_text("a file, not a folder")
+    out = tmp_path / "afile" / "x.eval"
     code, said = export(logged, out, "--run", logged.llm_run)
-    assert code == 1 and f"cannot write {out}: No such file" in " ".join(said.split()), said
+    told = f"cannot write {out}: {tmp_path / 'afile'} is not a folder"
+    assert code == 1 and told in " ".join(said.split()), said
