@@ -44,7 +44,7 @@ from projections.curves import curve_points, paper_points
 from projections.ledger import RollUp, ledger_totals
 from projections.ledger_labs import ledger_by_lab
 from projections.reviews import any_reviews, decisions_of, reviews_of
-from projections.runs import runs_of
+from projections.runs import best_directions
 from workers.errors import BundleError
 from workers.gym.registry import find_bundle
 
@@ -268,11 +268,7 @@ def curves(
         points = curve_points(conn, campaign=campaign)
         papers = paper_points(conn, campaign=campaign)
         modes = campaign_modes(conn)
-        ways = {
-            r.stream: r.best_direction
-            for r in runs_of(conn, campaign=campaign)
-            if r.best_direction is not None
-        }
+        ways = best_directions(conn, [campaign])
     written = []
     if out is not None:
         from labrxiv import plots  # matplotlib is slow to import: only when asked

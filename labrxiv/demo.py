@@ -38,7 +38,7 @@ from labrxiv.settings import Settings
 from labrxiv.wiring import Embedded, open_embedded
 from labrxiv.words import counted
 from projections.curves import curve_points, paper_points
-from projections.runs import runs_of
+from projections.runs import best_directions
 from workers.gym.registry import find_bundle
 from workers.lab.campaign import CampaignPlan, deterministic_id
 
@@ -153,12 +153,7 @@ def run_demo(
         with system.store.engine.connect() as conn:
             points = [p for c in campaigns.values() for p in curve_points(conn, c)]
             paper_rows = [p for c in campaigns.values() for p in paper_points(conn, c)]
-            ways = {
-                r.stream: r.best_direction
-                for c in campaigns.values()
-                for r in runs_of(conn, campaign=c)
-                if r.best_direction is not None
-            }
+            ways = best_directions(conn, campaigns.values())
         labels = {c: m for m, c in campaigns.items()}
         points = [replace(p, campaign=labels[p.campaign]) for p in points]  # type: ignore[index]
         paper_rows = [replace(p, campaign=labels[p.campaign]) for p in paper_rows]  # type: ignore[index]

@@ -4,7 +4,7 @@ It is what people and the campaign watcher look at to follow runs: `runs_of` rea
 so no caller re-reads and re-folds run streams to show their progress.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -154,6 +154,17 @@ def wall_used_to_last(
         return 0.0
     stopped = None if stopped_at is None else as_utc(stopped_at)
     return wall_seconds(as_utc(wall_started_at), stopped_seconds, stopped, as_utc(last_event_at))
+
+
+def best_directions(conn: Connection, campaigns: Iterable[str | None]) -> dict[str, Direction]:
+    """By run of `campaigns` (None: every run), the direction its best score ranks in,
+    for the runs that have one: what the plots rank a line's best so far by."""
+    return {
+        run.stream: run.best_direction
+        for campaign in campaigns
+        for run in runs_of(conn, campaign=campaign)
+        if run.best_direction is not None
+    }
 
 
 def runs_of(
