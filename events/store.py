@@ -532,37 +532,14 @@ def rows_to_records(rows: Iterable[Sequence[Any]]) -> list[Recorded]:
         ):
             append(_as_record(Recorded, row))
             continue
-        (
-            position,
-            event_id,
-            stream,
-            version,
-            type_,
-            schema,
-            occurred,
-            recorded,
-            causation_id,
-            correlation_id,
-            actor,
-            payload,
-        ) = row
-        if schema != current.get(type_, schema):
-            upgraded = upgrade({"schema_version": schema, "payload": payload})
-            payload, schema = upgraded["payload"], upgraded["schema_version"]
-        append(
-            Recorded(
-                position,
-                event_id,
-                stream,
-                version,
-                type_,
-                schema,
-                occurred if occurred.tzinfo else as_utc(occurred),
-                recorded if recorded.tzinfo else as_utc(recorded),
-                causation_id,
-                correlation_id,
-                actor,
-                payload,
-            )
-        )
+        # Any other row (SQLite's: naive times; or a payload of an older shape): the
+        # same columns, those that need it mended.
+        columns = list(row)
+        if columns[5] != current.get(columns[4], columns[5]):
+            upgraded = upgrade({"schema_version": columns[5], "payload": columns[11]})
+            columns[11], columns[5] = upgraded["payload"], upgraded["schema_version"]
+        for at in (6, 7):
+            if columns[at].tzinfo is None:
+                columns[at] = as_utc(columns[at])
+        append(_as_record(Recorded, columns))
     return records
