@@ -276,13 +276,15 @@ def curves(
         # A line is named by its campaign's mode and id: two hex ids alone do not tell
         # the isolated campaign from the archive one.
         names = {c: f"{m} {c}" if m else c for c, m in modes.items()}
-        written = plots.write_curves(
+        drawn = plots.write_curves(
             [replace(p, campaign=names.get(p.campaign or "", p.campaign)) for p in points],
             [replace(p, campaign=names.get(p.campaign or "", p.campaign)) for p in papers],
             out,
             by=by.value,
             directions=ways,
+            every=True,
         )
+        written = [out / plot.file for plot in drawn]
     if as_json:
         emit_json(curves_json(points, papers, modes) | {"written": [str(p) for p in written]})
         return

@@ -26,7 +26,7 @@ from labrxiv.demo_defaults import DEMO_TASK, LABS, PAPERS
 from labrxiv.demo_folder import make_room, mark_finished
 from labrxiv.effect_plot import effect_plot
 from labrxiv.interrupt import Stopped, ctrl_c_between_ticks, stop_embedded
-from labrxiv.plots import Plot, report_curves
+from labrxiv.plots import Plot, write_curves
 from labrxiv.report import (
     RunEnding,
     count_endings,
@@ -157,7 +157,7 @@ def run_demo(
         labels = {c: m for m, c in campaigns.items()}
         points = [replace(p, campaign=labels[p.campaign]) for p in points]  # type: ignore[index]
         paper_rows = [replace(p, campaign=labels[p.campaign]) for p in paper_rows]  # type: ignore[index]
-        plots = report_curves(points, paper_rows, report, by="campaign", directions=ways)
+        plots = write_curves(points, paper_rows, report, by="campaign", directions=ways)
         if effect is not None:
             this_run = (
                 {m: summaries[m].best_per_paper for m in ("isolated", "archive")}

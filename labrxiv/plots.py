@@ -8,7 +8,7 @@ is maximize; a raw score's, for a task with no SOTA, its metric's).
 Figures are drawn on their own Agg canvases, never through pyplot's global state.
 
 A plot with nothing to show (`nothing_to_show`) is left out of a report with a
-sentence saying why (`report_curves`); `write_curves` draws it anyway, with that
+sentence saying why; `write_curves(..., every=True)` draws it anyway, with that
 sentence inside the figure, for a caller that asked for every file.
 """
 
@@ -141,40 +141,27 @@ class _Drawing:
     markersize: int = 3
 
 
-def report_curves(
-    points: Sequence[CurvePoint],
-    papers: Sequence[PaperPoint],
-    out: Path,
-    by: LineBy = "lab",
-    directions: Mapping[str, Direction] | None = None,
-) -> list[Plot]:
-    """Write the curves that have something to show to `out`; say why the others are not.
-
-    `directions`: by run, the direction its best so far ranks in (the runs read model's
-    `best_direction`); maximize for a run it does not name. A left-out plot's PNG is
-    removed from `out` if an earlier report left one there, so the folder never holds a
-    plot its summary says was not drawn.
-    """
-    return _curves(points, papers, out, by, directions or {}, keep_empty=False)
-
-
 def write_curves(
     points: Sequence[CurvePoint],
     papers: Sequence[PaperPoint],
     out: Path,
     by: LineBy = "lab",
     directions: Mapping[str, Direction] | None = None,
-) -> list[Path]:
-    """Write every curve to `out` (created if missing); returns the files written.
+    every: bool = False,
+) -> list[Plot]:
+    """Write the curves to `out` (created if missing); say of each whether it was drawn.
 
-    A curve with nothing to show is still written, with the reason inside the figure;
-    `directions` as in `report_curves`.
+    A curve with nothing to show is left out with a sentence saying why, and its PNG is
+    removed from `out` if an earlier report left one there, so the folder never holds a
+    plot its summary says was not drawn; with `every`, it is drawn anyway, with the reason
+    inside the figure. `directions`: by run, the direction its best so far ranks in (the
+    runs read model's `best_direction`); maximize for a run it does not name. A folder that
+    cannot be made or written is `CannotWrite`.
     """
     try:
-        drawn = _curves(points, papers, out, by, directions or {}, keep_empty=True)
+        return _curves(points, papers, out, by, directions or {}, keep_empty=every)
     except OSError as exc:  # a folder that cannot be made or written (`--out /proc/x`)
         raise CannotWrite(f"cannot write {exc.filename or out}: {exc.strerror}") from None
-    return [out / plot.file for plot in drawn]
 
 
 def _curves(

@@ -107,9 +107,9 @@ def test_curves_lines_are_named_by_mode(
     drawn: list[set[str | None]] = []
     real = plots.write_curves
 
-    def spy(points, papers, out, by="lab", directions=None):  # type: ignore[no-untyped-def]
+    def spy(points, papers, out, by="lab", directions=None, every=False):  # type: ignore[no-untyped-def]
         drawn.append({p.campaign for p in points})
-        return real(points, papers, out, by=by, directions=directions)
+        return real(points, papers, out, by=by, directions=directions, every=every)
 
     monkeypatch.setattr(plots, "write_curves", spy)
     said = cli("curves", "--out", "plots", "--by", "campaign")

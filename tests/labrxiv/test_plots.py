@@ -13,7 +13,7 @@ from matplotlib.axes import Axes
 
 from analysis.campaign_summary import CampaignSummary, summarize_campaign
 from labrxiv.demo import DemoResult, write_report
-from labrxiv.plots import Plot, nothing_to_show, report_curves, write_curves
+from labrxiv.plots import Plot, nothing_to_show, write_curves
 from projections.curves import CurvePoint, PaperPoint
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -91,7 +91,7 @@ def test_nothing_to_show(xs: list[float], empty: str | None) -> None:
 
 def test_search_policy_report_leaves_out_tokens_and_cost(tmp_path: Path) -> None:
     (tmp_path / "best_vs_tokens.png").write_bytes(PNG)  # an earlier report's flat plot
-    plots = by_file(report_curves(SEARCH_POINTS, PAPERS, tmp_path, by="campaign"))
+    plots = by_file(write_curves(SEARCH_POINTS, PAPERS, tmp_path, by="campaign"))
     written = {p.name for p in tmp_path.iterdir()}
     assert written == {*EFFICIENCY, "best_per_paper.png"}
     for name in written:
@@ -108,7 +108,7 @@ def test_search_policy_report_leaves_out_tokens_and_cost(tmp_path: Path) -> None
 
 def test_real_tokens_and_cost_are_drawn(tmp_path: Path) -> None:
     points = [point("a", 1, 0.2, 1200, 0.01), point("a", 2, 0.6, 5400, 0.05)]
-    plots = by_file(report_curves(points, PAPERS, tmp_path))
+    plots = by_file(write_curves(points, PAPERS, tmp_path))
     for name in MODEL:
         assert plots[name].drawn and plots[name].note is None, name
         assert plots[name].markdown() == f"![{name}]({name})"
@@ -116,12 +116,12 @@ def test_real_tokens_and_cost_are_drawn(tmp_path: Path) -> None:
 
 
 def test_a_single_point_away_from_zero_is_drawn(tmp_path: Path) -> None:
-    plots = report_curves([point("a", 1, 0.3, 800, 0.002)], [paper("a", 1, 0.3)], tmp_path)
+    plots = write_curves([point("a", 1, 0.3, 800, 0.002)], [paper("a", 1, 0.3)], tmp_path)
     assert all(p.drawn for p in plots), plots
 
 
 def test_no_scored_attempt_leaves_out_every_plot(tmp_path: Path) -> None:
-    plots = by_file(report_curves([], [paper("a", 1, None)], tmp_path))
+    plots = by_file(write_curves([], [paper("a", 1, None)], tmp_path))
     assert not list(tmp_path.iterdir())
     for name in (*EFFICIENCY, *MODEL):
         assert plots[name].note is not None
@@ -135,7 +135,7 @@ def test_no_scored_attempt_leaves_out_every_plot(tmp_path: Path) -> None:
 def test_runs_of_unknown_cost_are_left_out_of_the_cost_plot(tmp_path: Path) -> None:
     known = [point("a", 1, 0.2, 1000, 0.01), point("a", 2, 0.6, 3000, 0.03)]
     unknown = [with_unknown_cost(point("b", 1, 0.9, 2000, 0.0), 2)]
-    plots = by_file(report_curves(known + unknown, PAPERS, tmp_path))
+    plots = by_file(write_curves(known + unknown, PAPERS, tmp_path))
     cost = plots["best_vs_cost.png"]
     assert cost.drawn and (tmp_path / "best_vs_cost.png").is_file()
     assert cost.note == (
@@ -149,7 +149,7 @@ def test_runs_of_unknown_cost_are_left_out_of_the_cost_plot(tmp_path: Path) -> N
 
 def test_cost_plot_left_out_when_no_run_has_a_known_cost(tmp_path: Path) -> None:
     points = [with_unknown_cost(point("b", 1, 0.9, 2000, 0.0), 3)]
-    cost = by_file(report_curves(points, PAPERS, tmp_path))["best_vs_cost.png"]
+    cost = by_file(write_curves(points, PAPERS, tmp_path))["best_vs_cost.png"]
     assert not cost.drawn and not (tmp_path / "best_vs_cost.png").exists()
     assert cost.note == (
         "Every run here made model calls of unknown price (3 calls up to its last scored "
@@ -160,7 +160,7 @@ def test_cost_plot_left_out_when_no_run_has_a_known_cost(tmp_path: Path) -> None
 
 def test_write_curves_still_writes_every_file(tmp_path: Path) -> None:
     """`labrxiv curves --out` asks for every PNG: an empty one carries its reason inside."""
-    written = write_curves(SEARCH_POINTS, PAPERS, tmp_path)
+    written = [tmp_path / p.file for p in write_curves(SEARCH_POINTS, PAPERS, tmp_path, every=True)]
     assert {p.name for p in written} == {*EFFICIENCY, *MODEL, "best_per_paper.png"}
     assert all(p.read_bytes().startswith(PNG) for p in written)
 
@@ -180,7 +180,7 @@ def summary(campaign: str) -> CampaignSummary:
 
 
 def test_demo_summary_says_why_a_plot_is_missing(tmp_path: Path) -> None:
-    plots = report_curves(SEARCH_POINTS, PAPERS, tmp_path, by="campaign")
+    plots = write_curves(SEARCH_POINTS, PAPERS, tmp_path, by="campaign")
     result = DemoResult(summary("isolated"), summary("archive"), tmp_path)
     write_report(result, "digits", 2, 2, 2, 0, plots)
     text = (tmp_path / "summary.md").read_text()
@@ -218,7 +218,7 @@ def test_a_minimized_raw_score_is_drawn_as_its_best_so_far(
     ]
     papers = [paper("a", 1, 3.0), paper("b", 2, 2.0)]
     minimized = {"a": "minimize", "b": "minimize"}
-    report_curves(raw, papers, tmp_path, by="campaign", directions=minimized)  # type: ignore[arg-type]
+    write_curves(raw, papers, tmp_path, by="campaign", directions=minimized)  # type: ignore[arg-type]
     summary = summarize_campaign(
         "c1", "archive", papers, raw, "minimize", lambda x: 0.0, seconds=1, compute_seconds=0
     )
