@@ -35,7 +35,9 @@ def paper_filter(
     lab: str | None = LAB,
     decision: str | None = DECISION,
 ) -> PaperFilter:
-    """The filter the query asks for; `BadQuery` for a decision or campaign that is none."""
+    """The filter the query asks for (a filter left empty keeps every paper); `BadQuery`
+    for a decision or campaign that is none."""
+    decision = decision or None
     if decision is not None and decision not in DECIDED:
         raise BadQuery(f"decision {decision!r}: one of {', '.join(DECIDED)}")
     try:
@@ -80,22 +82,14 @@ def _search(conn: Connection, query: str, only: PaperFilter, paging: Paging) -> 
 @pages.get("/")
 @pages.get("/papers")
 def archive_page(
-    request: Request,
-    store: Store,
-    conn: Conn,
-    paging: Page,
-    q: str | None = None,
-    task: str | None = None,
-    campaign: str | None = None,
-    lab: str | None = None,
-    decision: str | None = None,
+    request: Request, conn: Conn, only: Only, paging: Page, q: str | None = None
 ) -> Response:
     """The archive: a page of papers, or of a search's hits, with the filters."""
-    only = paper_filter(store, conn, task, campaign, lab, decision or None)
     searching = q is not None and q != ""
     listing = _search(conn, q or "", only, paging) if searching else _listing(conn, only, paging)
-    asked = {"q": q or "", "task": task or "", "campaign": campaign or "", "lab": lab or ""}
-    asked["decision"] = decision or ""
+    asked = {
+        k: request.query_params.get(k, "") for k in ("q", "task", "campaign", "lab", "decision")
+    }
     context = {
         "listing": listing,
         "searching": searching,

@@ -81,6 +81,7 @@ def test_lists_page_with_the_total_in_a_header(client: TestClient) -> None:
         (f"campaign={ARCHIVE[:5]}", [FINETUNE]),
         ("lab=lab-0&task=continual-digits", [HERDING, SCRIPTED, FINETUNE]),
         ("task=other", []),
+        ("task=&campaign=&lab=&decision=", [HERDING, SCRIPTED, FINETUNE]),
     ],
 )
 def test_papers_filter_by_task_campaign_lab_and_decision(
