@@ -158,32 +158,24 @@ def write_curves(
     runs read model's `best_direction`); maximize for a run it does not name. A folder that
     cannot be made or written is `CannotWrite`.
     """
+    ways = directions or {}
+    many = len({p.campaign for p in points} | {p.campaign for p in papers}) > 1
+    drawings = [_efficiency(points, axis, by, many, ways) for axis in AXES]
+    drawings.append(_per_paper(papers, by, many, ways))
+    plots = []
     try:
-        return _curves(points, papers, out, by, directions or {}, keep_empty=every)
+        out.mkdir(parents=True, exist_ok=True)
+        for d in drawings:
+            if d.empty is None or every:
+                _draw(d, out / d.file)
+                note = f"{d.empty}." if d.empty else d.caveat
+                plots.append(Plot(d.file, drawn=True, note=note))
+            else:
+                (out / d.file).unlink(missing_ok=True)
+                note = f"{d.empty}, so {d.title} is not drawn."
+                plots.append(Plot(d.file, drawn=False, note=note))
     except OSError as exc:  # a folder that cannot be made or written (`--out /proc/x`)
         raise CannotWrite(f"cannot write {exc.filename or out}: {exc.strerror}") from None
-
-
-def _curves(
-    points: Sequence[CurvePoint],
-    papers: Sequence[PaperPoint],
-    out: Path,
-    by: LineBy,
-    directions: Mapping[str, Direction],
-    keep_empty: bool,
-) -> list[Plot]:
-    out.mkdir(parents=True, exist_ok=True)
-    many = len({p.campaign for p in points} | {p.campaign for p in papers}) > 1
-    drawings = [_efficiency(points, axis, by, many, directions) for axis in AXES]
-    drawings.append(_per_paper(papers, by, many, directions))
-    plots = []
-    for d in drawings:
-        if d.empty is None or keep_empty:
-            _draw(d, out / d.file)
-            plots.append(Plot(d.file, drawn=True, note=f"{d.empty}." if d.empty else d.caveat))
-        else:
-            (out / d.file).unlink(missing_ok=True)
-            plots.append(Plot(d.file, drawn=False, note=f"{d.empty}, so {d.title} is not drawn."))
     return plots
 
 
