@@ -149,6 +149,16 @@ def research_metrics(conn: Connection, bounds: Bounds) -> list[Metric]:
 
 
 @dataclass(frozen=True)
+class _Spent:
+    """What a run used of its attempts, steps, tokens and dollars."""
+
+    attempts: int = 0
+    steps: int = 0
+    tokens: int = 0
+    dollars: float = 0.0
+
+
+@dataclass(frozen=True)
 class _Run:
     stream: str
     task: str
@@ -161,6 +171,8 @@ class _Run:
     running: bool
     wall_seconds: float
     """The wall time it used to its last event (`projections.runs.wall_used_to_last`)."""
+    inherited: _Spent
+    """A fork's attempts, steps, tokens and dollars of the trajectory it stands on."""
 
 
 def _shown_runs(conn: Connection, limit: int) -> list[_Run]:
@@ -179,6 +191,10 @@ def _shown_runs(conn: Connection, limit: int) -> list[_Run]:
             RUNS.c.wall_started_at,
             RUNS.c.stopped_seconds,
             RUNS.c.stopped_at,
+            RUNS.c.inherited_attempts,
+            RUNS.c.inherited_steps,
+            RUNS.c.inherited_tokens,
+            RUNS.c.inherited_dollars,
         )
         .order_by(
             case((RUNS.c.status == "running", 0), else_=1),
@@ -200,6 +216,12 @@ def _shown_runs(conn: Connection, limit: int) -> list[_Run]:
             row.status == "running",
             wall_used_to_last(
                 row.wall_started_at, row.stopped_seconds, row.stopped_at, row.last_event_at
+            ),
+            _Spent(
+                row.inherited_attempts,
+                row.inherited_steps,
+                row.inherited_tokens,
+                row.inherited_dollars,
             ),
         )
         for row in conn.execute(query)
@@ -292,20 +314,23 @@ def _budget_metrics(what: str, label: str) -> tuple[GaugeMetricFamily, GaugeMetr
 
 
 def _run_budgets(conn: Connection, shown: Sequence[_Run]) -> list[Metric]:
-    """Used and left of each limited budget of the shown runs. Wall seconds are counted
-    by the lab's rule, the time stood stopped left out, to the run's last event (not to
-    now: two scrapes of one log give one answer): `projections.runs.wall_used_to_last`."""
+    """Used and left of each limited budget of the shown runs, as the lab's check counts
+    them (`runstate.budget.run_used`): a fork's with what the trajectory it stands on
+    used. Wall seconds are counted by the lab's rule, the time stood stopped left out, to
+    the run's last event (not to now: two scrapes of one log give one answer):
+    `projections.runs.wall_used_to_last`."""
     used_metric, left_metric = _budget_metrics("run", "run")
     streams = [r.stream for r in shown]
     limits = _limits(conn, streams)
     spend = _spend(conn, CURVE_RUNS.c.run, streams)
     for run in sorted(shown, key=lambda r: r.stream):
         tokens, dollars = spend.get(run.stream, (0, 0.0))
+        inherited = run.inherited
         used = {
-            "attempts": run.attempts,
-            "steps": run.steps,
-            "tokens": tokens,
-            "dollars": dollars,
+            "attempts": inherited.attempts + run.attempts,
+            "steps": inherited.steps + run.steps,
+            "tokens": inherited.tokens + tokens,
+            "dollars": inherited.dollars + dollars,
             "wall_seconds": run.wall_seconds,
         }
         _add_budgets(used_metric, left_metric, run.stream, limits.get(run.stream, {}), used)

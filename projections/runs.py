@@ -85,6 +85,15 @@ class RunRow(SQLModel, table=True):
     inherited_papers: int = 0
     """For a fork: the papers of the trajectory it stands on, as `inherited_attempts`,
     revisions not counted (they are written beyond the papers asked for)."""
+    inherited_steps: int = 0
+    """For a fork: the steps of the trajectory it stands on, as its folded state counts
+    them at the fork point (`runstate.fork.begin`). Its steps budget counts them."""
+    inherited_tokens: int = 0
+    """For a fork: the model tokens the trajectory it stands on spent (`events.spend`, as
+    `inherited_steps`). Its tokens budget counts them."""
+    inherited_dollars: float = 0.0
+    """For a fork: the known dollars the trajectory it stands on spent (as
+    `inherited_tokens`). Its dollars budget counts them."""
 
 
 RUNS = table_of(RunRow)
@@ -114,6 +123,9 @@ class RunView:
     fork_step: int | None = None
     inherited_attempts: int = 0
     inherited_papers: int = 0
+    inherited_steps: int = 0
+    inherited_tokens: int = 0
+    inherited_dollars: float = 0.0
     revisions: int = 0
     best_direction: Direction | None = None
     wall_started_at: datetime | None = None
@@ -247,11 +259,12 @@ class RunsProjector(RunRowsProjector[_Page, str]):
     """Folds every `run-*` stream into one `runs` row (`projections.run_rows`)."""
 
     name = "runs"
-    version = 5
+    version = 6
     """2: a fork's inherited attempts and papers, and revisions, are counted.
     3: an agent's reported tool calls are no steps (`runstate.fold`).
     4: the wall time's start and the time stood stopped (`run.interrupted`) are kept.
-    5: a fork's best score counts the attempts of the trajectory it stands on."""
+    5: a fork's best score counts the attempts of the trajectory it stands on.
+    6: a fork's inherited steps, tokens and dollars are kept."""
     cost = 1.2
     table = RUNS
     tables = (RUNS,)
@@ -289,14 +302,17 @@ class RunsProjector(RunRowsProjector[_Page, str]):
 def _inherited(conn: Connection, started: Recorded, row: dict[str, Any]) -> None:
     """What the trajectory a fork whose `run.started` is `started` stands on gives its
     row, as the fork's folded state has them (`runstate.fork.begin`): its scored attempts
-    and papers (not revisions, `runstate.fork.inherited`), its best score, and its wall
-    time's start and time stood stopped. Read from the log, which holds them before the
-    fork's start: rebuilt equals incremental. Forks are rare, and this runs once at each
-    one's start."""
+    and papers (not revisions, `runstate.fork.inherited`), its best score, its wall
+    time's start and time stood stopped, and its steps, tokens and dollars. Read from the
+    log, which holds them before the fork's start: rebuilt equals incremental. Forks are
+    rare, and this runs once at each one's start."""
     state = began(conn, started)
     if state is not None:
         row["wall_started_at"] = state.started_at
         row["stopped_seconds"] += state.stopped_s
+        row["inherited_steps"] = state.steps
+        row["inherited_tokens"] = state.spend.tokens
+        row["inherited_dollars"] = state.spend.dollars
     counted = ("experiment.scored", "paper.submitted")
     events = inherited(started.typed_record(), log_loader(conn, types=counted))
     attempts = sum(isinstance(e.payload, ExperimentScored) for e in events)

@@ -12,13 +12,21 @@ from test_ledger import model_log
 
 from events import Event, EventStore
 from events.ids import derived_id
-from events.payloads import Budget, CampaignStarted, Payload, RunStarted
+from events.payloads import (
+    Budget,
+    CampaignStarted,
+    ForkPoint,
+    Payload,
+    RunStarted,
+)
 from events.payloads.model import ModelCalled, ModelResponded, Price, Usage
 from events.streams import inspect_stream
 from projections.catalogue import all_projectors
 from projections.ledger import LEDGER
 from projections.metrics import OTHER, Bounds, ResearchCollector
 from projections.runner import ProjectionRunner
+from runstate.budget import run_used
+from runstate.fork import fold_standing, loader
 from tests.simulated import simulated_run
 from workers.lab.campaign_spend import CampaignSpend
 
@@ -190,3 +198,64 @@ def test_a_campaigns_budget_counts_its_reviews_as_the_lab_does(sqlite_url: str) 
     # (kinds) of one model and lab label: summed as decimals, 0.29 exactly, where float
     # sums of the three in any order are not.
     assert dollars == {("m", "x"): 0.29}
+
+
+def _model_call(log: RunLog, call: str, seconds: float, tokens: int, dollars: float) -> None:
+    """A model call of `log`'s run, answered a second later with `tokens` (half input,
+    half output) at a known cost of `dollars`."""
+    price = Price(input_per_mtok=1, cached_input_per_mtok=1, output_per_mtok=1, source="t")
+    log.add(
+        ModelCalled(call_id=call, request_id=call, attempt=1, model="m", provider="p", messages=1),
+        seconds,
+    )
+    usage = Usage(input_tokens=tokens // 2, output_tokens=tokens - tokens // 2)
+    answered = ModelResponded(
+        call_id=call,
+        model="m",
+        usage=usage,
+        latency_s=1,
+        price=price,
+        cost_usd=dollars,
+        cost_known=True,
+    )
+    log.add(answered, seconds + 1)
+
+
+def test_a_forks_run_budget_counts_its_trajectory_as_the_lab_does(sqlite_url: str) -> None:
+    """The parent makes 1 step, 1 attempt and a call of 100 tokens ($0.25) before the
+    fork point; the fork makes 2 steps, 1 attempt and a call of 40 tokens ($0.10). The
+    fork's budget gauges are what its budget check counts (`runstate.budget.run_used` on
+    its folded state): the trajectory's, 3 steps, 2 attempts, 140 tokens, $0.35."""
+    parent = RunLog("a", "lab-a", campaign="c1")
+    parent.start(0)
+    parent.tool("t1", "evaluate", 1, 1)
+    parent.score(1, 0.5, 0.5, 3)
+    _model_call(parent, "k1", 4, 100, 0.25)
+    point = ForkPoint(run=parent.stream, step=1, version=len(parent.events) - 1)
+    parent.tool("t2", "bash", 6, 1)  # after the fork point: not the fork's
+    fork = RunLog("f", "lab-f", campaign="c1")
+    limits = Budget(attempts=5, steps=10, tokens=1000, dollars=1.0)
+    fork.add(
+        RunStarted(task="digits", lab="lab-f", policy="handmade", budget=limits, forked_from=point),
+        10,
+    )
+    fork.tool("t3", "bash", 11, 1)
+    fork.tool("t4", "evaluate", 13, 1)
+    fork.score(2, 0.7, 0.7, 15)
+    _model_call(fork, "k2", 16, 40, 0.10)
+    runner = build(sqlite_url, interleave(parent, fork))
+    state = fold_standing(runner.store.read_stream("run-f"), loader(runner.store))
+    lab_counts = run_used(state, state.last_at)
+    found = samples(runner.store)
+    runner.store.engine.dispose()
+    used = {
+        dict(labels)["budget"]: value
+        for labels, value in of(found, "labrxiv_run_budget_used").items()
+        if dict(labels)["run"] == "run-f"
+    }
+    assert (used["attempts"], used["steps"], used["tokens"]) == (2, 3, 140)
+    assert used["dollars"] == pytest.approx(0.35)
+    for budget in ("attempts", "steps", "tokens", "dollars"):
+        assert used[budget] == pytest.approx(lab_counts[budget]), budget
+    left = of(found, "labrxiv_run_budget_left")
+    assert left[(("budget", "steps"), ("run", "run-f"))] == 7
