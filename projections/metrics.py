@@ -48,7 +48,7 @@ from events.streams import campaign_stream
 from projections.archive import PAPERS
 from projections.curves import CURVE_RUNS
 from projections.ledger import LEDGER, MODEL_KINDS, TOOL_KINDS
-from projections.runs import RUNS, wall_used_to_last
+from projections.runs import RUNS, campaign_wall_seconds, wall_used_to_last
 from runstate.best import NORMALIZED, best_ranked
 
 OTHER = "other"
@@ -341,15 +341,15 @@ def _campaign_budgets(conn: Connection, limit: int) -> list[Metric]:
     """Used and left of each limited budget of the most recent campaigns: attempts and
     steps summed over their runs; tokens and dollars over their runs, reviews and
     inspections, as the lab's and the review's check counts them
-    (`workers.lab.campaign_spend`: every stream of the campaign)."""
+    (`workers.lab.campaign_spend`: every stream of the campaign); wall seconds as the
+    time its runs worked together (`projections.runs.campaign_wall_seconds`, as the
+    campaign's summary counts it: the time they stood stopped left out)."""
     used_metric, left_metric = _budget_metrics("campaign", "campaign")
     query = (
         select(
             RUNS.c.campaign,
             func.sum(RUNS.c.attempts),
             func.sum(RUNS.c.steps),
-            func.min(RUNS.c.first_event_at),
-            func.max(RUNS.c.last_event_at),
         )
         .where(RUNS.c.campaign.is_not(None))
         .group_by(RUNS.c.campaign)
@@ -361,7 +361,7 @@ def _campaign_budgets(conn: Connection, limit: int) -> list[Metric]:
     limits = _limits(conn, [campaign_stream(c) for c in campaigns])
     spend = _spend(conn, CURVE_RUNS.c.campaign, campaigns)
     reviews = _review_spend(conn, campaigns)
-    for campaign, attempts, steps, first, last in sorted(rows):
+    for campaign, attempts, steps in sorted(rows):
         tokens, dollars = spend.get(campaign, (0, 0.0))
         review_tokens, review_dollars = reviews.get(campaign, (0, 0.0))
         tokens, dollars = tokens + review_tokens, dollars + review_dollars
@@ -370,7 +370,7 @@ def _campaign_budgets(conn: Connection, limit: int) -> list[Metric]:
             "steps": steps,
             "tokens": tokens,
             "dollars": dollars,
-            "wall_seconds": _seconds(first and as_utc(first), last and as_utc(last)),
+            "wall_seconds": campaign_wall_seconds(conn, campaign),
         }
         budget = limits.get(campaign_stream(campaign), {})
         _add_budgets(used_metric, left_metric, campaign, budget, used)
@@ -455,12 +455,6 @@ def _known_cost() -> Any:
     decimals: float sums in another order (a parallel plan) differ in the last digits,
     and two exporters must give the same answer."""
     return case((LEDGER.c.cost_known.is_(True), cast(LEDGER.c.cost_usd, Numeric)), else_=None)
-
-
-def _seconds(first: datetime | None, last: datetime | None) -> float:
-    if first is None or last is None:
-        return 0.0
-    return (last - first).total_seconds()
 
 
 def _ledger_metrics(conn: Connection, bounds: Bounds) -> list[Metric]:

@@ -17,6 +17,8 @@ from events.payloads import (
     CampaignStarted,
     ForkPoint,
     Payload,
+    RunInterrupted,
+    RunResumed,
     RunStarted,
 )
 from events.payloads.model import ModelCalled, ModelResponded, Price, Usage
@@ -25,6 +27,7 @@ from projections.catalogue import all_projectors
 from projections.ledger import LEDGER
 from projections.metrics import OTHER, Bounds, ResearchCollector
 from projections.runner import ProjectionRunner
+from projections.runs import campaign_wall_seconds
 from runstate.budget import run_used
 from runstate.fork import fold_standing, loader
 from tests.simulated import simulated_run
@@ -259,3 +262,41 @@ def test_a_forks_run_budget_counts_its_trajectory_as_the_lab_does(sqlite_url: st
         assert used[budget] == pytest.approx(lab_counts[budget]), budget
     left = of(found, "labrxiv_run_budget_left")
     assert left[(("budget", "steps"), ("run", "run-f"))] == 7
+
+
+def test_a_campaigns_wall_time_leaves_out_the_night_its_runs_stood_stopped(
+    sqlite_url: str,
+) -> None:
+    """A campaign's run works 10 s, stands stopped overnight (8 h), and works 5 s more
+    once resumed: its campaign used 15 s of wall time, as the campaign's summary counts
+    it (`projections.runs.campaign_wall_seconds`), not the 8 h from its first event."""
+    night = 8 * 3600
+    started = CampaignStarted(
+        task="digits", labs=1, mode="isolated", seed=0, budget=Budget(wall_seconds=3600)
+    )
+    campaign = Event(
+        id=derived_id("campaign-c1:0", at(0)),
+        stream="campaign-c1",
+        version=0,
+        occurred_at=at(0),
+        correlation_id="c1",
+        actor="labrxiv",
+        payload=started,
+    )
+    lab = RunLog("c1-0", "lab-0", campaign="c1")
+    lab.start(0)
+    lab.tool("t1", "bash", 1, 9)
+    lab.add(RunInterrupted(detail="Ctrl-C in labrxiv campaign"), 10)
+    lab.add(RunResumed(), 10 + night)
+    lab.tool("t2", "bash", 11 + night, 3)
+    lab.finish(15 + night)
+    runner = build(sqlite_url, [campaign, *lab.events])
+    with runner.store.engine.connect() as conn:
+        summary_says = campaign_wall_seconds(conn, "c1")
+    found = samples(runner.store)
+    runner.store.engine.dispose()
+    used = of(found, "labrxiv_campaign_budget_used")
+    left = of(found, "labrxiv_campaign_budget_left")
+    key = (("budget", "wall_seconds"), ("campaign", "c1"))
+    assert used[key] == 15.0 == summary_says
+    assert left[key] == 3600 - 15.0
