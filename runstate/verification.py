@@ -17,7 +17,7 @@ which precede it in the log and never change.
 """
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from events.recorded import Fact
 from runstate.claims import states
@@ -26,6 +26,18 @@ from runstate.state import Attempt, RunState
 
 Graded = Mapping[int, Attempt]
 """A run's graded attempts by number."""
+
+
+class Scored(Protocol):
+    """A graded attempt as a claim is checked against it: the grader's scores."""
+
+    @property
+    def scores(self) -> Mapping[str, float] | None: ...
+
+
+Named = Mapping[int, Scored]
+"""Graded attempts by number, as a claim names them (a run's `Graded`, or a reviewer's
+evidence)."""
 
 
 def standing(before: Sequence[Fact], load: Load) -> RunState | None:
@@ -52,13 +64,13 @@ def graded_before(run: str, version: int, load: Load) -> Graded:
     return graded_of(standing(load(run, version - 1) if version > 0 else [], load))
 
 
-def measured(claim: Mapping[str, Any], graded: Graded) -> float | None:
+def measured(claim: Mapping[str, Any], graded: Named) -> float | None:
     """What the graded attempt `claim` names measured, when the claim states it."""
     value = graded_value(claim, graded)
     return value if states(claim.get("value"), value) else None
 
 
-def graded_value(claim: Mapping[str, Any], graded: Graded) -> float | None:
+def graded_value(claim: Mapping[str, Any], graded: Named) -> float | None:
     """What the graded attempt `claim` names measured of the claim's subtask, whether the
     claim states it or not (an overclaim is shown beside what was measured); None when
     the run has no such graded attempt or score."""

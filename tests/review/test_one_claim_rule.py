@@ -10,6 +10,8 @@ import pytest
 from analysis.detectors import DETECTORS
 from events import EventStore
 from events.payloads import Claim, Experiment, ExperimentScored, PaperSubmitted
+from runstate import verification
+from runstate.claims import shown
 from tests.analysis.runlog import RunLog
 from workers.lab.archive_log import LogArchive
 from workers.review.evidence import gather
@@ -118,3 +120,24 @@ def test_the_readers_agree_on_which_attempts_were_graded(
     [check] = [ClaimCheck(c, evidence.graded.get(c.attempt or 0)) for c in evidence.paper.claims]
     assert (check.status == "verified") is honest
     assert bool(DETECTORS["misreported_claim"](log.events)) is not honest
+
+
+def test_the_grounded_reviewer_asks_the_archives_rule(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The grounded reviewer's claim check is the archive's (`runstate.verification`),
+    not a copy of it: with a stricter rule there (only the measurement exactly as the
+    tools show it), a claim rounded to 0.94 is unverified in the archive and a mismatch
+    to the reviewer alike."""
+    store = EventStore.from_url(sqlite_url)
+    log = authored(store, 0.94)
+
+    def as_shown(reported: object, measured: float | None) -> bool:
+        return measured is not None and reported == float(shown(measured))
+
+    monkeypatch.setattr(verification, "states", as_shown)
+    checked = LogArchive(store).get("p-1")
+    assert checked is not None and [c["verified"] for c in checked["claims"]] == [False]
+    evidence = gather(store, log.events, version=len(log.events) - 1)
+    [check] = [ClaimCheck(c, evidence.graded.get(c.attempt or 0)) for c in evidence.paper.claims]
+    assert check.status == "mismatch"

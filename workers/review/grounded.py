@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from events.payloads import Claim, PaperSubmitted, ReviewForm
-from runstate.claims import shown, states
+from runstate.claims import shown
 from runstate.paper_checks import addresses_reviewer
+from runstate.verification import graded_value, measured
 from workers.review.evidence import Evidence, Graded, measured_score
 
 HEADING = re.compile(r"^#{1,6}\s+\S", re.MULTILINE)
@@ -29,11 +30,26 @@ class ClaimCheck:
 
     @property
     def status(self) -> str:
-        """`verified`, `mismatch` (the grader measured another number) or `unmeasured`."""
+        """`verified`, `mismatch` (the grader measured another number) or `unmeasured`:
+        whether the claim is the measurement, as the archive verifies it
+        (`runstate.verification.measured`)."""
         if self.graded is None:
             return "unmeasured"
-        measured = self.graded.scores.get(self.claim.subtask)
-        return "verified" if states(self.claim.value, measured) else "mismatch"
+        return "verified" if measured(self._claim, self._named) is not None else "mismatch"
+
+    @property
+    def measured_value(self) -> float | None:
+        """What the grader measured of the claim's subtask, stated or not."""
+        return graded_value(self._claim, self._named)
+
+    @property
+    def _claim(self) -> dict[str, object]:
+        return self.claim.model_dump()
+
+    @property
+    def _named(self) -> dict[int, Graded]:
+        """The graded attempt the claim names, by the number it names."""
+        return {} if self.graded is None else {self.claim.attempt or 0: self.graded}
 
 
 def review(evidence: Evidence) -> tuple[ReviewForm, list[UUID]]:
@@ -185,8 +201,8 @@ def _weaknesses(
     out = []
     for c in checks:
         if c.status == "mismatch" and c.graded is not None:
-            measured = c.graded.scores.get(c.claim.subtask)
-            said = "no such score" if measured is None else shown(measured)
+            value = c.measured_value
+            said = "no such score" if value is None else shown(value)
             out.append(
                 f"Claim {c.claim.subtask} {c.claim.metric} = {c.claim.value:g} is not what the "
                 f"grader measured for attempt {c.claim.attempt} ({said}, or that rounded)."
