@@ -35,7 +35,7 @@ from labrxiv.cli_serve import serve
 from labrxiv.cli_tasks import tasks_app
 from labrxiv.console import make_console
 from labrxiv.demo_defaults import DEMO_TASK
-from labrxiv.words import counted
+from runstate.words import counted
 
 # ShellGroup: an error a person can fix (no log, an unknown id, a server away) is one
 # line and exit code 1 in every command, not a traceback.

@@ -37,8 +37,8 @@ from labrxiv.errors import NotFound, written
 from labrxiv.html_report import page
 from labrxiv.lookup import campaign_ids, pick, resolve_run
 from labrxiv.money import dollars_text
-from labrxiv.words import counted
 from runstate import loader
+from runstate.words import counted
 
 console = make_console()
 OUT_FILE = "analysis.json"

@@ -38,7 +38,7 @@ from labrxiv.interrupt import (
 )
 from labrxiv.service_start import require_shared_database
 from labrxiv.settings import Settings
-from labrxiv.words import counted
+from runstate.words import counted
 from workers.agent.profile import AgentError, agent_config, profile_names
 from workers.lab.campaign import CampaignPlan
 from workers.lab.lease import Leases

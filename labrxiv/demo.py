@@ -36,9 +36,9 @@ from labrxiv.report import (
 )
 from labrxiv.settings import Settings
 from labrxiv.wiring import Embedded, open_embedded
-from labrxiv.words import counted
 from projections.curves import curve_points, paper_points
 from projections.runs import best_directions
+from runstate.words import counted
 from workers.gym.registry import find_bundle
 from workers.lab.campaign import CampaignPlan, deterministic_id
 

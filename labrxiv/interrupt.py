@@ -18,7 +18,7 @@ from types import FrameType
 from rich.console import Console
 
 from labrxiv.wiring import Embedded
-from labrxiv.words import counted
+from runstate.words import counted
 from workers.lab.interrupt import record_interrupted, unfinished_by_campaign
 
 _PRESSED = threading.Event()

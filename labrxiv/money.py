@@ -1,7 +1,7 @@
 """Dollars as the terminal shows them: known costs, and never a bare 0 that stands for
 calls whose cost is unknown (no price, or no usage reported), which are in no total."""
 
-from labrxiv.words import counted
+from runstate.words import counted
 
 
 def dollars_text(dollars: float, unknown: int, priced: int) -> str:

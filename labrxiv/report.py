@@ -10,10 +10,10 @@ from rich.console import Console
 
 from analysis.campaign_summary import CampaignSummary, summarize_campaign
 from events import EventStore
-from labrxiv.words import counted
 from projections.curves import curve_points, paper_points
 from projections.ledger import ledger_totals
 from projections.runs import RunView, campaign_wall_seconds
+from runstate.words import counted
 from workers.gym.bundle import Bundle
 from workers.gym.scoring import over_baseline
 

@@ -96,7 +96,7 @@ def test_numbers_as_displayed_as_percentages_in_prose_and_overclaimed(
     assert not zoo.system.bus.failures
     papers = {}
     for events in runs:
-        assert _ended(events) == ("done", "1 papers submitted")
+        assert _ended(events) == ("done", "1 paper submitted")
         assert len(_of(events, "experiment.scored")) == EVALUATIONS
         (papers[events[0].payload.lab],) = _of(events, "paper.submitted")
     rounding, percent, prose, overclaim = runs
@@ -173,7 +173,7 @@ def test_repairable_json_arguments_are_repaired(zoo: ZooSystem, habit: str) -> N
     """Arguments with a trailing comma or `//` comments say unambiguously what the model
     meant: the calls run with them, and the lab publishes its paper."""
     _campaign, (events,) = zoo.campaign(f"zoo/{habit}")
-    assert _ended(events) == ("done", "1 papers submitted")
+    assert _ended(events) == ("done", "1 paper submitted")
     refused = [r for r in _of(events, "tool.returned") if "not valid JSON" in r.preview]
     assert refused == []
     written = [i for i in _of(events, "tool.invoked") if i.tool == "write_file"]
@@ -184,7 +184,7 @@ def test_repairable_json_arguments_are_repaired(zoo: ZooSystem, habit: str) -> N
 @pytest.mark.slow
 def test_unknown_tools_are_told_to_the_model_and_the_run_goes_on(zoo: ZooSystem) -> None:
     _campaign, (events,) = zoo.campaign("zoo/unknown-tool")
-    assert _ended(events) == ("done", "1 papers submitted")
+    assert _ended(events) == ("done", "1 paper submitted")
     told = [r for r in _of(events, "tool.returned") if r.tool == MADE_UP_TOOL]
     assert len(told) == 3, "once in each phase: plan, experiment, write-up"
     assert all(not r.ran and f"unknown tool '{MADE_UP_TOOL}'" in r.preview for r in told)
@@ -200,7 +200,7 @@ def test_unknown_tools_are_told_to_the_model_and_the_run_goes_on(zoo: ZooSystem)
 @pytest.mark.slow
 def test_several_calls_in_one_answer_are_all_answered_in_order(zoo: ZooSystem) -> None:
     _campaign, (events,) = zoo.campaign("zoo/parallel")
-    assert _ended(events) == ("done", "1 papers submitted")
+    assert _ended(events) == ("done", "1 paper submitted")
     requests = [r.body for r in zoo.server.completions()]
     several = 0
     for before, after in zip(requests, requests[1:], strict=False):
@@ -231,7 +231,7 @@ def test_a_model_that_refuses_is_nudged_and_its_run_ends(zoo: ZooSystem) -> None
 @pytest.mark.slow
 def test_a_model_that_never_calls_next_phase_ends_within_its_budget(zoo: ZooSystem) -> None:
     _campaign, (events,) = zoo.campaign("zoo/lingers", attempts=3)
-    assert _ended(events) == ("done", "1 papers submitted")
+    assert _ended(events) == ("done", "1 paper submitted")
     assert not any(i.tool == "next_phase" for i in _of(events, "tool.invoked"))
     assert [p.phase for p in _of(events, "phase.entered")] == ["plan", "experiment", "writeup"]
     assert len(_of(events, "experiment.scored")) == 3, "every attempt, no more"
@@ -344,7 +344,7 @@ def _was_cut(message: dict[str, Any]) -> bool:
 def test_the_text_protocol_with_the_zoo(zoo: ZooSystem) -> None:
     config = LlmConfig(model="zoo/percent+unknown-tool", tool_protocol="text")
     _campaign, (events,) = zoo.campaign(config.model, llm=config)
-    assert _ended(events) == ("done", "1 papers submitted")
+    assert _ended(events) == ("done", "1 paper submitted")
     (paper,) = _of(events, "paper.submitted")
     assert paper.claims and all(c.value > 1 for c in paper.claims), "percentages"
     assert all("tools" not in r.body for r in zoo.server.completions())

@@ -42,6 +42,7 @@ from events.payloads.agent import AgentConfig, AgentExited, AgentStarted, Worksp
 from events.payloads.run import ForkPoint
 from runstate import RunState
 from runstate.budget import ended_by, run_used, wall_used
+from runstate.words import counted
 from workers.agent import inside, reported
 from workers.agent.answers import Unreadable, read_answer
 from workers.agent.relay import ModelRelay, error_body
@@ -229,7 +230,9 @@ class AgentSession:
         if self._finished or wrote:
             if state.started.review_rounds and wrote and not self._finished:
                 return []  # its paper's reviews come next (`AgentPolicy`)
-            how = "finished" if self._finished else f"{len(state.papers)} papers submitted"
+            how = (
+                "finished" if self._finished else f"{counted(len(state.papers), 'paper')} submitted"
+            )
             return [RunFinished(reason="done", detail=f"{how}; the agent exited with {code}")]
         why = last_words(stderr)
         stopped = f" ({limit} limit)" if limit else ""

@@ -11,6 +11,7 @@ What the run's log says decides what the step does:
 """
 
 from events.payloads import Payload, ReviewAwaited, ReviewReceived, RunFinished
+from runstate.words import counted
 from workers.agent.replay import replay_of
 from workers.agent.session import AgentSession, rebuild_workspace
 from workers.lab.policies.base import StepInput, StepOutcome
@@ -76,7 +77,7 @@ class AgentPolicy:
         papers: list[Payload] = [
             RunFinished(
                 reason="done",
-                detail=f"{len(state.papers)} papers submitted; no review left to answer",
+                detail=f"{counted(len(state.papers), 'paper')} submitted; no review left to answer",
             )
         ]
         return papers, {}

@@ -36,6 +36,7 @@ from events.payloads import (
 )
 from runstate import RunState, ahead
 from runstate.budget import ended_by
+from runstate.words import counted
 from workers.lab import budget
 from workers.lab.policies.base import StepInput
 from workers.lab.policies.llm import phases
@@ -104,7 +105,7 @@ def _reviews(step: LlmStep) -> Out:
         entered = PhaseEntered(phase="revise", note=_reviews_note(after))
         following, blobs = _new_call(step, _ahead(step.given.state, [entered]), {})
         return [entered, *following], blobs
-    detail = f"{len(step.given.state.papers)} papers submitted; no review left to answer"
+    detail = f"{counted(len(step.given.state.papers), 'paper')} submitted; no review left to answer"
     return [RunFinished(reason="done", detail=detail)], {}
 
 
@@ -264,7 +265,9 @@ def _run_tools(step: LlmStep, state: RunState, reply: Reply, phase: str | None) 
                     payloads += _not_run(later, "the paper before it was submitted for review")
                     payloads.append(ReviewAwaited(paper_id=submitted[-1].paper_id))
                     return payloads, blobs
-                payloads.append(RunFinished(reason="done", detail=f"{papers} papers submitted"))
+                payloads.append(
+                    RunFinished(reason="done", detail=f"{counted(papers, 'paper')} submitted")
+                )
                 return payloads, blobs
             following = phases.after("writeup", state.started.reads_archive)
             payloads += _not_run(later, f"the paper was submitted and the run entered {following}")
