@@ -1,5 +1,6 @@
 """Database engines for the two backends: a SQLite file (embedded) and PostgreSQL."""
 
+import fcntl
 import logging
 import os
 import threading
@@ -106,8 +107,8 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
         # SQLite has one writer: this process's writers queue for it here, in order and
         # asleep, holding no connection's lock. Left to SQLite, each polled the file lock
         # in its busy handler (sleeps of up to 100 ms, no order): with tens of threads
-        # some waited out the 60 s busy timeout ("database is locked"). Other processes
-        # on the same file still meet at SQLite's lock, within its busy timeout.
+        # some waited out the 60 s busy timeout ("database is locked"). Writers of other
+        # processes on the same file queue with this one on a file lock (`_Writer`).
         writer.acquire()
         conn.info[_HOLDS_WRITER] = True
         try:
@@ -146,20 +147,64 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
 _HOLDS_WRITER = "labrxiv_holds_writer"
 """Set in a connection's `info` while its transaction holds the process's writer lock."""
 
-_WRITERS: dict[str, threading.RLock] = {}
+
+class _Writer:
+    """The turn to write one SQLite file: this process's writers queue on a reentrant
+    thread lock, and the one holding it queues with other processes' on an exclusive
+    `flock` of a file beside the database (`<database>-writer`), asleep and woken in turn
+    as SQLite's own lock would not. A process that cannot open that file (a read-only
+    folder) meets the others at SQLite's lock, within its busy timeout."""
+
+    def __init__(self, path: str | None) -> None:
+        self._lock = threading.RLock()
+        self._path = path
+        self._depth = 0
+        self._fd: int | None = None
+        self._pid = 0
+        """The process that opened `_fd` (a forked child shares its lock: it opens its own)."""
+
+    def acquire(self) -> None:
+        self._lock.acquire()
+        self._depth += 1
+        if self._depth == 1 and (fd := self._file()) is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except BaseException:
+                self.release()
+                raise
+
+    def release(self) -> None:
+        if self._depth == 1 and self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        self._depth -= 1
+        self._lock.release()
+
+    def _file(self) -> int | None:
+        if self._path is not None and (self._fd is None or self._pid != os.getpid()):
+            try:
+                self._fd = os.open(
+                    f"{self._path}-writer", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666
+                )
+                self._pid = os.getpid()
+            except OSError:
+                self._fd, self._path = None, None  # not ours to create: SQLite's lock alone
+        return self._fd
+
+
+_WRITERS: dict[str, _Writer] = {}
 _WRITERS_LOCK = threading.Lock()
 
 
-def _writer_lock(database: str | None) -> threading.RLock:
-    """The lock this process's writers of one SQLite file take turns by: one per file,
+def _writer_lock(database: str | None) -> _Writer:
+    """The turn this process's writers of one SQLite file take (`_Writer`): one per file,
     whichever engine they write through (an in-memory database is its engine's own).
     Reentrant: a thread that nests a second writer on the same file waits for itself at
     SQLite's lock, which times out with an error, rather than hang here for ever."""
     if not database or database == ":memory:":
-        return threading.RLock()
+        return _Writer(None)
     key = os.path.realpath(database)
     with _WRITERS_LOCK:
-        return _WRITERS.setdefault(key, threading.RLock())
+        return _WRITERS.setdefault(key, _Writer(key))
 
 
 def lock_for_append(conn: Connection) -> Connection:

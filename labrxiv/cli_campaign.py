@@ -7,6 +7,7 @@ labs cannot run on this machine); 3 the watch timed out before the campaign fini
 """
 
 import dataclasses
+import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Literal
@@ -32,6 +33,7 @@ from labrxiv.interrupt import (
     TIMEOUT_HELP,
     Left,
     ctrl_c_between_ticks,
+    press_ctrl_c,
     say_stopped,
     settle_or_stop,
     stop_embedded,
@@ -40,6 +42,7 @@ from labrxiv.service_start import require_shared_database
 from labrxiv.settings import Settings
 from labrxiv.words import counted
 from workers.agent.profile import AgentError, agent_config, profile_names
+from workers.bus.processes import ChildDied, Fleet
 from workers.lab.campaign import CampaignPlan
 from workers.lab.lease import Leases
 from workers.lab.policies import uses_model
@@ -54,6 +57,9 @@ PHASE_CALLS = LlmConfig.model_fields["phase_calls"].default
 defaults."""
 SPARE_THREADS = 2
 """Bus threads an embedded campaign has beyond one a lab (and one a session)."""
+LABS_A_PROCESS = 25
+"""Labs an embedded campaign gives each worker process by default (`--processes`)."""
+MAX_PROCESSES = 64
 CARDS = " (default: the task card's budget)"
 """The budgets a task card sets, said in their options' help: unset, the card's applies."""
 
@@ -152,6 +158,14 @@ def campaign(
     agent_reports: str | None = typer.Option(
         None, "--agent-reports", help="agent labs: functions, bash_blocks or none."
     ),
+    processes: int | None = typer.Option(
+        None,
+        "--processes",
+        min=1,
+        max=MAX_PROCESSES,
+        help="Embedded default: worker processes that take the labs' steps (default: one "
+        f"per {LABS_A_PROCESS} labs, up to the machine's cores; agent labs: 1).",
+    ),
     gym_path: GymPath = None,
 ) -> None:
     """Run a campaign and watch its labs until every run has finished."""
@@ -169,6 +183,9 @@ def campaign(
         raise typer.Exit(2)
     settings: Settings = with_gym_path(settings_or_exit(), gym_path)
     require_shared_database(settings, "campaign")
+    if processes is not None and not settings.embedded:
+        say_error("--processes: only on the embedded default (workers are `labrxiv worker`s)")
+        raise typer.Exit(2)
     if stall_seconds is not None:
         settings = settings.model_copy(update={"stall_seconds": stall_seconds})
     budget_or_exit(
@@ -236,7 +253,7 @@ def campaign(
             "LABRXIV_GYM_PATH[/]",
             soft_wrap=True,
         )
-    outcome, left = _run(settings, plan, timeout)
+    outcome, left = _run(settings, plan, timeout, processes)
     raise typer.Exit(report_watch(outcome, left))
 
 
@@ -330,10 +347,28 @@ def _mode(value: str) -> Literal["isolated", "archive"]:
     return "archive" if value == "archive" else "isolated"
 
 
+def embedded_processes(plan: CampaignPlan, given: int | None) -> int:
+    """How many worker processes an embedded campaign's steps run in: `given`, else one
+    per `LABS_A_PROCESS` labs up to the cores (one process's steps share one interpreter
+    lock: bench/embedded_scale.py); one for agent labs, whose sessions hold a thread and
+    a sandbox each for the whole run."""
+    if given is not None:
+        return given
+    if plan.agent is not None:
+        return 1
+    return max(1, min(os.cpu_count() or 1, -(-plan.labs // LABS_A_PROCESS)))
+
+
+def _stop_for(why: str) -> None:
+    """A worker process died: say so, and stop the campaign as at Ctrl-C."""
+    say_error(f"{why}: the campaign stops")
+    press_ctrl_c()
+
+
 def _run(
-    settings: Settings, plan: CampaignPlan, timeout: float
+    settings: Settings, plan: CampaignPlan, timeout: float, processes: int | None = None
 ) -> tuple[CampaignOutcome, list[Left] | None]:
-    from labrxiv.wiring import open_bus, open_embedded, open_runner, open_store
+    from labrxiv.wiring import open_bus, open_embedded, open_fleet, open_runner, open_store
 
     if settings.embedded:
         plan = dataclasses.replace(plan, sandbox=require_sandbox(settings))
@@ -342,7 +377,20 @@ def _run(
         # events and send their next steps while every lab's step waits on its model:
         # queued behind those steps, they added ~0.1 s to each call of 10 llm labs.
         sessions = plan.labs + 1 if plan.agent is not None else 0
-        system = open_embedded(settings, threads=max(2, plan.labs) + sessions + SPARE_THREADS)
+        threads = max(2, plan.labs) + sessions + SPARE_THREADS
+        fleet = embedded_processes(plan, processes)
+        try:
+            system = (
+                open_fleet(settings, fleet, threads)
+                if fleet > 1
+                else open_embedded(settings, threads=threads)
+            )
+        except ChildDied as exc:
+            say_error(f"{exc} while starting")
+            raise typer.Exit(1) from None
+        if isinstance(system.bus, Fleet):
+            console.print(f"steps: {fleet} worker processes (--processes)")
+            system.bus.watch(_stop_for)
         try:
             with ctrl_c_between_ticks():
                 outcome = run_campaign(
@@ -357,7 +405,7 @@ def _run(
                 )
                 detail = f"--timeout {timeout:g}s in labrxiv campaign"
                 return outcome, settle_or_stop(system, outcome.finished, detail, outcome.campaign)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, ChildDied):
             # This process is the only worker: say which runs it leaves, and how to go on.
             console.print("stopping: the steps being taken end first (Ctrl-C again to quit now)")
             say_stopped(console, stop_embedded(system, "Ctrl-C in labrxiv campaign"))

@@ -20,6 +20,7 @@ from workers.app import make_celery, register_tasks
 from workers.bus.base import Bus
 from workers.bus.celery import CeleryBus
 from workers.bus.local import LocalBus
+from workers.bus.processes import Child, Fleet
 from workers.context import WorkerContext
 from workers.gym.registry import builtin_gym_dir
 from workers.handlers import run_handler
@@ -36,7 +37,8 @@ class Embedded:
     """Everything in one process: store, in-process bus, worker context, projections."""
 
     store: EventStore
-    bus: LocalBus
+    bus: LocalBus | Fleet
+    """The threads of this process, or worker processes beside it (`open_fleet`)."""
     ctx: WorkerContext
     runner: ProjectionRunner
 
@@ -135,6 +137,30 @@ def open_embedded(settings: Settings, threads: int = 2) -> Embedded:
     ctx = worker_context(settings, store, bus)
     bus.start(lambda task, args: run_handler(ctx, task, args))
     return Embedded(store=store, bus=bus, ctx=ctx, runner=open_runner(settings, store))
+
+
+def open_fleet(settings: Settings, processes: int, threads: int) -> Embedded:
+    """Start the embedded system with its steps in `processes` worker processes of
+    `threads` bus threads each (`workers.bus.processes`): this process watches, records
+    its own events and projects."""
+    store = open_store(settings)
+    fleet = Fleet(_serve_child, (settings,), processes, threads)
+    ctx = worker_context(settings, store, fleet)
+    fleet.run_here(lambda task, args: run_handler(ctx, task, args))
+    return Embedded(store=store, bus=fleet, ctx=ctx, runner=open_runner(settings, store))
+
+
+def _serve_child(settings: Settings, child: Child) -> None:
+    """One worker process of a fleet: an embedded worker taking the tasks it is sent."""
+    sqlite = settings.store_url.startswith("sqlite")
+    store = open_store(settings, **({"pool_size": child.threads + 4} if sqlite else {}))
+    local = LocalBus(threads=child.threads, on_done=child.done)
+    ctx = worker_context(settings, store, child.bus(local))
+    local.start(lambda task, args: run_handler(ctx, task, args))
+    try:
+        child.serve(local)
+    finally:
+        store.engine.dispose()
 
 
 def open_bus(settings: Settings) -> Bus:

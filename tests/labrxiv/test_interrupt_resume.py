@@ -35,12 +35,20 @@ def _env(data: Path) -> dict[str, str]:
     return env | {"LABRXIV_DATA_DIR": str(data), "COLUMNS": "200"}
 
 
-def _interrupted(command: list[str], data: Path, log: Path, tmp: Path) -> tuple[int, str]:
-    """Run `labrxiv COMMAND`, Ctrl-C it once an attempt of it is scored, wait for it."""
+def _interrupted(
+    command: list[str], data: Path, log: Path, tmp: Path, group: bool = False
+) -> tuple[int, str]:
+    """Run `labrxiv COMMAND`, Ctrl-C it once an attempt of it is scored, wait for it.
+    `group`: the Ctrl-C goes to its whole process group, as a terminal sends it (worker
+    processes included), not to the command alone."""
     out = tmp / "out.txt"
     with out.open("wb") as sink:
         proc = subprocess.Popen(
-            [str(LABRXIV), *command], env=_env(data), stdout=sink, stderr=subprocess.STDOUT
+            [str(LABRXIV), *command],
+            env=_env(data),
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=group,
         )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
@@ -48,7 +56,10 @@ def _interrupted(command: list[str], data: Path, log: Path, tmp: Path) -> tuple[
             break
         time.sleep(0.05)
     assert proc.poll() is None, out.read_text()
-    proc.send_signal(signal.SIGINT)  # what Ctrl-C sends
+    if group:
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.send_signal(signal.SIGINT)  # what Ctrl-C sends
     code = proc.wait(timeout=120)
     return code, " ".join(out.read_text().split())
 
@@ -61,8 +72,9 @@ def _scored(log: Path) -> int:
         return 0
 
 
+@pytest.mark.parametrize("processes", [1, 2])
 def test_ctrl_c_of_a_campaign_leaves_runs_interrupted_and_resume_finishes_them(
-    tmp_path: Path, cli: Cli
+    tmp_path: Path, cli: Cli, processes: int
 ) -> None:
     data = tmp_path / "data"
     log = data / "labrxiv.db"
@@ -79,10 +91,13 @@ def test_ctrl_c_of_a_campaign_leaves_runs_interrupted_and_resume_finishes_them(
             "6",
             "--mode",
             "archive",
+            "--processes",
+            str(processes),
         ],
         data,
         log,
         tmp_path,
+        group=processes > 1,
     )
     assert code == 130, said
     assert "labrxiv resume --campaign" in said and "Traceback" not in said
@@ -176,8 +191,9 @@ def test_interrupted_runs_fold_the_same_in_pages_of_any_size(tmp_path: Path, cli
             assert sorted(runs_of(conn), key=lambda v: v.stream) == live, page
 
 
+@pytest.mark.parametrize("processes", [1, 2])
 def test_an_embedded_campaign_stops_at_its_timeout_and_resume_goes_on(
-    tmp_path: Path, cli: Cli
+    tmp_path: Path, cli: Cli, processes: int
 ) -> None:
     """In embedded mode this process is the campaign's only worker: at `--timeout` it
     stops the work as Ctrl-C does (the runs left are named and can be resumed). It said
@@ -185,7 +201,7 @@ def test_an_embedded_campaign_stops_at_its_timeout_and_resume_goes_on(
     labrxiv from outside: 12 s for a 2 s timeout). No campaign of 2 labs × 40 attempts
     ends in 0.5 s: each attempt trains a model."""
     data = tmp_path / "data"
-    size = ["--labs", "2", "--papers", "1", "--attempts", "40"]
+    size = ["--labs", "2", "--papers", "1", "--attempts", "40", "--processes", str(processes)]
     said = cli(
         "campaign", "--task", "continual-digits", *size, "--timeout", "0.5",
         LABRXIV_DATA_DIR=str(data),
