@@ -356,7 +356,7 @@ def embedded_processes(plan: CampaignPlan, given: int | None) -> int:
         return given
     if plan.agent is not None:
         return 1
-    return max(1, min(os.cpu_count() or 1, -(-plan.labs // LABS_A_PROCESS)))
+    return max(1, min(len(os.sched_getaffinity(0)), -(-plan.labs // LABS_A_PROCESS)))
 
 
 def _stop_for(why: str) -> None:
