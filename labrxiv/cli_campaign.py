@@ -7,7 +7,6 @@ labs cannot run on this machine); 3 the watch timed out before the campaign fini
 """
 
 import dataclasses
-import os
 from datetime import timedelta
 from pathlib import Path
 from typing import Literal
@@ -27,22 +26,28 @@ from labrxiv.cli_checks import (
 )
 from labrxiv.cli_common import GymPath, settings_or_exit, with_gym_path
 from labrxiv.cli_errors import err, say_error
-from labrxiv.cli_labs import check_task, console, report_watch, require_sandbox
+from labrxiv.cli_labs import (
+    check_task,
+    console,
+    report_watch,
+    require_sandbox,
+    start_embedded,
+)
 from labrxiv.exit_codes import EXIT_INTERRUPTED
 from labrxiv.interrupt import (
     TIMEOUT_HELP,
     Left,
     ctrl_c_between_ticks,
-    press_ctrl_c,
     say_stopped,
     settle_or_stop,
     stop_embedded,
 )
 from labrxiv.service_start import require_shared_database
 from labrxiv.settings import Settings
+from labrxiv.wiring import LABS_A_PROCESS
 from labrxiv.words import counted
 from workers.agent.profile import AgentError, agent_config, profile_names
-from workers.bus.processes import ChildDied, Fleet
+from workers.bus.processes import ChildDied
 from workers.lab.campaign import CampaignPlan
 from workers.lab.lease import Leases
 from workers.lab.policies import uses_model
@@ -55,10 +60,6 @@ CONTEXT_TOKENS = LlmConfig.model_fields["context_tokens"].default
 PHASE_CALLS = LlmConfig.model_fields["phase_calls"].default
 """`--tool-protocol`, `--context-tokens` and `--phase-calls` when not given: an llm lab's
 defaults."""
-SPARE_THREADS = 2
-"""Bus threads an embedded campaign has beyond one a lab (and one a session)."""
-LABS_A_PROCESS = 25
-"""Labs an embedded campaign gives each worker process by default (`--processes`)."""
 MAX_PROCESSES = 64
 CARDS = " (default: the task card's budget)"
 """The budgets a task card sets, said in their options' help: unset, the card's applies."""
@@ -347,50 +348,14 @@ def _mode(value: str) -> Literal["isolated", "archive"]:
     return "archive" if value == "archive" else "isolated"
 
 
-def embedded_processes(plan: CampaignPlan, given: int | None) -> int:
-    """How many worker processes an embedded campaign's steps run in: `given`, else one
-    per `LABS_A_PROCESS` labs up to the cores (one process's steps share one interpreter
-    lock: bench/embedded_scale.py); one for agent labs, whose sessions hold a thread and
-    a sandbox each for the whole run."""
-    if given is not None:
-        return given
-    if plan.agent is not None:
-        return 1
-    return max(1, min(len(os.sched_getaffinity(0)), -(-plan.labs // LABS_A_PROCESS)))
-
-
-def _stop_for(why: str) -> None:
-    """A worker process died: say so, and stop the campaign as at Ctrl-C."""
-    say_error(f"{why}: the campaign stops")
-    press_ctrl_c()
-
-
 def _run(
     settings: Settings, plan: CampaignPlan, timeout: float, processes: int | None = None
 ) -> tuple[CampaignOutcome, list[Left] | None]:
-    from labrxiv.wiring import open_bus, open_embedded, open_fleet, open_runner, open_store
+    from labrxiv.wiring import open_bus, open_runner, open_store
 
     if settings.embedded:
         plan = dataclasses.replace(plan, sandbox=require_sandbox(settings))
-        # An agent's session holds a thread for the whole run: the recorder, the
-        # reactor and the other steps need their own. Spare threads record the labs'
-        # events and send their next steps while every lab's step waits on its model:
-        # queued behind those steps, they added ~0.1 s to each call of 10 llm labs.
-        sessions = plan.labs + 1 if plan.agent is not None else 0
-        threads = max(2, plan.labs) + sessions + SPARE_THREADS
-        fleet = embedded_processes(plan, processes)
-        try:
-            system = (
-                open_fleet(settings, fleet, threads)
-                if fleet > 1
-                else open_embedded(settings, threads=threads)
-            )
-        except ChildDied as exc:
-            say_error(f"{exc} while starting")
-            raise typer.Exit(1) from None
-        if isinstance(system.bus, Fleet):
-            console.print(f"steps: {fleet} worker processes (--processes)")
-            system.bus.watch(_stop_for)
+        system = start_embedded(settings, plan.labs, plan.agent is not None, processes)
         try:
             with ctrl_c_between_ticks():
                 outcome = run_campaign(

@@ -139,6 +139,41 @@ def open_embedded(settings: Settings, threads: int = 2) -> Embedded:
     return Embedded(store=store, bus=bus, ctx=ctx, runner=open_runner(settings, store))
 
 
+SPARE_THREADS = 2
+"""Bus threads an embedded system has beyond one a run (and one an agent's session):
+spare threads record the labs' events and send their next steps while every lab's step
+waits on its model (queued behind those steps, they added ~0.1 s to each call of 10 llm
+labs)."""
+LABS_A_PROCESS = 25
+"""Runs at once that make an embedded system take one more worker process."""
+
+
+def processes_for(runs: int, agent: bool, given: int | None = None) -> int:
+    """How many worker processes the steps of `runs` runs at once take on the embedded
+    default: `given`, else one per `LABS_A_PROCESS` runs up to the cores this process may
+    use (one process's steps share one interpreter lock: bench/embedded_scale.py); one
+    for agent runs, whose sessions hold a thread and a sandbox each for the whole run."""
+    if given is not None:
+        return given
+    if agent:
+        return 1
+    return max(1, min(len(os.sched_getaffinity(0)), -(-runs // LABS_A_PROCESS)))
+
+
+def open_working(
+    settings: Settings, runs: int, agent: bool, processes: int | None = None
+) -> Embedded:
+    """The embedded system for `runs` runs taking steps at once: a bus thread a run (and
+    one a session: an agent's holds its thread to its end) and spare ones, in worker
+    processes where `processes_for` says so (`ChildDied` if one ended while starting)."""
+    sessions = runs + 1 if agent else 0
+    threads = max(2, runs) + sessions + SPARE_THREADS
+    fleet = processes_for(runs, agent, processes)
+    if fleet > 1:
+        return open_fleet(settings, fleet, threads)
+    return open_embedded(settings, threads=threads)
+
+
 def open_fleet(settings: Settings, processes: int, threads: int) -> Embedded:
     """Start the embedded system with its steps in `processes` worker processes of
     `threads` bus threads each (`workers.bus.processes`): this process watches, records

@@ -73,7 +73,7 @@ def test_a_worker_killed_mid_campaign_stops_it_and_resume_goes_on(tmp_path: Path
             proc.kill()
     said = " ".join(out.read_text().split())
     assert code == 130, said
-    assert "ended (killed by signal 9): the campaign stops" in said, said
+    assert "ended (killed by signal 9): stopping" in said, said
     assert "labrxiv resume --campaign" in said and "Traceback" not in said, said
     assert not _workers(proc.pid)
     store = EventStore.from_url(f"sqlite:///{log}", create=False)

@@ -263,3 +263,28 @@ def test_a_run_left_interrupted_ends_interrupted_in_a_watch_of_other_runs(tmp_pa
     assert [(e.lab, e.reason) for e in endings] == [("lab-0", None), ("lab-1", "interrupted")]
     stopped = interrupted(endings, ["run-c-0"])
     assert [e.reason for e in stopped] == ["interrupted", "interrupted"]
+
+
+def test_resuming_every_run_of_a_campaign_gives_each_run_a_thread(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A resume of all of a campaign's runs took steps on three threads whatever their
+    number (its thread count counted only the runs named one by one), so 100 llm labs
+    resumed had three model calls in flight."""
+    import labrxiv.wiring
+
+    data = tmp_path / "data"
+    size = ["--labs", "4", "--papers", "1", "--attempts", "40", "--timeout", "0.5"]
+    said = cli("campaign", "--task", "continual-digits", *size, LABRXIV_DATA_DIR=str(data))
+    assert said.code == 3, said.out
+    opened: list[int] = []
+    real = labrxiv.wiring.open_embedded
+
+    def spy(settings: object, threads: int = 2) -> object:
+        opened.append(threads)
+        return real(settings, threads=threads)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(labrxiv.wiring, "open_embedded", spy)
+    resumed = cli("resume", "--timeout", "0.5", LABRXIV_DATA_DIR=str(data))
+    assert resumed.code == 3, resumed.out
+    assert opened and opened[0] >= 4, opened
