@@ -44,7 +44,7 @@ from labrxiv.interrupt import (
 )
 from labrxiv.service_start import require_shared_database
 from labrxiv.settings import Settings
-from labrxiv.wiring import LABS_A_PROCESS
+from labrxiv.wiring import LABS_A_PROCESS, MAX_PROCESSES
 from labrxiv.words import counted
 from workers.agent.profile import AgentError, agent_config, profile_names
 from workers.bus.processes import ChildDied
@@ -60,7 +60,6 @@ CONTEXT_TOKENS = LlmConfig.model_fields["context_tokens"].default
 PHASE_CALLS = LlmConfig.model_fields["phase_calls"].default
 """`--tool-protocol`, `--context-tokens` and `--phase-calls` when not given: an llm lab's
 defaults."""
-MAX_PROCESSES = 64
 CARDS = " (default: the task card's budget)"
 """The budgets a task card sets, said in their options' help: unset, the card's applies."""
 

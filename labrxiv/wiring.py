@@ -30,6 +30,7 @@ from workers.lab.services import LabServices
 from workers.llm import Gateway, PriceTable
 from workers.reactions import REACTIONS
 from workers.reactor import Reactor
+from workers.sandbox import cgroup
 
 
 @dataclass
@@ -146,6 +147,9 @@ waits on its model (queued behind those steps, they added ~0.1 s to each call of
 labs)."""
 LABS_A_PROCESS = 25
 """Runs at once that make an embedded system take one more worker process."""
+MAX_PROCESSES = 16
+"""The most worker processes (`--processes`): a pipe runs from each process to each
+child, about 2·N² open files while they start, within a normal user's usual 1,024."""
 
 
 def processes_for(runs: int, agent: bool, given: int | None = None) -> int:
@@ -157,7 +161,8 @@ def processes_for(runs: int, agent: bool, given: int | None = None) -> int:
         return given
     if agent:
         return 1
-    return max(1, min(len(os.sched_getaffinity(0)), -(-runs // LABS_A_PROCESS)))
+    cores = min(len(os.sched_getaffinity(0)), MAX_PROCESSES)
+    return max(1, min(cores, -(-runs // LABS_A_PROCESS)))
 
 
 def open_working(
@@ -165,7 +170,8 @@ def open_working(
 ) -> Embedded:
     """The embedded system for `runs` runs taking steps at once: a bus thread a run (and
     one a session: an agent's holds its thread to its end) and spare ones, in worker
-    processes where `processes_for` says so (`ChildDied` if one ended while starting)."""
+    processes where `processes_for` says so (`ChildDied` if one ended while starting),
+    each with a thread for every run (runs are spread by a hash, not evenly)."""
     sessions = runs + 1 if agent else 0
     threads = max(2, runs) + sessions + SPARE_THREADS
     fleet = processes_for(runs, agent, processes)
@@ -189,6 +195,7 @@ def _serve_child(settings: Settings, child: Child) -> None:
     """One worker process of a fleet: an embedded worker taking the tasks it is sent."""
     sqlite = settings.store_url.startswith("sqlite")
     store = open_store(settings, **({"pool_size": child.threads + 4} if sqlite else {}))
+    cgroup.probe()  # why a call's tree has no cgroup was said by the parent, once
     local = LocalBus(threads=child.threads, on_done=child.done)
     ctx = worker_context(settings, store, child.bus(local))
     local.start(lambda task, args: run_handler(ctx, task, args))

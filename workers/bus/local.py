@@ -41,10 +41,10 @@ class LocalBus:
         on_done: Callable[[], None] | None = None,
     ) -> None:
         self._retry = retry
+        """The wait before a task that raised a transient fault runs again."""
         self._on_done = on_done
         """Called once for each task when it has run or been dropped (`workers.bus.processes`
         counts a fleet's tasks so)."""
-        """The wait before a task that raised a transient fault runs again."""
         self._queue: queue.Queue[tuple[str, tuple[Any, ...]] | None] = queue.Queue()
         self._threads_wanted = threads
         self._threads: list[threading.Thread] = []

@@ -446,4 +446,9 @@ def _child_main(serve: Callable[..., None], serve_args: tuple[Any, ...], child: 
     logging.getLogger().handlers[:] = [logging.handlers.QueueHandler(queue)]  # type: ignore[arg-type]
     for name, level in child.levels.items():
         logging.getLogger(name).setLevel(level)
-    serve(*serve_args, child)
+    try:
+        serve(*serve_args, child)
+    except Exception as exc:  # said by the parent in one line, which then sees it ended
+        log.error("worker process %d: %s: %s", child.index, type(exc).__name__, exc)
+        logging.shutdown()
+        raise SystemExit(1) from None
