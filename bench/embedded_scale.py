@@ -1,9 +1,11 @@
 """How many llm labs does the embedded default hold, beside Inspect AI on the same server?
 
 For 10, 50 and 100 labs, `labrxiv campaign --policy llm` runs on the embedded defaults
-(no Redis, no database URL: SQLite and the in-process bus, one process), as a person
-runs it, against the tests' local OpenAI-compatible server answering every call with a
-tool call after an added latency (default 500 ms); isolated labs with room for every
+(no Redis, no database URL: SQLite and the in-process bus; past 25 labs, its steps in
+worker processes, one per 25 labs up to the cores), as a person runs it, and again with
+`--processes 1` where that differs (every step in the command's own process: the
+baseline), against the tests' local OpenAI-compatible server answering every call with
+a tool call after an added latency (default 500 ms); isolated labs with room for every
 call in one phase (`--phase-calls`), so no run ends inside the window. Then Inspect AI
 runs the same number of tool-calling agents (`basic_agent` with one tool, every answer a
 call of it) against the same server. Each is measured over a window after a warm-up:
@@ -38,6 +40,8 @@ sys.path.insert(0, str(ROOT / "tests" / "llm"))
 
 from common import machine_cpu, tree_cpu  # noqa: E402
 from fake_server import FakeServer, completion, usage  # noqa: E402
+
+from labrxiv.cli_campaign import LABS_A_PROCESS  # noqa: E402
 
 LABRXIV = Path(sys.executable).with_name("labrxiv")
 INSPECT_AI = ("inspect-ai==0.3.285", "openai>=3.4")
@@ -133,8 +137,11 @@ def measure(
     )
 
 
-def labrxiv_campaign(server: FakeServer, labs: int, warmup: float, window: float) -> Figures:
-    """`labrxiv campaign --policy llm --labs N` on the embedded defaults."""
+def labrxiv_campaign(
+    server: FakeServer, labs: int, warmup: float, window: float, processes: int | None = None
+) -> Figures:
+    """`labrxiv campaign --policy llm --labs N` on the embedded defaults (`--processes`
+    when `processes` is given)."""
     with tempfile.TemporaryDirectory() as folder:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("LABRXIV_", "OPENAI_"))}
         env |= {
@@ -149,6 +156,7 @@ def labrxiv_campaign(server: FakeServer, labs: int, warmup: float, window: float
         # after 4 × 12 calls, inside the window, and the labs left would be fewer. Isolated
         # labs begin in the plan phase, which offers the tool the model calls.
         command += ["--phase-calls", str(PHASE_CALLS), "--mode", "isolated"]
+        command += [] if processes is None else ["--processes", str(processes)]
         return measure(server, command, env, Path(folder), warmup, window)
 
 
@@ -213,6 +221,9 @@ def main() -> None:
             ideal = labs / args.latency
             got = labrxiv_campaign(server, labs, args.warmup, args.window)
             print(row("labrxiv", labs, ideal, got), flush=True)
+            if labs > LABS_A_PROCESS and len(os.sched_getaffinity(0)) > 1:
+                one = labrxiv_campaign(server, labs, args.warmup, args.window, processes=1)
+                print(row("1 process", labs, ideal, one), flush=True)
             if venv is not None:
                 peer = inspect_agents(server, venv, labs, args.warmup, args.window)
                 print(row("inspect", labs, ideal, peer), flush=True)

@@ -1,15 +1,18 @@
 """Database engines for the two backends: a SQLite file (embedded) and PostgreSQL."""
 
+import fcntl
 import logging
 import os
+import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, exc
 from sqlalchemy.engine import make_url
 
 log = logging.getLogger(__name__)
@@ -74,16 +77,18 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
     # holder waited for a connection (a reactor reads the log inside its transaction):
     # "QueuePool limit … reached" after 30 s, and the campaign stalled. `pool_size` is
     # how many stay open between uses (the embedded system sizes it to its threads).
+    # `timeout`: SQLite's busy timeout, in seconds (what another process's writer may
+    # keep this one waiting, at SQLite's lock or at the writers' file lock: `_Writer`).
+    connect_args = {"timeout": 60, "check_same_thread": False} | kwargs.pop("connect_args", {})
     engine = create_engine(
         url,
         json_serializer=_json_dumps,
         json_deserializer=orjson.loads,
-        # `timeout`: SQLite's busy timeout, in seconds (what another process's writer
-        # may keep this one waiting).
-        connect_args={"timeout": 60, "check_same_thread": False} | kwargs.pop("connect_args", {}),
+        connect_args=connect_args,
         **(({"max_overflow": -1} if _on_disk(database) else {}) | kwargs),
     )
     writer = _writer_lock(database)
+    busy_timeout = float(connect_args["timeout"])
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -106,9 +111,9 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
         # SQLite has one writer: this process's writers queue for it here, in order and
         # asleep, holding no connection's lock. Left to SQLite, each polled the file lock
         # in its busy handler (sleeps of up to 100 ms, no order): with tens of threads
-        # some waited out the 60 s busy timeout ("database is locked"). Other processes
-        # on the same file still meet at SQLite's lock, within its busy timeout.
-        writer.acquire()
+        # some waited out the 60 s busy timeout ("database is locked"). Writers of other
+        # processes on the same file queue with this one on a file lock (`_Writer`).
+        writer.acquire(busy_timeout)
         conn.info[_HOLDS_WRITER] = True
         try:
             conn.exec_driver_sql(f"BEGIN {mode}")
@@ -146,20 +151,92 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
 _HOLDS_WRITER = "labrxiv_holds_writer"
 """Set in a connection's `info` while its transaction holds the process's writer lock."""
 
-_WRITERS: dict[str, threading.RLock] = {}
+
+class _Writer:
+    """The turn to write one SQLite file: this process's writers queue on a reentrant
+    thread lock, and the one holding it takes an exclusive `flock` of a file beside the
+    database (`<database>-writer`), where the writers of other processes meet it: their
+    turns alternate at a lock each takes in a few hundred microseconds of its release,
+    not at SQLite's, whose busy handler sleeps up to 100 ms. The file is open only while
+    the lock is held (nothing is left open by a process that wrote many logs, nor shared
+    with a forked child). Another process keeping it past `timeout` seconds (SQLite's busy
+    timeout) is "database is locked", a transient fault, as SQLite would say. Where the
+    file cannot be made or locked (a read-only folder, a file system without `flock`), the
+    processes meet at SQLite's lock alone."""
+
+    def __init__(self, path: str | None) -> None:
+        self._lock = threading.RLock()
+        self._path = path
+        self._depth = 0
+        self._fd: int | None = None
+
+    def acquire(self, timeout: float) -> None:
+        self._lock.acquire()
+        self._depth += 1
+        if self._depth == 1 and self._path is not None:
+            try:
+                self._fd = self._take(self._path, timeout)
+            except BaseException:
+                self.release()
+                raise
+
+    def release(self) -> None:
+        if self._depth == 1 and self._fd is not None:
+            os.close(self._fd)  # closing it unlocks it
+            self._fd = None
+        self._depth -= 1
+        self._lock.release()
+
+    def _take(self, path: str, timeout: float) -> int | None:
+        try:
+            fd = os.open(f"{path}-writer", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        except OSError:
+            self._path = None  # not ours to make: SQLite's lock alone
+            return None
+        deadline = time.monotonic() + timeout
+        wait = _FIRST_WAIT
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    return fd
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        said = f"database is locked: another process held {path}-writer"
+                        raise exc.OperationalError(
+                            "BEGIN IMMEDIATE", None, sqlite3.OperationalError(said)
+                        ) from None
+                    time.sleep(wait)
+                    wait = min(2 * wait, _LONGEST_WAIT)
+                except OSError:
+                    self._path = None  # no flock here: SQLite's lock alone
+                    os.close(fd)
+                    return None
+        except BaseException:
+            if self._fd != fd:
+                os.close(fd)
+            raise
+
+
+_FIRST_WAIT = 0.00005
+_LONGEST_WAIT = 0.0005
+"""How often a writer looks again at the file lock another process holds: a few hundred
+microseconds, a transaction's order of time."""
+
+_WRITERS: dict[str, _Writer] = {}
 _WRITERS_LOCK = threading.Lock()
 
 
-def _writer_lock(database: str | None) -> threading.RLock:
-    """The lock this process's writers of one SQLite file take turns by: one per file,
+def _writer_lock(database: str | None) -> _Writer:
+    """The turn this process's writers of one SQLite file take (`_Writer`): one per file,
     whichever engine they write through (an in-memory database is its engine's own).
     Reentrant: a thread that nests a second writer on the same file waits for itself at
     SQLite's lock, which times out with an error, rather than hang here for ever."""
     if not database or database == ":memory:":
-        return threading.RLock()
+        return _Writer(None)
     key = os.path.realpath(database)
     with _WRITERS_LOCK:
-        return _WRITERS.setdefault(key, threading.RLock())
+        return _WRITERS.setdefault(key, _Writer(key))
 
 
 def lock_for_append(conn: Connection) -> Connection:

@@ -26,7 +26,13 @@ from labrxiv.cli_checks import (
 )
 from labrxiv.cli_common import GymPath, settings_or_exit, with_gym_path
 from labrxiv.cli_errors import err, say_error
-from labrxiv.cli_labs import check_task, console, report_watch, require_sandbox
+from labrxiv.cli_labs import (
+    check_task,
+    console,
+    report_watch,
+    require_sandbox,
+    start_embedded,
+)
 from labrxiv.exit_codes import EXIT_INTERRUPTED
 from labrxiv.interrupt import (
     TIMEOUT_HELP,
@@ -38,8 +44,10 @@ from labrxiv.interrupt import (
 )
 from labrxiv.service_start import require_shared_database
 from labrxiv.settings import Settings
+from labrxiv.wiring import LABS_A_PROCESS, MAX_PROCESSES
 from runstate.words import counted
 from workers.agent.profile import AgentError, agent_config, profile_names
+from workers.bus.processes import ChildDied
 from workers.lab.campaign import CampaignPlan
 from workers.lab.lease import Leases
 from workers.lab.policies import uses_model
@@ -52,8 +60,6 @@ CONTEXT_TOKENS = LlmConfig.model_fields["context_tokens"].default
 PHASE_CALLS = LlmConfig.model_fields["phase_calls"].default
 """`--tool-protocol`, `--context-tokens` and `--phase-calls` when not given: an llm lab's
 defaults."""
-SPARE_THREADS = 2
-"""Bus threads an embedded campaign has beyond one a lab (and one a session)."""
 CARDS = " (default: the task card's budget)"
 """The budgets a task card sets, said in their options' help: unset, the card's applies."""
 
@@ -152,6 +158,14 @@ def campaign(
     agent_reports: str | None = typer.Option(
         None, "--agent-reports", help="agent labs: functions, bash_blocks or none."
     ),
+    processes: int | None = typer.Option(
+        None,
+        "--processes",
+        min=1,
+        max=MAX_PROCESSES,
+        help="Embedded default: worker processes that take the labs' steps (default: one "
+        f"per {LABS_A_PROCESS} labs, up to the machine's cores; agent labs: 1).",
+    ),
     gym_path: GymPath = None,
 ) -> None:
     """Run a campaign and watch its labs until every run has finished."""
@@ -169,6 +183,9 @@ def campaign(
         raise typer.Exit(2)
     settings: Settings = with_gym_path(settings_or_exit(), gym_path)
     require_shared_database(settings, "campaign")
+    if processes is not None and not settings.embedded:
+        say_error("--processes: only on the embedded default (workers are `labrxiv worker`s)")
+        raise typer.Exit(2)
     if stall_seconds is not None:
         settings = settings.model_copy(update={"stall_seconds": stall_seconds})
     budget_or_exit(
@@ -236,7 +253,7 @@ def campaign(
             "LABRXIV_GYM_PATH[/]",
             soft_wrap=True,
         )
-    outcome, left = _run(settings, plan, timeout)
+    outcome, left = _run(settings, plan, timeout, processes)
     raise typer.Exit(report_watch(outcome, left))
 
 
@@ -331,18 +348,13 @@ def _mode(value: str) -> Literal["isolated", "archive"]:
 
 
 def _run(
-    settings: Settings, plan: CampaignPlan, timeout: float
+    settings: Settings, plan: CampaignPlan, timeout: float, processes: int | None = None
 ) -> tuple[CampaignOutcome, list[Left] | None]:
-    from labrxiv.wiring import open_bus, open_embedded, open_runner, open_store
+    from labrxiv.wiring import open_bus, open_runner, open_store
 
     if settings.embedded:
         plan = dataclasses.replace(plan, sandbox=require_sandbox(settings))
-        # An agent's session holds a thread for the whole run: the recorder, the
-        # reactor and the other steps need their own. Spare threads record the labs'
-        # events and send their next steps while every lab's step waits on its model:
-        # queued behind those steps, they added ~0.1 s to each call of 10 llm labs.
-        sessions = plan.labs + 1 if plan.agent is not None else 0
-        system = open_embedded(settings, threads=max(2, plan.labs) + sessions + SPARE_THREADS)
+        system = start_embedded(settings, plan.labs, plan.agent is not None, processes)
         try:
             with ctrl_c_between_ticks():
                 outcome = run_campaign(
@@ -357,7 +369,7 @@ def _run(
                 )
                 detail = f"--timeout {timeout:g}s in labrxiv campaign"
                 return outcome, settle_or_stop(system, outcome.finished, detail, outcome.campaign)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, ChildDied):
             # This process is the only worker: say which runs it leaves, and how to go on.
             console.print("stopping: the steps being taken end first (Ctrl-C again to quit now)")
             say_stopped(console, stop_embedded(system, "Ctrl-C in labrxiv campaign"))

@@ -93,7 +93,8 @@ def fork(
         )
         return Watched(campaign, [fork_stream], plan)
 
-    raise typer.Exit(follow(settings, store, act, timeout, f"fork of {stream} after step {at}"))
+    title = f"fork of {stream} after step {at}"
+    raise typer.Exit(follow(settings, store, act, timeout, title, working=(1, chosen == "agent")))
 
 
 def _campaign(store: EventStore, stream: str) -> str | None:

@@ -9,12 +9,14 @@ import typer
 from rich.markup import escape
 
 from labrxiv.campaigns import CampaignOutcome
+from labrxiv.cli_errors import say_error
 from labrxiv.console import make_console
 from labrxiv.exit_codes import EVERY_RUN_ERRORED, NOT_FINISHED
-from labrxiv.interrupt import Left, say_stopped
+from labrxiv.interrupt import Left, press_ctrl_c, say_stopped
 from labrxiv.report import count_endings, every_run_errored, interrupted, print_endings
 from labrxiv.settings import Settings
-from labrxiv.wiring import gym_dirs
+from labrxiv.wiring import Embedded, gym_dirs, open_working
+from workers.bus.processes import ChildDied, Fleet
 from workers.errors import BundleError
 from workers.gym.card import TaskCard
 from workers.gym.registry import find_bundle
@@ -77,6 +79,29 @@ def require_sandbox(settings: Settings, say: bool = True) -> str:
 def say_sandbox(settings: Settings) -> None:
     """One line: which sandbox backend lab code runs in here (checked by `require_sandbox`)."""
     console.print(describe(choose(settings.sandbox)), markup=False, soft_wrap=True)
+
+
+def start_embedded(
+    settings: Settings, runs: int, agent: bool, processes: int | None = None
+) -> Embedded:
+    """`open_working`, with a worker process that died while starting said in one line
+    (exit 1); with worker processes, says how many, and has the watch stop as at Ctrl-C
+    if one dies (its runs are left `interrupted`: `labrxiv resume` goes on)."""
+    try:
+        system = open_working(settings, runs, agent, processes)
+    except ChildDied as exc:
+        say_error(f"{exc} while starting")
+        raise typer.Exit(1) from None
+    if isinstance(system.bus, Fleet):
+        console.print(f"steps: {system.bus.processes} worker processes (--processes)")
+        system.bus.watch(_stop_for)
+    return system
+
+
+def _stop_for(why: str) -> None:
+    """A worker process died: say so, and stop as at Ctrl-C."""
+    say_error(f"{why}: stopping")
+    press_ctrl_c()
 
 
 def report_watch(outcome: CampaignOutcome, left: Sequence[Left] | None) -> int:

@@ -10,7 +10,13 @@ from events import EventStore
 from events.streams import RUN_PREFIX
 from labrxiv.campaigns import CampaignOutcome, watch_campaign
 from labrxiv.cli_common import GymPath, open_found_log, settings_or_exit, with_gym_path
-from labrxiv.cli_labs import console, report_outcome, report_watch, require_sandbox
+from labrxiv.cli_labs import (
+    console,
+    report_outcome,
+    report_watch,
+    require_sandbox,
+    start_embedded,
+)
 from labrxiv.errors import NotFound
 from labrxiv.exit_codes import EXIT_INTERRUPTED
 from labrxiv.interrupt import (
@@ -24,6 +30,7 @@ from labrxiv.lookup import pick, pick_prefixed
 from labrxiv.service_start import require_shared_database
 from labrxiv.settings import Settings
 from workers.bus.base import Bus
+from workers.bus.processes import ChildDied
 from workers.lab.campaign import CampaignPlan
 from workers.lab.interrupt import resume_runs, unfinished_by_campaign
 from workers.lab.lease import Leases
@@ -82,7 +89,8 @@ def _resume(
         return Watched(campaign, every, plan_of(store, campaign))
 
     title = f"resumed: campaign {campaign}, {len(runs)} runs"
-    return follow(settings, store, act, timeout, title, until)
+    agent = plan_of(store, campaign).policy == "agent"
+    return follow(settings, store, act, timeout, title, until, (len(runs), agent))
 
 
 def follow(
@@ -92,16 +100,17 @@ def follow(
     timeout: float,
     title: str,
     until: frozenset[str] = frozenset(),
+    working: tuple[int, bool] = (1, False),
 ) -> int:
     """Send work with `act` (it returns the campaign it concerns) and watch that campaign
-    to its end, or `until` those runs end; embedded in this process (Ctrl-C stops it as
-    it stops a campaign), else through the workers. Returns the exit code."""
-    from labrxiv.wiring import open_bus, open_embedded, open_runner
+    to its end, or `until` those runs end; embedded here (Ctrl-C stops it as it stops a
+    campaign), else through the workers. `working`: how many runs take steps at once,
+    and whether they are agents' (the embedded system's threads and worker processes).
+    Returns the exit code."""
+    from labrxiv.wiring import open_bus, open_runner
 
     if settings.embedded:
-        # A run may be an agent's session, which holds a thread to its end: the recorder,
-        # the reactor and the other runs' steps need their own.
-        system = open_embedded(settings, threads=max(2, len(until)) + len(until) + 1)
+        system = start_embedded(settings, *working)
         try:
             with ctrl_c_between_ticks():
                 outcome = _watch(
@@ -117,7 +126,7 @@ def follow(
                 )
                 detail = f"--timeout {timeout:g}s in labrxiv"
                 left = settle_or_stop(system, outcome.finished, detail, outcome.campaign)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, ChildDied):
             console.print("stopping: the steps being taken end first (Ctrl-C again to quit now)")
             say_stopped(console, stop_embedded(system, "Ctrl-C in labrxiv"))
             return EXIT_INTERRUPTED

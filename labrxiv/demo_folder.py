@@ -29,7 +29,8 @@ def mark_finished(folder: Path, head: int) -> None:
 
 
 MADE = frozenset(
-    {LOG, f"{LOG}-wal", f"{LOG}-shm", f"{LOG}-journal", MARK, "workspaces", "inflight"}
+    {LOG, *(f"{LOG}-{end}" for end in ("wal", "shm", "journal", "writer")), MARK}
+    | {"workspaces", "inflight"}
 )
 """What a demo leaves in its folder (`labrxiv.wiring`'s embedded system): a folder with
 anything else in it (a plot or report written there) is not deleted."""

@@ -51,6 +51,11 @@ def ctrl_c_between_ticks() -> Iterator[None]:
     check_ctrl_c()
 
 
+def press_ctrl_c() -> None:
+    """Stop as a first Ctrl-C does, at the watcher's next check (from any thread)."""
+    _PRESSED.set()
+
+
 def check_ctrl_c() -> None:
     """Raise the Ctrl-C noted by `ctrl_c_between_ticks`, if there was one."""
     if _PRESSED.is_set():

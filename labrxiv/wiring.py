@@ -20,6 +20,7 @@ from workers.app import make_celery, register_tasks
 from workers.bus.base import Bus
 from workers.bus.celery import CeleryBus
 from workers.bus.local import LocalBus
+from workers.bus.processes import Child, Fleet
 from workers.context import WorkerContext
 from workers.gym.registry import builtin_gym_dir
 from workers.handlers import run_handler
@@ -29,6 +30,7 @@ from workers.lab.services import LabServices
 from workers.llm import Gateway, PriceTable
 from workers.reactions import REACTIONS
 from workers.reactor import Reactor
+from workers.sandbox import cgroup
 
 
 @dataclass
@@ -36,7 +38,8 @@ class Embedded:
     """Everything in one process: store, in-process bus, worker context, projections."""
 
     store: EventStore
-    bus: LocalBus
+    bus: LocalBus | Fleet
+    """The threads of this process, or worker processes beside it (`open_fleet`)."""
     ctx: WorkerContext
     runner: ProjectionRunner
 
@@ -135,6 +138,71 @@ def open_embedded(settings: Settings, threads: int = 2) -> Embedded:
     ctx = worker_context(settings, store, bus)
     bus.start(lambda task, args: run_handler(ctx, task, args))
     return Embedded(store=store, bus=bus, ctx=ctx, runner=open_runner(settings, store))
+
+
+SPARE_THREADS = 2
+"""Bus threads an embedded system has beyond one a run (and one an agent's session):
+spare threads record the labs' events and send their next steps while every lab's step
+waits on its model (queued behind those steps, they added ~0.1 s to each call of 10 llm
+labs)."""
+LABS_A_PROCESS = 25
+"""Runs at once that make an embedded system take one more worker process."""
+MAX_PROCESSES = 16
+"""The most worker processes (`--processes`): a pipe runs from each process to each
+child, about 2·N² open files while they start, within a normal user's usual 1,024."""
+
+
+def processes_for(runs: int, agent: bool, given: int | None = None) -> int:
+    """How many worker processes the steps of `runs` runs at once take on the embedded
+    default: `given`, else one per `LABS_A_PROCESS` runs up to the cores this process may
+    use (one process's steps share one interpreter lock: bench/embedded_scale.py); one
+    for agent runs, whose sessions hold a thread and a sandbox each for the whole run."""
+    if given is not None:
+        return given
+    if agent:
+        return 1
+    cores = min(len(os.sched_getaffinity(0)), MAX_PROCESSES)
+    return max(1, min(cores, -(-runs // LABS_A_PROCESS)))
+
+
+def open_working(
+    settings: Settings, runs: int, agent: bool, processes: int | None = None
+) -> Embedded:
+    """The embedded system for `runs` runs taking steps at once: a bus thread a run (and
+    one a session: an agent's holds its thread to its end) and spare ones, in worker
+    processes where `processes_for` says so (`ChildDied` if one ended while starting),
+    each with a thread for every run (runs are spread by a hash, not evenly)."""
+    sessions = runs + 1 if agent else 0
+    threads = max(2, runs) + sessions + SPARE_THREADS
+    fleet = processes_for(runs, agent, processes)
+    if fleet > 1:
+        return open_fleet(settings, fleet, threads)
+    return open_embedded(settings, threads=threads)
+
+
+def open_fleet(settings: Settings, processes: int, threads: int) -> Embedded:
+    """Start the embedded system with its steps in `processes` worker processes of
+    `threads` bus threads each (`workers.bus.processes`): this process watches, records
+    its own events and projects."""
+    store = open_store(settings)
+    fleet = Fleet(_serve_child, (settings,), processes, threads)
+    ctx = worker_context(settings, store, fleet)
+    fleet.run_here(lambda task, args: run_handler(ctx, task, args))
+    return Embedded(store=store, bus=fleet, ctx=ctx, runner=open_runner(settings, store))
+
+
+def _serve_child(settings: Settings, child: Child) -> None:
+    """One worker process of a fleet: an embedded worker taking the tasks it is sent."""
+    sqlite = settings.store_url.startswith("sqlite")
+    store = open_store(settings, **({"pool_size": child.threads + 4} if sqlite else {}))
+    cgroup.probe()  # why a call's tree has no cgroup was said by the parent, once
+    local = LocalBus(threads=child.threads, on_done=child.done)
+    ctx = worker_context(settings, store, child.bus(local))
+    local.start(lambda task, args: run_handler(ctx, task, args))
+    try:
+        child.serve(local)
+    finally:
+        store.engine.dispose()
 
 
 def open_bus(settings: Settings) -> Bus:

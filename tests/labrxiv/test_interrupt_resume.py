@@ -35,12 +35,20 @@ def _env(data: Path) -> dict[str, str]:
     return env | {"LABRXIV_DATA_DIR": str(data), "COLUMNS": "200"}
 
 
-def _interrupted(command: list[str], data: Path, log: Path, tmp: Path) -> tuple[int, str]:
-    """Run `labrxiv COMMAND`, Ctrl-C it once an attempt of it is scored, wait for it."""
+def _interrupted(
+    command: list[str], data: Path, log: Path, tmp: Path, group: bool = False
+) -> tuple[int, str]:
+    """Run `labrxiv COMMAND`, Ctrl-C it once an attempt of it is scored, wait for it.
+    `group`: the Ctrl-C goes to its whole process group, as a terminal sends it (worker
+    processes included), not to the command alone."""
     out = tmp / "out.txt"
     with out.open("wb") as sink:
         proc = subprocess.Popen(
-            [str(LABRXIV), *command], env=_env(data), stdout=sink, stderr=subprocess.STDOUT
+            [str(LABRXIV), *command],
+            env=_env(data),
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=group,
         )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
@@ -48,7 +56,10 @@ def _interrupted(command: list[str], data: Path, log: Path, tmp: Path) -> tuple[
             break
         time.sleep(0.05)
     assert proc.poll() is None, out.read_text()
-    proc.send_signal(signal.SIGINT)  # what Ctrl-C sends
+    if group:
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.send_signal(signal.SIGINT)  # what Ctrl-C sends
     code = proc.wait(timeout=120)
     return code, " ".join(out.read_text().split())
 
@@ -61,8 +72,9 @@ def _scored(log: Path) -> int:
         return 0
 
 
+@pytest.mark.parametrize("processes", [1, 2])
 def test_ctrl_c_of_a_campaign_leaves_runs_interrupted_and_resume_finishes_them(
-    tmp_path: Path, cli: Cli
+    tmp_path: Path, cli: Cli, processes: int
 ) -> None:
     data = tmp_path / "data"
     log = data / "labrxiv.db"
@@ -79,10 +91,13 @@ def test_ctrl_c_of_a_campaign_leaves_runs_interrupted_and_resume_finishes_them(
             "6",
             "--mode",
             "archive",
+            "--processes",
+            str(processes),
         ],
         data,
         log,
         tmp_path,
+        group=processes > 1,
     )
     assert code == 130, said
     assert "labrxiv resume --campaign" in said and "Traceback" not in said
@@ -176,8 +191,9 @@ def test_interrupted_runs_fold_the_same_in_pages_of_any_size(tmp_path: Path, cli
             assert sorted(runs_of(conn), key=lambda v: v.stream) == live, page
 
 
+@pytest.mark.parametrize("processes", [1, 2])
 def test_an_embedded_campaign_stops_at_its_timeout_and_resume_goes_on(
-    tmp_path: Path, cli: Cli
+    tmp_path: Path, cli: Cli, processes: int
 ) -> None:
     """In embedded mode this process is the campaign's only worker: at `--timeout` it
     stops the work as Ctrl-C does (the runs left are named and can be resumed). It said
@@ -185,7 +201,7 @@ def test_an_embedded_campaign_stops_at_its_timeout_and_resume_goes_on(
     labrxiv from outside: 12 s for a 2 s timeout). No campaign of 2 labs × 40 attempts
     ends in 0.5 s: each attempt trains a model."""
     data = tmp_path / "data"
-    size = ["--labs", "2", "--papers", "1", "--attempts", "40"]
+    size = ["--labs", "2", "--papers", "1", "--attempts", "40", "--processes", str(processes)]
     said = cli(
         "campaign", "--task", "continual-digits", *size, "--timeout", "0.5",
         LABRXIV_DATA_DIR=str(data),
@@ -247,3 +263,28 @@ def test_a_run_left_interrupted_ends_interrupted_in_a_watch_of_other_runs(tmp_pa
     assert [(e.lab, e.reason) for e in endings] == [("lab-0", None), ("lab-1", "interrupted")]
     stopped = interrupted(endings, ["run-c-0"])
     assert [e.reason for e in stopped] == ["interrupted", "interrupted"]
+
+
+def test_resuming_every_run_of_a_campaign_gives_each_run_a_thread(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A resume of all of a campaign's runs took steps on three threads whatever their
+    number (its thread count counted only the runs named one by one), so 100 llm labs
+    resumed had three model calls in flight."""
+    import labrxiv.wiring
+
+    data = tmp_path / "data"
+    size = ["--labs", "4", "--papers", "1", "--attempts", "40", "--timeout", "0.5"]
+    said = cli("campaign", "--task", "continual-digits", *size, LABRXIV_DATA_DIR=str(data))
+    assert said.code == 3, said.out
+    opened: list[int] = []
+    real = labrxiv.wiring.open_embedded
+
+    def spy(settings: object, threads: int = 2) -> object:
+        opened.append(threads)
+        return real(settings, threads=threads)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(labrxiv.wiring, "open_embedded", spy)
+    resumed = cli("resume", "--timeout", "0.5", LABRXIV_DATA_DIR=str(data))
+    assert resumed.code == 3, resumed.out
+    assert opened and opened[0] >= 4, opened

@@ -1,6 +1,7 @@
 """Twenty `llm` labs on the embedded defaults (SQLite, the in-process bus), run from a
 shell as a person runs them, against the local OpenAI-compatible server: every run
-finishes by its own rule, and nothing but the live table and the endings is printed.
+finishes by its own rule, and nothing but the live table and the endings is printed,
+whether their steps run in this process or in two worker processes (`--processes`).
 
 Twenty labs mean twenty bus threads writing one SQLite file at once (step leases, the
 recorder, the reactor) beside the watcher's read models: what a capped connection pool
@@ -24,7 +25,8 @@ NOISE = ("Traceback", "OperationalError", "QueuePool", "database is locked", "ER
 
 
 @pytest.mark.slow
-def test_twenty_embedded_llm_labs_all_finish_quietly(tmp_path: Path) -> None:
+@pytest.mark.parametrize("processes", [1, 2])
+def test_twenty_embedded_llm_labs_all_finish_quietly(tmp_path: Path, processes: int) -> None:
     # Every answer asks for a tool, so each model call is one step: the steps budget
     # ends every run after five calls.
     reply = completion(tool_calls=[("read_file", '{"path": "README.md"}')], usage=usage(50, 5))
@@ -39,6 +41,7 @@ def test_twenty_embedded_llm_labs_all_finish_quietly(tmp_path: Path) -> None:
         }
         args = ["campaign", "--task", "continual-digits", "--policy", "llm"]
         args += ["--model", "fake-model", "--labs", str(LABS), "--papers", "1", "--steps", "5"]
+        args += ["--processes", str(processes)]
         # A bound on a stalled campaign (it then stops as at Ctrl-C, its runs
         # `interrupted`), not a figure: twenty labs finish in seconds.
         args += ["--timeout", "150"]
@@ -51,6 +54,7 @@ def test_twenty_embedded_llm_labs_all_finish_quietly(tmp_path: Path) -> None:
         assert noise not in shown, shown[-6000:]
     assert said.stderr == "", said.stderr[-6000:]
     assert said.returncode == 0, shown[-6000:]
+    assert (f"steps: {processes} worker processes" in said.stdout) == (processes > 1)
     store = EventStore.from_url(f"sqlite:///{data / 'labrxiv.db'}", create=False)
     runs = {r.stream for r in store.iter_records(types=["run.started"])}
     endings = {r.stream: r.payload["reason"] for r in store.iter_records(types=["run.finished"])}

@@ -34,9 +34,17 @@ still there after this many waits (a few seconds) is a WARNING each time."""
 class LocalBus:
     """Runs sent tasks on `threads` background threads of this process."""
 
-    def __init__(self, threads: int = 1, retry: RetryPolicy = DEFAULT) -> None:
+    def __init__(
+        self,
+        threads: int = 1,
+        retry: RetryPolicy = DEFAULT,
+        on_done: Callable[[], None] | None = None,
+    ) -> None:
         self._retry = retry
         """The wait before a task that raised a transient fault runs again."""
+        self._on_done = on_done
+        """Called once for each task when it has run or been dropped (`workers.bus.processes`
+        counts a fleet's tasks so)."""
         self._queue: queue.Queue[tuple[str, tuple[Any, ...]] | None] = queue.Queue()
         self._threads_wanted = threads
         self._threads: list[threading.Thread] = []
@@ -96,7 +104,7 @@ class LocalBus:
             except queue.Empty:
                 break
             dropped += item is not None
-            self._queue.task_done()
+            self._done(item)
         self.close()
         return dropped
 
@@ -111,7 +119,12 @@ class LocalBus:
                 task, args = item
                 self._run(task, args)
             finally:
-                self._queue.task_done()
+                self._done(item)
+
+    def _done(self, item: tuple[str, tuple[Any, ...]] | None) -> None:
+        self._queue.task_done()
+        if item is not None and self._on_done is not None:
+            self._on_done()
 
     def _run(self, task: str, args: tuple[Any, ...]) -> None:
         """Run one task, again after a wait for as long as it raises a transient fault."""
