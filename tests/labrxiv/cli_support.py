@@ -9,8 +9,9 @@ and ids that share a prefix (so a short prefix can be ambiguous).
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
-from events import Event
+from events import Event, EventStore
 from events.ids import derived_id
 from events.payloads import (
     CampaignFinished,
@@ -144,3 +145,13 @@ def two_campaigns_events() -> list[Event]:
         ],
     )
     return sorted(isolated + run_a + archive + run_b, key=lambda e: e.occurred_at)
+
+
+def scored_in(log: Path) -> int:
+    """How many attempts the SQLite log at `log` holds scored (0 before it exists), for
+    tests that stop a command once it has measured something."""
+    try:
+        store = EventStore.from_url(f"sqlite:///{log}", create=False)
+        return len(store.read_records(types=["experiment.scored"]))
+    except Exception:  # not created yet
+        return 0

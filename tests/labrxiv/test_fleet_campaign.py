@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from cli_support import Cli
+from cli_support import Cli, scored_in
 
 from events import EventStore
 
@@ -40,14 +40,6 @@ def _workers(pid: int) -> list[int]:
     ]
 
 
-def _scored(log: Path) -> int:
-    try:
-        store = EventStore.from_url(f"sqlite:///{log}", create=False)
-        return len(store.read_records(types=["experiment.scored"]))
-    except Exception:  # not created yet
-        return 0
-
-
 def test_a_worker_killed_mid_campaign_stops_it_and_resume_goes_on(tmp_path: Path, cli: Cli) -> None:
     data = tmp_path / "data"
     log = data / "labrxiv.db"
@@ -62,7 +54,7 @@ def test_a_worker_killed_mid_campaign_stops_it_and_resume_goes_on(tmp_path: Path
         )
     try:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and proc.poll() is None and _scored(log) < 1:
+        while time.monotonic() < deadline and proc.poll() is None and scored_in(log) < 1:
             time.sleep(0.05)
         workers = _workers(proc.pid)
         assert len(workers) == 2, out.read_text()

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from cli_support import Cli
+from cli_support import Cli, scored_in
 from rich.console import Console
 
 from events import EventStore
@@ -52,7 +52,7 @@ def _interrupted(
         )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
-        if log.is_file() and _scored(log) >= 1:
+        if log.is_file() and scored_in(log) >= 1:
             break
         time.sleep(0.05)
     assert proc.poll() is None, out.read_text()
@@ -62,14 +62,6 @@ def _interrupted(
         proc.send_signal(signal.SIGINT)  # what Ctrl-C sends
     code = proc.wait(timeout=120)
     return code, " ".join(out.read_text().split())
-
-
-def _scored(log: Path) -> int:
-    try:
-        store = EventStore.from_url(f"sqlite:///{log}", create=False)
-        return len(store.read_records(types=["experiment.scored"]))
-    except Exception:  # not created yet
-        return 0
 
 
 @pytest.mark.parametrize("processes", [1, 2])
