@@ -144,7 +144,6 @@ def test_a_campaigns_budget_counts_its_reviews_as_the_lab_does(sqlite_url: str) 
     """The campaign budget gauges count what the lab's and the review's check counts
     (`CampaignSpend`): every stream of the campaign, its reviewers' and the inspector's
     calls included."""
-    price = Price(input_per_mtok=1, cached_input_per_mtok=1, output_per_mtok=1, source="t")
 
     def event(stream: str, version: int, payload: Payload, second: int) -> Event:
         return Event(
@@ -161,16 +160,7 @@ def test_a_campaigns_budget_counts_its_reviews_as_the_lab_does(sqlite_url: str) 
         called = ModelCalled(
             call_id="k", request_id="r", attempt=1, model="m", provider="p", messages=1
         )
-        usage = Usage(input_tokens=10, output_tokens=10)
-        answered = ModelResponded(
-            call_id="k",
-            model="m",
-            usage=usage,
-            latency_s=1,
-            price=price,
-            cost_usd=cost,
-            cost_known=True,
-        )
+        answered = _priced_answer("k", Usage(input_tokens=10, output_tokens=10), cost)
         return [
             event(stream, version, called, second),
             event(stream, version + 1, answered, second + 1),
@@ -203,16 +193,10 @@ def test_a_campaigns_budget_counts_its_reviews_as_the_lab_does(sqlite_url: str) 
     assert dollars == {("m", "x"): 0.29}
 
 
-def _model_call(log: RunLog, call: str, seconds: float, tokens: int, dollars: float) -> None:
-    """A model call of `log`'s run, answered a second later with `tokens` (half input,
-    half output) at a known cost of `dollars`."""
+def _priced_answer(call: str, usage: Usage, dollars: float) -> ModelResponded:
+    """The answer of model `m` to `call`, at a known cost of `dollars`."""
     price = Price(input_per_mtok=1, cached_input_per_mtok=1, output_per_mtok=1, source="t")
-    log.add(
-        ModelCalled(call_id=call, request_id=call, attempt=1, model="m", provider="p", messages=1),
-        seconds,
-    )
-    usage = Usage(input_tokens=tokens // 2, output_tokens=tokens - tokens // 2)
-    answered = ModelResponded(
+    return ModelResponded(
         call_id=call,
         model="m",
         usage=usage,
@@ -221,7 +205,17 @@ def _model_call(log: RunLog, call: str, seconds: float, tokens: int, dollars: fl
         cost_usd=dollars,
         cost_known=True,
     )
-    log.add(answered, seconds + 1)
+
+
+def _model_call(log: RunLog, call: str, seconds: float, tokens: int, dollars: float) -> None:
+    """A model call of `log`'s run, answered a second later with `tokens` (half input,
+    half output) at a known cost of `dollars`."""
+    log.add(
+        ModelCalled(call_id=call, request_id=call, attempt=1, model="m", provider="p", messages=1),
+        seconds,
+    )
+    usage = Usage(input_tokens=tokens // 2, output_tokens=tokens - tokens // 2)
+    log.add(_priced_answer(call, usage, dollars), seconds + 1)
 
 
 def test_a_forks_run_budget_counts_its_trajectory_as_the_lab_does(sqlite_url: str) -> None:

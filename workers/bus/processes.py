@@ -177,6 +177,22 @@ class Post:
             pass  # gone already
 
 
+def _route(post: Post, local: LocalBus, task: str, args: tuple[Any, ...]) -> None:
+    """Send `task(*args)` to the process that owns it, counted: on `local`'s threads when
+    that is this one (or it runs where sent), else down the pipe (the parent, process
+    `processes`, owns no task)."""
+    index = owner(task, args, post.counts.processes)
+    if index is not None and index != post.me:
+        post.to(index, task, args)
+        return
+    post.count_sent()
+    try:
+        local.send(task, *args)
+    except BusStopped:
+        post.count_done()
+        raise
+
+
 class RoutedBus:
     """A child's bus: its own tasks on its threads, the others' to their processes."""
 
@@ -187,16 +203,7 @@ class RoutedBus:
     def send(self, task: str, *args: Any) -> None:
         if self.stopped:
             raise BusStopped(f"{task} was not sent: the bus was stopped")
-        index = owner(task, args, self._post.counts.processes)
-        if index is not None and index != self._post.me:
-            self._post.to(index, task, args)
-            return
-        self._post.count_sent()
-        try:
-            self._local.send(task, *args)
-        except BusStopped:
-            self._post.count_done()
-            raise
+        _route(self._post, self._local, task, args)
 
     @property
     def stopped(self) -> bool:
@@ -266,16 +273,7 @@ class Fleet:
         if self.stopped:
             raise BusStopped(f"{task} was not sent: the bus was stopped")
         self._check()
-        index = owner(task, args, self.processes)
-        if index is not None:
-            self._post.to(index, task, args)
-            return
-        self._post.count_sent()
-        try:
-            self._here.send(task, *args)
-        except BusStopped:
-            self._post.count_done()
-            raise
+        _route(self._post, self._here, task, args)
 
     def watch(self, died: Callable[[str], None]) -> None:
         """Call `died(why)` from a thread of its own if a child ends before it is told to
