@@ -7,6 +7,7 @@ through its phases, with the ledger, the curves, the budgets and `labrxiv analyz
 on what they did."""
 
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -356,12 +357,18 @@ MIXED = (
 
 
 @pytest.mark.slow
-def test_a_campaign_of_20_embedded_zoo_labs(tmp_path: Path) -> None:
-    """20 labs of ten habits, on as many threads as `labrxiv campaign` gives them: every
-    run ends as its habit says, the ledger holds every answer, `analyze` reads them all."""
-    with zoo_system(tmp_path / "data", threads=20) as zoo:
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_campaign_of_20_embedded_zoo_labs(
+    tmp_path: Path, processes: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """20 labs of ten habits, on as many threads as `labrxiv campaign` gives them, in this
+    process or in two worker processes: every run ends as its habit says, the ledger
+    holds every answer, `analyze` reads them all."""
+    with zoo_system(tmp_path / "data", threads=20, processes=processes) as zoo:
         campaign, runs = zoo.campaign(f"zoo/{MIXED}", labs=20)
         assert not zoo.system.bus.failures
+        failed = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+        assert not failed, failed  # a worker process's failed tasks are logged here
         habits = MIXED.split(",")
         for index, events in enumerate(runs):
             reason, _detail = _ended(events)

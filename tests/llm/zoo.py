@@ -60,7 +60,7 @@ from fake_server import FakeServer, Received, Scripted, completion, error, usage
 from events import Event
 from events.payloads import LlmConfig
 from labrxiv.settings import load_settings
-from labrxiv.wiring import Embedded, open_embedded
+from labrxiv.wiring import Embedded, open_embedded, open_fleet
 from workers.lab.campaign import CampaignPlan, start_campaign
 from workers.llm import model_json
 
@@ -639,10 +639,12 @@ def zoo_system(
     priced: bool = True,
     window_tokens: int | None = None,
     probes: Sequence[str] = (),
+    processes: int = 1,
 ) -> Iterator[ZooSystem]:
     """The zoo on a local server and an embedded system pointed at it, in `data_dir`;
     the zoo's models priced by `ZOO_PRICES` unless `priced` is False, with a context
-    window of `window_tokens` if given; `probes`: the paths a `probes` model tries."""
+    window of `window_tokens` if given; `probes`: the paths a `probes` model tries;
+    `processes`: worker processes the steps run in (`labrxiv.wiring.open_fleet`)."""
     zoo = Zoo(window_tokens, probes)
     with FakeServer(default=zoo, models=zoo.models()) as server:
         prices = None
@@ -657,7 +659,11 @@ def zoo_system(
             OPENAI_BASE_URL=server.url,
             OPENAI_API_KEY=API_KEY,
         )
-        system = open_embedded(settings, threads=threads)
+        system = (
+            open_fleet(settings, processes, threads)
+            if processes > 1
+            else open_embedded(settings, threads=threads)
+        )
         try:
             yield ZooSystem(system, server, zoo)
         finally:
