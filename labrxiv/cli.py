@@ -13,8 +13,9 @@ from labrxiv.cli_analyze import analyze
 from labrxiv.cli_bounds import INT64_MAX, SEED_MAX
 from labrxiv.cli_campaign import campaign, reap_command
 from labrxiv.cli_common import (
-    JSON_HELP,
+    AsJson,
     GymPath,
+    StallSeconds,
     emit_json,
     read_store,
     settings_or_exit,
@@ -274,13 +275,7 @@ def reactor(
     interval: float | None = typer.Option(
         None, min=0.01, help="Seconds between looks at the log (LABRXIV_REACTOR_INTERVAL)."
     ),
-    stall_seconds: float | None = typer.Option(
-        None,
-        "--stall-seconds",
-        min=0.001,
-        help="A run with no event for this long and no step being taken has lost its step "
-        "(LABRXIV_STALL_SECONDS, 30).",
-    ),
+    stall_seconds: StallSeconds = None,
     metrics_port: int | None = typer.Option(
         None, "--metrics-port", min=0, max=65535, help="Serve the reaper's metrics on this port."
     ),
@@ -374,7 +369,7 @@ def rebuild(
 
 
 @app.command()
-def status(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+def status(as_json: AsJson = False) -> None:
     """Log size and positions, projector lag (and rebuilds not yet finished), dead letters."""
     from projections.catalogue import all_projectors
     from projections.runner import ProjectionRunner

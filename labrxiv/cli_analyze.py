@@ -30,7 +30,7 @@ from events.payloads.inspection import Verdict
 from events.streams import CAMPAIGN_PREFIX, RUN_PREFIX
 from labrxiv.analysis_of import analysis_of, stream_events
 from labrxiv.cli_bounds import INT64_MAX, count_option, dollars_option
-from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
+from labrxiv.cli_common import AsJson, emit_json, read_runner
 from labrxiv.cli_errors import say_error
 from labrxiv.console import make_console
 from labrxiv.errors import NotFound, written
@@ -49,7 +49,7 @@ def analyze(
     target: str = typer.Argument(
         ..., help="A run (run-<campaign>-<lab>) or a campaign id, or a prefix of either."
     ),
-    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    as_json: AsJson = False,
     out: Path | None = typer.Option(
         None, "--out", help=f"Also write {OUT_FILE} and {PAGE_FILE} in this folder."
     ),

@@ -24,7 +24,7 @@ from labrxiv.cli_checks import (
     llm_config_or_exit,
     refuse_llm_options,
 )
-from labrxiv.cli_common import GymPath, settings_or_exit, with_gym_path
+from labrxiv.cli_common import GymPath, StallSeconds, settings_or_exit, with_gym_path
 from labrxiv.cli_errors import err, say_error
 from labrxiv.cli_labs import (
     check_task,
@@ -108,13 +108,7 @@ def campaign(
         None, "--campaign-tokens", help="For all labs.", max=INT64_MAX, min=INT64_MIN
     ),
     campaign_dollars: float | None = typer.Option(None, "--campaign-dollars", help="All labs."),
-    stall_seconds: float | None = typer.Option(
-        None,
-        "--stall-seconds",
-        min=0.001,
-        help="A run with no event for this long and no step being taken has lost its step, "
-        "which is sent again (default: LABRXIV_STALL_SECONDS, 30).",
-    ),
+    stall_seconds: StallSeconds = None,
     review: str | None = typer.Option(
         None,
         "--review",
@@ -402,13 +396,7 @@ def _run(
 
 
 def reap_command(
-    stall_seconds: float | None = typer.Option(
-        None,
-        "--stall-seconds",
-        min=0.001,
-        help="Seconds without an event (and no step being taken) that mean a run's step "
-        "was lost (default: LABRXIV_STALL_SECONDS, 30).",
-    ),
+    stall_seconds: StallSeconds = None,
 ) -> None:
     """Send the next step again for every unfinished run that has stalled (lost messages)."""
     from labrxiv.reading import find_log, open_log

@@ -14,7 +14,19 @@ from labrxiv.settings import Settings, SettingsError, load_settings
 from projections.catalogue import all_projectors
 from projections.runner import ProjectionRunner
 
-JSON_HELP = "Print JSON instead of a table."
+AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+"""The `--json` flag of every command that prints a table or a view."""
+StallSeconds = Annotated[
+    float | None,
+    typer.Option(
+        "--stall-seconds",
+        min=0.001,
+        help="A run with no event for this long and no step being taken has lost its step, "
+        "which is sent again (default: LABRXIV_STALL_SECONDS, 30).",
+    ),
+]
+"""The option of every command that sends stalled runs' steps again (`settings.stall_seconds`
+when not given)."""
 GYM_PATH_HELP = (
     "A further folder of task bundles (or a bundle); repeatable. Added to "
     "LABRXIV_GYM_PATH (a JSON list, e.g. '[\"/data/tasks\"]')."

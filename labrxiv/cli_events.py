@@ -15,7 +15,7 @@ from events import EventStore
 from events.payloads import BY_TYPE
 from events.recorded import Recorded
 from labrxiv.cli_bounds import INT64_MAX
-from labrxiv.cli_common import JSON_HELP, emit_json, read_store
+from labrxiv.cli_common import AsJson, emit_json, read_store
 from labrxiv.cli_errors import say_error
 from labrxiv.cli_group import command_group
 from labrxiv.console import make_console
@@ -46,7 +46,7 @@ def events_tail(
     ),
     campaign: str | None = typer.Option(None, help="Only this campaign's events (an id prefix)."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new events."),
-    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    as_json: AsJson = False,
 ) -> None:
     """Print events in position order."""
     store = read_store()
@@ -100,7 +100,7 @@ def events_show(
 @events_app.command("dead")
 def events_dead(
     limit: int = typer.Option(20, min=1, max=INT64_MAX),
-    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    as_json: AsJson = False,
 ) -> None:
     """Print the most recent dead letters with their reasons."""
     letters = read_store().dead_letters(limit=limit)

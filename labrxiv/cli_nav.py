@@ -3,7 +3,7 @@ runs to one run, with the ids each table prints accepted by the next command."""
 
 import typer
 
-from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
+from labrxiv.cli_common import AsJson, emit_json, read_runner
 from labrxiv.cli_group import command_group
 from labrxiv.console import make_console
 from labrxiv.errors import NotFound
@@ -21,7 +21,7 @@ runs_app = command_group(
 )
 
 
-def campaigns(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+def campaigns(as_json: AsJson = False) -> None:
     """Every campaign: id, task, mode, policy, labs, status, best score, start."""
     runner = read_runner()
     with runner.store.engine.connect() as conn:
@@ -38,7 +38,7 @@ def campaigns(as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> 
 def runs(
     ctx: typer.Context,
     campaign: str | None = typer.Option(None, help="Only this campaign's runs (an id prefix)."),
-    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    as_json: AsJson = False,
 ) -> None:
     """The runs read model: status, events, steps, attempts, papers, best score, times."""
     if ctx.invoked_subcommand is not None:
@@ -61,7 +61,7 @@ def runs(
 @runs_app.command("show")
 def runs_show(
     run: str = typer.Argument(..., help="The run: run-<campaign>-<lab> or a prefix of it."),
-    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    as_json: AsJson = False,
 ) -> None:
     """One run: campaign and mode, how it ended, its events by type, attempts, papers."""
     runner = read_runner()

@@ -14,7 +14,7 @@ from sqlalchemy import Connection
 
 from labrxiv.cli_bounds import INT64_MAX
 from labrxiv.cli_common import (
-    JSON_HELP,
+    AsJson,
     GymPath,
     emit_json,
     read_runner,
@@ -84,7 +84,7 @@ def papers_list(
     task: str | None = typer.Option(None, help="Only papers on this task."),
     campaign: str | None = typer.Option(None, help=CAMPAIGN_HELP),
     lab: str | None = typer.Option(None, help="Only papers of this lab."),
-    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    as_json: AsJson = False,
 ) -> None:
     """Every paper in the archive, in submission order, with whether the log verifies its
     headline claim."""
@@ -112,7 +112,7 @@ def papers_list(
 @papers_app.command("show")
 def papers_show(
     paper_id: str = typer.Argument(..., help="The paper's archive id, or a prefix of it."),
-    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    as_json: AsJson = False,
 ) -> None:
     """One paper in full: claims (verified against the grader's scores), method, citations,
     who cited and who retrieved it, its reviews and decision, body."""
@@ -136,7 +136,7 @@ def papers_search(
     task: str | None = typer.Option(None, help="Only papers on this task."),
     campaign: str | None = typer.Option(None, help=CAMPAIGN_HELP),
     k: int = typer.Option(10, "-k", min=1, help="How many papers.", max=INT64_MAX),
-    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    as_json: AsJson = False,
 ) -> None:
     """Full-text search (BM25 over title, abstract and body), best match first."""
     query = " ".join(words)
@@ -168,7 +168,7 @@ def papers_top(
     verified_only: bool = typer.Option(
         False, "--verified-only", help="Rank only claims the log verifies."
     ),
-    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    as_json: AsJson = False,
     gym_path: GymPath = None,
 ) -> None:
     """The task's papers with the best claimed value, each marked verified or not (the
@@ -223,7 +223,7 @@ def _direction(
 def ledger(
     by: RollUpBy = typer.Option(RollUpBy.run, "--by", help="Roll up per run, lab or campaign."),
     campaign: str | None = typer.Option(None, help="Only calls of this campaign (an id prefix)."),
-    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    as_json: AsJson = False,
 ) -> None:
     """Calls, compute seconds, tokens and dollars per run, lab (within its campaign) or
     campaign."""

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from events import Event
 from labrxiv.cli_bounds import count_option
-from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
+from labrxiv.cli_common import AsJson, emit_json, read_runner
 from labrxiv.console import make_console
 from labrxiv.errors import NotFound
 from labrxiv.lookup import resolve_run
@@ -31,7 +31,7 @@ def replay(
     position: int | None = count_option(
         "--position", "Stop at this log position (events at or before it)."
     ),
-    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    as_json: AsJson = False,
 ) -> None:
     """A run's trajectory step by step (phase, tool and arguments, result, tokens, cost,
     best score so far, elapsed time) and its state after the last step shown."""

@@ -19,7 +19,7 @@ from analysis.reviewer_eval import (
 )
 from events.payloads import ReviewConfig
 from labrxiv.cli_bounds import INT64_MAX, count_option, dollars_option
-from labrxiv.cli_common import JSON_HELP, emit_json, read_runner
+from labrxiv.cli_common import AsJson, emit_json, read_runner
 from labrxiv.cli_errors import say_error
 from labrxiv.cli_group import command_group
 from labrxiv.console import make_console
@@ -67,7 +67,7 @@ def reviewers_eval(
         1000, "--resamples", min=10, help="Bootstrap resamples.", max=INT64_MAX
     ),
     seed: int = typer.Option(0, "--seed", help="The bootstrap's seed.", max=INT64_MAX, min=0),
-    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+    as_json: AsJson = False,
 ) -> None:
     """A reviewer against human reviews (--data with --predictions): MAE and MSE, the same
     against each human held out (proxy), Spearman, decision accuracy and macro-F1, pairwise
