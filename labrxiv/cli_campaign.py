@@ -24,7 +24,7 @@ from labrxiv.cli_checks import (
     llm_config_or_exit,
     refuse_llm_options,
 )
-from labrxiv.cli_common import GymPath, StallSeconds, settings_or_exit, with_gym_path
+from labrxiv.cli_common import GymPath, StallSeconds, WatchTimeout, settings_or_exit, with_gym_path
 from labrxiv.cli_errors import err, say_error
 from labrxiv.cli_labs import (
     check_task,
@@ -35,7 +35,6 @@ from labrxiv.cli_labs import (
 )
 from labrxiv.exit_codes import EXIT_INTERRUPTED
 from labrxiv.interrupt import (
-    TIMEOUT_HELP,
     Left,
     ctrl_c_between_ticks,
     say_stopped,
@@ -77,7 +76,7 @@ def campaign(
         None, "--wall-seconds", help=f"Seconds per lab{CARDS}."
     ),
     policy: str = typer.Option("search", "--policy", help="The labs' policy."),
-    timeout: float = typer.Option(3600, "--timeout", min=0.001, help=TIMEOUT_HELP),
+    timeout: WatchTimeout = 3600,
     model: str | None = typer.Option(None, "--model", help="llm labs: the model."),
     phase_model: list[str] = typer.Option(
         [],

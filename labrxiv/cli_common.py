@@ -16,6 +16,7 @@ from projections.runner import ProjectionRunner
 
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 """The `--json` flag of every command that prints a table or a view."""
+
 StallSeconds = Annotated[
     float | None,
     typer.Option(
@@ -27,6 +28,19 @@ StallSeconds = Annotated[
 ]
 """The option of every command that sends stalled runs' steps again (`settings.stall_seconds`
 when not given)."""
+
+WatchTimeout = Annotated[
+    float,
+    typer.Option(
+        "--timeout",
+        min=0.001,
+        help="Seconds to watch; then, in embedded mode, the work stops as at Ctrl-C "
+        "(resume goes on).",
+    ),
+]
+"""The option of every command that watches runs until they finish (`campaign`, `fork`,
+`resume`)."""
+
 GYM_PATH_HELP = (
     "A further folder of task bundles (or a bundle); repeatable. Added to "
     "LABRXIV_GYM_PATH (a JSON list, e.g. '[\"/data/tasks\"]')."

@@ -14,12 +14,17 @@ from labrxiv.cli_checks import (
     llm_config_or_exit,
     refuse_llm_options,
 )
-from labrxiv.cli_common import GymPath, open_found_log, settings_or_exit, with_gym_path
+from labrxiv.cli_common import (
+    GymPath,
+    WatchTimeout,
+    open_found_log,
+    settings_or_exit,
+    with_gym_path,
+)
 from labrxiv.cli_errors import say_error
 from labrxiv.cli_labs import check_task, console, require_sandbox
 from labrxiv.cli_resume import Watched, follow
 from labrxiv.errors import ShellError
-from labrxiv.interrupt import TIMEOUT_HELP
 from labrxiv.lookup import pick_prefixed
 from labrxiv.service_start import require_shared_database
 from workers.bus.base import Bus
@@ -46,7 +51,7 @@ def fork(
     dollars: float | None = typer.Option(None, "--dollars", help="Model dollars budget."),
     steps: int | None = count_option("--steps", "Steps budget: tool calls."),
     wall_seconds: float | None = typer.Option(None, "--wall-seconds", help="Time budget."),
-    timeout: float = typer.Option(3600, "--timeout", min=0.001, help=TIMEOUT_HELP),
+    timeout: WatchTimeout = 3600,
     gym_path: GymPath = None,
 ) -> None:
     """Fork a run after its step K and run the fork with the given settings.

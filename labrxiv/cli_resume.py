@@ -9,7 +9,13 @@ import typer
 from events import EventStore
 from events.streams import RUN_PREFIX
 from labrxiv.campaigns import CampaignOutcome, watch_campaign
-from labrxiv.cli_common import GymPath, open_found_log, settings_or_exit, with_gym_path
+from labrxiv.cli_common import (
+    GymPath,
+    WatchTimeout,
+    open_found_log,
+    settings_or_exit,
+    with_gym_path,
+)
 from labrxiv.cli_labs import (
     console,
     report_outcome,
@@ -20,7 +26,6 @@ from labrxiv.cli_labs import (
 from labrxiv.errors import NotFound
 from labrxiv.exit_codes import EXIT_INTERRUPTED
 from labrxiv.interrupt import (
-    TIMEOUT_HELP,
     ctrl_c_between_ticks,
     say_stopped,
     settle_or_stop,
@@ -45,7 +50,7 @@ def resume(
     campaign: str | None = typer.Option(
         None, "--campaign", help="Only this campaign's unfinished runs (an id prefix)."
     ),
-    timeout: float = typer.Option(3600, "--timeout", min=0.001, help=TIMEOUT_HELP),
+    timeout: WatchTimeout = 3600,
     gym_path: GymPath = None,
 ) -> None:
     """Send the next step of unfinished runs again and watch them until they finish.

@@ -101,11 +101,6 @@ def stop_embedded(system: Embedded, detail: str, campaign: str | None = None) ->
     return left
 
 
-TIMEOUT_HELP = (
-    "Seconds to watch; then, in embedded mode, the work stops as at Ctrl-C (resume goes on)."
-)
-
-
 def settle_or_stop(
     system: Embedded, finished: bool, detail: str, campaign: str
 ) -> list[Left] | None:
