@@ -15,6 +15,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from scipy import stats
 
+from events.payloads.review import ACCEPT_RATING
+
 Decision = Literal["accept", "reject"]
 M = TypeVar("M", bound=BaseModel)
 RESAMPLES = 1000
@@ -121,7 +123,7 @@ class Evaluation:
 def evaluate(
     papers: Sequence[HumanPaper],
     predictions: Sequence[Prediction],
-    accept_rating: float = 6.0,
+    accept_rating: float = ACCEPT_RATING,
     resamples: int = RESAMPLES,
     seed: int = 0,
 ) -> Evaluation:

@@ -15,6 +15,7 @@ from labrxiv.cli_campaign import campaign, reap_command
 from labrxiv.cli_common import (
     AsJson,
     GymPath,
+    MetricsAddr,
     StallSeconds,
     emit_json,
     read_store,
@@ -161,7 +162,7 @@ def worker(
     metrics_port: int | None = typer.Option(
         None, "--metrics-port", min=0, max=65535, help="Serve this worker's metrics on this port."
     ),
-    metrics_addr: str = typer.Option("0.0.0.0", "--metrics-addr", help="Address for metrics."),
+    metrics_addr: MetricsAddr = "0.0.0.0",
     metrics_dir: Path | None = typer.Option(
         None,
         "--metrics-dir",
@@ -232,7 +233,7 @@ def projector(
         max=65535,
         help="Serve the projector's metrics (its OpenTelemetry sink's) on this port.",
     ),
-    metrics_addr: str = typer.Option("0.0.0.0", "--metrics-addr", help="Address for metrics."),
+    metrics_addr: MetricsAddr = "0.0.0.0",
 ) -> None:
     """Apply new events to the read models, following the log."""
     from labrxiv.cli_export_otel import open_sink, otlp_url, send_once

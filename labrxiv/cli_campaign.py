@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from rich.markup import escape
 
 from events.payloads import AgentConfig, LlmConfig, ReviewConfig
+from events.payloads.review import ACCEPT_RATING
 from labrxiv.campaigns import CampaignOutcome, run_campaign
 from labrxiv.cli_bounds import INT64_MAX, INT64_MIN, SEED_MAX, count_option, dollars_option
 from labrxiv.cli_checks import (
@@ -126,7 +127,11 @@ def campaign(
     ),
     reviews: int = typer.Option(1, "--reviews", min=1, max=10, help="Reviews per paper."),
     accept_rating: float = typer.Option(
-        6.0, "--accept-rating", min=1, max=10, help="Mean rating a paper needs to be accepted."
+        ACCEPT_RATING,
+        "--accept-rating",
+        min=1,
+        max=10,
+        help="Mean rating a paper needs to be accepted.",
     ),
     review_rounds: int = typer.Option(
         0,

@@ -17,6 +17,9 @@ from projections.runner import ProjectionRunner
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 """The `--json` flag of every command that prints a table or a view."""
 
+MetricsAddr = Annotated[str, typer.Option("--metrics-addr", help="Address for metrics.")]
+"""The address a service's `--metrics-port` listens on (`worker`, `projector`)."""
+
 StallSeconds = Annotated[
     float | None,
     typer.Option(

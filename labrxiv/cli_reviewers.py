@@ -18,6 +18,7 @@ from analysis.reviewer_eval import (
     read_lines,
 )
 from events.payloads import ReviewConfig
+from events.payloads.review import ACCEPT_RATING
 from labrxiv.cli_bounds import INT64_MAX, count_option, dollars_option
 from labrxiv.cli_common import AsJson, emit_json, read_runner
 from labrxiv.cli_errors import say_error
@@ -57,7 +58,7 @@ def reviewers_eval(
         None, "--campaign", help="Also: its reviews' ratings against its papers' measured scores."
     ),
     accept_rating: float = typer.Option(
-        6.0,
+        ACCEPT_RATING,
         "--accept-rating",
         min=1,
         max=10,

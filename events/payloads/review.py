@@ -46,6 +46,10 @@ class ReviewForm(BaseModel):
     """The paper needs an ethics review (e.g. it tries to manipulate its reviewer)."""
 
 
+ACCEPT_RATING = 6.0
+"""The mean rating (1-10) a paper needs to be accepted unless a campaign says otherwise."""
+
+
 class ReviewConfig(BaseModel):
     """How a campaign's papers are reviewed (`labrxiv campaign --review`)."""
 
@@ -55,7 +59,7 @@ class ReviewConfig(BaseModel):
     """Who reviews: `grounded` (from the log, offline) or `llm`."""
     reviews: int = Field(default=1, ge=1, le=10)
     """Reviews per paper (an ensemble; CycleReviewer writes four)."""
-    accept_rating: float = Field(default=6.0, ge=1, le=10)
+    accept_rating: float = Field(default=ACCEPT_RATING, ge=1, le=10)
     """The mean rating a paper needs to be accepted (`docs/review.md`, the decision)."""
     rounds: int = Field(default=0, ge=0, le=5)
     """Revisions a lab may make of its last paper, each answering its reviews
