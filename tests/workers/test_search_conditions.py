@@ -82,3 +82,21 @@ def _assert_lists_only_applicable_settings(card: TaskCard, paper: dict[str, Any]
         named = {s.split("=")[0] for s in paper["title"].split(" with ", 1)[1].split(", ")}
         best_config = configs[int(best.group(1))]
         assert named <= set(card.applicable(best_config)), paper["title"]
+
+
+def test_a_lab_of_one_paper_says_so_in_words(tmp_path: Path) -> None:
+    """The run's ending counts its papers as words do: "1 paper", not "1 papers"."""
+    gym = tmp_path / "gym"
+    conditional_bundle(gym)
+    system = open_embedded(load_settings(data_dir=tmp_path / "data", gym_path=[gym]), threads=1)
+    try:
+        plan = CampaignPlan(
+            task="pick-a-model", labs=1, papers=1, mode="isolated", seed=0, attempts=1
+        )  # type: ignore[arg-type]
+        _campaign_id, runs = start_campaign(system.bus, plan)
+        system.bus.join()
+        events = system.store.read_stream(runs[0])
+    finally:
+        system.close()
+    finished = [e.payload for e in events if e.type == "run.finished"]
+    assert finished and finished[0].detail.startswith("run finished: 1 paper; best "), finished

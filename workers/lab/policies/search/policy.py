@@ -37,6 +37,7 @@ from typing import Any
 from events.payloads import ReviewAwaited, ReviewReceived, RunFinished
 from runstate import RunState
 from runstate.best import best_of
+from runstate.words import counted
 from workers.gym.bundle import Bundle
 from workers.gym.card import Subtask
 from workers.gym.scoring import PROGRESS, better, over_baseline
@@ -99,7 +100,7 @@ class SearchPolicy:
         if len(state.papers) >= target and not isinstance(revising, Revise):
             best = _best_attempt(state, bundle.card.subtask(bundle.card.primary))
             shown = "none" if best is None else f"{best:.4g}"  # not 0.8611111111111112
-            summary = f"{len(state.papers)} papers; best {bundle.card.primary} = {shown}"
+            summary = f"{counted(len(state.papers), 'paper')}; best {bundle.card.primary} = {shown}"
             return Action("finish", {"summary": summary})
         if state.pending_tool == "write_file":
             return Action("evaluate")
