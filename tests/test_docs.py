@@ -83,14 +83,14 @@ def test_readme_starts_with_the_two_commands() -> None:
 
 
 BENCHMARKS_DOC = ROOT / "docs" / "benchmarks.md"
-BENCHMARKS_MAX_LINES = 400
+BENCHMARKS_MAX_LINES = 399
 """A reference of the latest figures: earlier measurements are in git history."""
 
 
 def test_the_benchmarks_doc_holds_the_latest_figures_not_a_diary() -> None:
     lines = BENCHMARKS_DOC.read_text().splitlines()
     assert len(lines) <= BENCHMARKS_MAX_LINES, (
-        f"docs/benchmarks.md has {len(lines)} lines, over {BENCHMARKS_MAX_LINES}: keep each"
+        f"docs/benchmarks.md has {len(lines)} lines, not under 400: keep each"
         " benchmark's latest figures and command; earlier ones belong in git history"
     )
 
