@@ -93,12 +93,11 @@ class TimeUse:
 
 
 @dataclass(frozen=True)
-class Cost:
-    """What a part of the run spent (`events.spend`)."""
+class Money:
+    """Dollars spent, with the count of costs that had no known price (`events.spend`)."""
 
     dollars: float
     """Known costs only."""
-    tokens: int
     priced: int
     """Answers and model-using gradings counted."""
     unknown_cost: int
@@ -106,14 +105,16 @@ class Cost:
 
 
 @dataclass(frozen=True)
-class MoneyUse:
+class Cost(Money):
+    """What a part of the run spent: its money and tokens."""
+
+    tokens: int
+
+
+@dataclass(frozen=True)
+class MoneyUse(Money):
     """Where the run's money went."""
 
-    dollars: float
-    priced: int
-    """Answers and model-using gradings counted."""
-    unknown_cost: int
-    """Of those, how many have no known cost (in no dollar total)."""
     by_phase: dict[str, Cost]
     """The phase the call was made in (gradings: the phase when scored)."""
     by_model: dict[str, Cost]
