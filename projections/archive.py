@@ -489,18 +489,11 @@ def get_paper(conn: Connection, paper_id: str) -> PaperDetail | None:
 
 def retrievals_of(conn: Connection, paper_id: str) -> list[Retrieval]:
     """Every time a run was shown `paper_id`, in log order."""
+    r = PAPER_RETRIEVALS.c
     query = (
-        select(
-            PAPER_RETRIEVALS.c.run,
-            PAPER_RETRIEVALS.c.lab,
-            PAPER_RETRIEVALS.c.campaign,
-            PAPER_RETRIEVALS.c.query,
-            PAPER_RETRIEVALS.c.rank,
-            PAPER_RETRIEVALS.c.at,
-            PAPER_RETRIEVALS.c.event_position,
-        )
-        .where(PAPER_RETRIEVALS.c.paper_id == paper_id)
-        .order_by(PAPER_RETRIEVALS.c.event_position, PAPER_RETRIEVALS.c.rank)
+        select(r.run, r.lab, r.campaign, r.query, r.rank, r.at, r.event_position)
+        .where(r.paper_id == paper_id)
+        .order_by(r.event_position, r.rank)
     )
     return [Retrieval(**{**row._mapping, "at": as_utc(row.at)}) for row in conn.execute(query)]
 
