@@ -14,6 +14,7 @@ from typing import Literal
 from analysis.across import Across, across, row
 from analysis.behaviour import behaviour
 from analysis.campaign import CampaignBehaviour, CampaignTally
+from analysis.correlation import RESAMPLES
 from analysis.figures import Behaviour
 from analysis.findings_hook import RunFindings, run_findings
 from analysis.inspection_tools import Inspected
@@ -79,7 +80,11 @@ def run_analysis(run: RunAnalysis, findings: bool = True) -> Analysis:
 
 
 def analyze_campaign(
-    store: EventStore, campaign: str, resamples: int = 2000, seed: int = 0, findings: bool = True
+    store: EventStore,
+    campaign: str,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    findings: bool = True,
 ) -> Analysis:
     """The analysis of a campaign's runs, from one pass over the campaign's events: the
     detectors judge each run from the records of that pass, kept while the run is open
@@ -151,7 +156,7 @@ def _judged(store: EventStore, run: str, kept: OpenRuns | None) -> RunFindings:
 def campaign_analysis(
     campaign: str,
     analysed: Iterable[RunAnalysis],
-    resamples: int = 2000,
+    resamples: int = RESAMPLES,
     seed: int = 0,
     findings: bool = True,
 ) -> Analysis:

@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from labrxiv.cli_analyze import analyze
-from labrxiv.cli_bounds import INT64_MAX, SEED_MAX
+from labrxiv.cli_bounds import INT64_MAX, SEED_MAX, metrics_port_option
 from labrxiv.cli_campaign import campaign, reap_command
 from labrxiv.cli_common import (
     AsJson,
@@ -159,9 +159,7 @@ def worker(
         "-n",
         help="Node name, e.g. steps-1@%h (%h: the host). Default: labrxiv-<pid>-<random>@%h.",
     ),
-    metrics_port: int | None = typer.Option(
-        None, "--metrics-port", min=0, max=65535, help="Serve this worker's metrics on this port."
-    ),
+    metrics_port: int | None = metrics_port_option("Serve this worker's metrics on this port."),
     metrics_addr: MetricsAddr = "0.0.0.0",
     metrics_dir: Path | None = typer.Option(
         None,
@@ -226,12 +224,8 @@ def projector(
     otel_endpoint: str | None = typer.Option(
         None, "--otel-endpoint", help="Also send runs' spans to this OTLP/HTTP endpoint, live."
     ),
-    metrics_port: int | None = typer.Option(
-        None,
-        "--metrics-port",
-        min=0,
-        max=65535,
-        help="Serve the projector's metrics (its OpenTelemetry sink's) on this port.",
+    metrics_port: int | None = metrics_port_option(
+        "Serve the projector's metrics (its OpenTelemetry sink's) on this port."
     ),
     metrics_addr: MetricsAddr = "0.0.0.0",
 ) -> None:
@@ -277,9 +271,7 @@ def reactor(
         None, min=0.01, help="Seconds between looks at the log (LABRXIV_REACTOR_INTERVAL)."
     ),
     stall_seconds: StallSeconds = None,
-    metrics_port: int | None = typer.Option(
-        None, "--metrics-port", min=0, max=65535, help="Serve the reaper's metrics on this port."
-    ),
+    metrics_port: int | None = metrics_port_option("Serve the reaper's metrics on this port."),
 ) -> None:
     """Send what follows recorded events (runs' next steps, campaigns' ends) from the log,
     and send again the steps of runs that stalled (lost with Redis, or a killed worker)."""

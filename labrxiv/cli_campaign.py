@@ -16,9 +16,15 @@ from pydantic import ValidationError
 from rich.markup import escape
 
 from events.payloads import AgentConfig, LlmConfig, ReviewConfig
-from events.payloads.review import ACCEPT_RATING
 from labrxiv.campaigns import CampaignOutcome, run_campaign
-from labrxiv.cli_bounds import INT64_MAX, INT64_MIN, SEED_MAX, count_option, dollars_option
+from labrxiv.cli_bounds import (
+    INT64_MAX,
+    INT64_MIN,
+    SEED_MAX,
+    accept_rating_option,
+    count_option,
+    dollars_option,
+)
 from labrxiv.cli_checks import (
     budget_or_exit,
     http_url_or_exit,
@@ -126,13 +132,7 @@ def campaign(
         "--reviewer-dollars", "Dollars for all the campaign's reviews."
     ),
     reviews: int = typer.Option(1, "--reviews", min=1, max=10, help="Reviews per paper."),
-    accept_rating: float = typer.Option(
-        ACCEPT_RATING,
-        "--accept-rating",
-        min=1,
-        max=10,
-        help="Mean rating a paper needs to be accepted.",
-    ),
+    accept_rating: float = accept_rating_option("Mean rating a paper needs to be accepted."),
     review_rounds: int = typer.Option(
         0,
         "--review-rounds",

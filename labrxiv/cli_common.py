@@ -1,18 +1,23 @@
-"""What the read commands share: settings, the log they read (never a new one), JSON."""
+"""What the read commands share: settings, the log they read (never a new one), JSON, listings."""
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.console import RenderableType
 
 from events import EventStore
 from labrxiv.cli_errors import err, say_error
-from labrxiv.console import configure_logging
+from labrxiv.console import configure_logging, make_console
 from labrxiv.read_shapes import json_bytes
 from labrxiv.reading import find_log, open_log
 from labrxiv.settings import Settings, SettingsError, load_settings
 from projections.catalogue import all_projectors
 from projections.runner import ProjectionRunner
+
+out = make_console()
+"""Where a read command's table goes (stdout)."""
 
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 """The `--json` flag of every command that prints a table or a view."""
@@ -101,3 +106,16 @@ def read_runner() -> ProjectionRunner:
 def emit_json(value: Any) -> None:
     """`value` as indented JSON on stdout (dataclasses, datetimes and UUIDs included)."""
     typer.echo(json_bytes(value).decode())
+
+
+def show_listing(
+    as_json: bool, rows: Sequence[Any], table: Callable[[], RenderableType], none: str
+) -> None:
+    """A listing command's output: `rows` (its JSON shape) as JSON, `[]` when there are
+    none; else its `table`, or, with no rows, the line `none` saying why."""
+    if as_json:
+        emit_json(rows)
+    elif not rows:
+        out.print(none)
+    else:
+        out.print(table())

@@ -3,7 +3,7 @@ runs to one run, with the ids each table prints accepted by the next command."""
 
 import typer
 
-from labrxiv.cli_common import AsJson, emit_json, read_runner
+from labrxiv.cli_common import AsJson, emit_json, read_runner, show_listing
 from labrxiv.cli_group import command_group
 from labrxiv.console import make_console
 from labrxiv.errors import NotFound
@@ -26,12 +26,8 @@ def campaigns(as_json: AsJson = False) -> None:
     runner = read_runner()
     with runner.store.engine.connect() as conn:
         found = campaigns_of(conn)
-    if as_json:
-        emit_json(found)
-    elif not found:
-        console.print("no campaign in the log yet: `labrxiv campaign` or `labrxiv demo` runs one")
-    else:
-        console.print(campaigns_table(found))
+    none = "no campaign in the log yet: `labrxiv campaign` or `labrxiv demo` runs one"
+    show_listing(as_json, found, lambda: campaigns_table(found), none)
 
 
 @runs_app.callback()
@@ -50,12 +46,8 @@ def runs(
         modes = campaign_modes(conn)
     if campaign is not None and not rows:
         raise NotFound(f"campaign {campaign} has no run in the runs read model yet")
-    if as_json:
-        emit_json(runs_json(rows, modes))
-    elif not rows:
-        console.print("no run yet (`labrxiv projector --once` catches the read models up)")
-    else:
-        console.print(runs_table(rows, modes))
+    none = "no run yet (`labrxiv projector --once` catches the read models up)"
+    show_listing(as_json, runs_json(rows, modes), lambda: runs_table(rows, modes), none)
 
 
 @runs_app.command("show")

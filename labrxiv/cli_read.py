@@ -19,6 +19,7 @@ from labrxiv.cli_common import (
     emit_json,
     read_runner,
     settings_or_exit,
+    show_listing,
     with_gym_path,
 )
 from labrxiv.cli_errors import err
@@ -99,14 +100,14 @@ def papers_list(
         asked = [f"on task {task}" if task else "", f"by lab {lab}" if lab else ""]
         asked.append(f"of campaign {campaign}" if campaign else "")
         raise NotFound(f"no paper {' '.join(a for a in asked if a)} in the archive")
-    if as_json:
-        emit_json(papers_json(papers, marks))
-    elif not papers:
-        console.print("no paper in the archive yet")
-    else:
-        verified = {i: marks.verified(i) for i in ids}
-        shown = marks.decisions if reviewed else None  # no review columns without reviews
-        console.print(papers_table(papers, verified, f"papers ({len(papers)})", shown))
+    verified = {i: marks.verified(i) for i in ids}
+    shown = marks.decisions if reviewed else None  # no review columns without reviews
+    show_listing(
+        as_json,
+        papers_json(papers, marks),
+        lambda: papers_table(papers, verified, f"papers ({len(papers)})", shown),
+        "no paper in the archive yet",
+    )
 
 
 @papers_app.command("show")

@@ -18,8 +18,7 @@ from analysis.reviewer_eval import (
     read_lines,
 )
 from events.payloads import ReviewConfig
-from events.payloads.review import ACCEPT_RATING
-from labrxiv.cli_bounds import INT64_MAX, count_option, dollars_option
+from labrxiv.cli_bounds import INT64_MAX, accept_rating_option, count_option, dollars_option
 from labrxiv.cli_common import AsJson, emit_json, read_runner
 from labrxiv.cli_errors import say_error
 from labrxiv.cli_group import command_group
@@ -57,12 +56,8 @@ def reviewers_eval(
     campaign: str | None = typer.Option(
         None, "--campaign", help="Also: its reviews' ratings against its papers' measured scores."
     ),
-    accept_rating: float = typer.Option(
-        ACCEPT_RATING,
-        "--accept-rating",
-        min=1,
-        max=10,
-        help="A prediction without a decision accepts at this rating.",
+    accept_rating: float = accept_rating_option(
+        "A prediction without a decision accepts at this rating."
     ),
     resamples: int = typer.Option(
         1000, "--resamples", min=10, help="Bootstrap resamples.", max=INT64_MAX

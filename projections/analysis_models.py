@@ -8,6 +8,7 @@ read model is behind, None: the caller computes from the log.
 
 from sqlalchemy import Connection
 
+from analysis.correlation import RESAMPLES
 from analysis.report import Analysis, RunAnalysis, campaign_analysis, run_analysis
 from events import EventStore
 from projections.behaviour import BehaviourProjector, behaviours_of
@@ -30,7 +31,7 @@ def analysis_from_models(
     target: str,
     seed: int = 0,
     findings: bool = True,
-    resamples: int = 2000,
+    resamples: int = RESAMPLES,
 ) -> Analysis | None:
     """The analysis of `target`, a run (`kind` "run") or a campaign ("campaign"), from the
     read models; None when they are behind the log or do not hold it (a stream that is not

@@ -51,8 +51,7 @@ class Paging:
     def check(self, total: int) -> None:
         """`BadQuery` for a page past the last one (page 1 of nothing is an empty page)."""
         if self.page > 1 and self.offset >= total:
-            last = max(1, -(-total // self.per_page))
-            raise BadQuery(f"page {self.page} is past the last page ({last})")
+            raise BadQuery(f"page {self.page} is past the last page ({self.pages(total)})")
 
     def pages(self, total: int) -> int:
         """How many pages `total` rows make (at least 1)."""
