@@ -73,7 +73,7 @@ def paper_json(
 
 def run_json(run: RunView, mode: str | None) -> JSON:
     """A row of `runs --json`: the runs read model's row with its campaign's mode."""
-    return asdict(run) | {"mode": mode}
+    return run.model_dump() | {"mode": mode}
 
 
 def runs_json(runs: Sequence[RunView], modes: Mapping[str, str | None]) -> list[JSON]:
