@@ -66,7 +66,7 @@ def paper_json(
     """`papers show --json`: the paper in full, its claims' marks, reviews and decision."""
     return asdict(detail) | {
         "verified": verified,
-        "reviews": [asdict(r) for r in reviews],
+        "reviews": [r.model_dump() for r in reviews],
         "decision": decided_json(decided),
     }
 
