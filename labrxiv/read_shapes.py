@@ -66,14 +66,14 @@ def paper_json(
     """`papers show --json`: the paper in full, its claims' marks, reviews and decision."""
     return asdict(detail) | {
         "verified": verified,
-        "reviews": [asdict(r) for r in reviews],
+        "reviews": [r.model_dump() for r in reviews],
         "decision": decided_json(decided),
     }
 
 
 def run_json(run: RunView, mode: str | None) -> JSON:
     """A row of `runs --json`: the runs read model's row with its campaign's mode."""
-    return asdict(run) | {"mode": mode}
+    return run.model_dump() | {"mode": mode}
 
 
 def runs_json(runs: Sequence[RunView], modes: Mapping[str, str | None]) -> list[JSON]:

@@ -22,7 +22,6 @@ bundles. docs/metrics.md lists every metric and label.
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -41,14 +40,13 @@ from sqlalchemy import (
 )
 
 from events.actions import is_action
-from events.envelope import as_utc
 from events.payloads.experiment import Direction
 from events.store import EVENTS
 from events.streams import campaign_stream
 from projections.archive import PAPERS
 from projections.curves import CURVE_RUNS
 from projections.ledger import LEDGER, MODEL_KINDS, TOOL_KINDS
-from projections.runs import RUNS, campaign_wall_seconds, wall_used_to_last
+from projections.runs import RUNS, RunView, campaign_wall_seconds, runs_to_watch
 from runstate.best import NORMALIZED, best_ranked
 
 OTHER = "other"
@@ -129,7 +127,7 @@ def _tune(conn: Connection) -> None:
 
 def research_metrics(conn: Connection, bounds: Bounds) -> list[Metric]:
     """Every research metric, read on `conn`, samples in label order."""
-    shown = _shown_runs(conn, bounds.runs)
+    shown = runs_to_watch(conn, bounds.runs)
     metrics = [
         _runs_by_status(conn),
         _best_scores(conn, shown),
@@ -146,86 +144,6 @@ def research_metrics(conn: Connection, bounds: Bounds) -> list[Metric]:
         value=_count_runs(conn) - len(shown),
     )
     return [*metrics, other]
-
-
-@dataclass(frozen=True)
-class _Spent:
-    """What a run used of its attempts, steps, tokens and dollars."""
-
-    attempts: int = 0
-    steps: int = 0
-    tokens: int = 0
-    dollars: float = 0.0
-
-
-@dataclass(frozen=True)
-class _Run:
-    stream: str
-    task: str
-    campaign: str | None
-    best: float | None
-    attempts: int
-    steps: int
-    first: datetime | None
-    last: datetime | None
-    running: bool
-    wall_seconds: float
-    """The wall time it used to its last event (`projections.runs.wall_used_to_last`)."""
-    inherited: _Spent
-    """A fork's attempts, steps, tokens and dollars of the trajectory it stands on."""
-
-
-def _shown_runs(conn: Connection, limit: int) -> list[_Run]:
-    """The runs shown one by one: running ones first, then the most recent."""
-    query = (
-        select(
-            RUNS.c.stream,
-            RUNS.c.task,
-            RUNS.c.campaign,
-            RUNS.c.best_score,
-            RUNS.c.attempts,
-            RUNS.c.steps,
-            RUNS.c.first_event_at,
-            RUNS.c.last_event_at,
-            RUNS.c.status,
-            RUNS.c.wall_started_at,
-            RUNS.c.stopped_seconds,
-            RUNS.c.stopped_at,
-            RUNS.c.inherited_attempts,
-            RUNS.c.inherited_steps,
-            RUNS.c.inherited_tokens,
-            RUNS.c.inherited_dollars,
-        )
-        .order_by(
-            case((RUNS.c.status == "running", 0), else_=1),
-            RUNS.c.last_position.desc(),
-            RUNS.c.stream,
-        )
-        .limit(limit)
-    )
-    return [
-        _Run(
-            row.stream,
-            row.task or NONE,
-            row.campaign,
-            row.best_score,
-            row.attempts,
-            row.steps,
-            row.first_event_at and as_utc(row.first_event_at),
-            row.last_event_at and as_utc(row.last_event_at),
-            row.status == "running",
-            wall_used_to_last(
-                row.wall_started_at, row.stopped_seconds, row.stopped_at, row.last_event_at
-            ),
-            _Spent(
-                row.inherited_attempts,
-                row.inherited_steps,
-                row.inherited_tokens,
-                row.inherited_dollars,
-            ),
-        )
-        for row in conn.execute(query)
-    ]
 
 
 def _count_runs(conn: Connection) -> int:
@@ -250,7 +168,7 @@ def _runs_by_status(conn: Connection) -> Metric:
     return metric
 
 
-def _run_activity(shown: Sequence[_Run]) -> list[Metric]:
+def _run_activity(shown: Sequence[RunView]) -> list[Metric]:
     """When each shown run's last event happened, and whether it is running: a run stuck
     (running, no event for a while) is `(time() - last) * running` above a bound."""
     last = GaugeMetricFamily(
@@ -264,13 +182,13 @@ def _run_activity(shown: Sequence[_Run]) -> list[Metric]:
         labels=["run"],
     )
     for run in sorted(shown, key=lambda r: r.stream):
-        if run.last is not None:
-            last.add_metric([run.stream], run.last.timestamp())
-            running.add_metric([run.stream], 1.0 if run.running else 0.0)
+        if run.last_event_at is not None:
+            last.add_metric([run.stream], run.last_event_at.timestamp())
+            running.add_metric([run.stream], 1.0 if run.status == "running" else 0.0)
     return [last, running]
 
 
-def _best_scores(conn: Connection, shown: Sequence[_Run]) -> Metric:
+def _best_scores(conn: Connection, shown: Sequence[RunView]) -> Metric:
     metric = GaugeMetricFamily(
         "labrxiv_run_best_normalized_score",
         "Best normalized score of a run so far (the raw score for a task with no SOTA); "
@@ -278,8 +196,8 @@ def _best_scores(conn: Connection, shown: Sequence[_Run]) -> Metric:
         labels=["run", "task"],
     )
     for run in sorted(shown, key=lambda r: r.stream):
-        if run.best is not None:
-            metric.add_metric([run.stream, run.task], run.best)
+        if run.best_score is not None:
+            metric.add_metric([run.stream, run.task or NONE], run.best_score)
     way = RUNS.c.best_direction
     query = select(RUNS.c.task, way, func.max(RUNS.c.best_score), func.min(RUNS.c.best_score))
     query = query.where(RUNS.c.best_score.is_not(None))
@@ -313,7 +231,7 @@ def _budget_metrics(what: str, label: str) -> tuple[GaugeMetricFamily, GaugeMetr
     return used, left
 
 
-def _run_budgets(conn: Connection, shown: Sequence[_Run]) -> list[Metric]:
+def _run_budgets(conn: Connection, shown: Sequence[RunView]) -> list[Metric]:
     """Used and left of each limited budget of the shown runs, as the lab's check counts
     them (`runstate.budget.run_used`): a fork's with what the trajectory it stands on
     used. Wall seconds are counted by the lab's rule, the time stood stopped left out, to
@@ -325,12 +243,11 @@ def _run_budgets(conn: Connection, shown: Sequence[_Run]) -> list[Metric]:
     spend = _spend(conn, CURVE_RUNS.c.run, streams)
     for run in sorted(shown, key=lambda r: r.stream):
         tokens, dollars = spend.get(run.stream, (0, 0.0))
-        inherited = run.inherited
         used = {
-            "attempts": inherited.attempts + run.attempts,
-            "steps": inherited.steps + run.steps,
-            "tokens": inherited.tokens + tokens,
-            "dollars": inherited.dollars + dollars,
+            "attempts": run.inherited_attempts + run.attempts,
+            "steps": run.inherited_steps + run.steps,
+            "tokens": run.inherited_tokens + tokens,
+            "dollars": run.inherited_dollars + dollars,
             "wall_seconds": run.wall_seconds,
         }
         _add_budgets(used_metric, left_metric, run.stream, limits.get(run.stream, {}), used)

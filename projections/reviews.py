@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import BigInteger, Column, Connection, DateTime, Text, select
 from sqlmodel import Field, SQLModel
+from sqlmodel.main import SQLModelConfig
 
 from events.envelope import as_utc
 from events.recorded import Recorded
@@ -22,10 +23,9 @@ from projections.bulk import insert_rows
 from projections.projector import Projector
 
 
-class ReviewRow(SQLModel, table=True):
-    """One review of a paper."""
-
-    __tablename__ = "reviews"
+class ReviewFields(SQLModel):
+    """A review of a paper as people read it (the ICLR form): the columns of the reviews
+    table (`ReviewRow`) that a read returns (`Review`)."""
 
     paper_id: str = Field(primary_key=True, max_length=80)
     number: int = Field(primary_key=True)
@@ -34,7 +34,6 @@ class ReviewRow(SQLModel, table=True):
     kind: str = Field(max_length=20)
     """`grounded` or `llm`."""
     model: str | None = Field(default=None, max_length=200)
-    campaign: str | None = Field(default=None, max_length=200, index=True)
     soundness: int
     presentation: int
     contribution: int
@@ -47,9 +46,17 @@ class ReviewRow(SQLModel, table=True):
     questions: list[str] = Field(sa_column=Column(JsonType, nullable=False))
     relied_on: list[str] = Field(sa_column=Column(JsonType, nullable=False))
     """The ids of the events the review rests on."""
+    at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
+
+
+class ReviewRow(ReviewFields, table=True):
+    """One review of a paper, with where it stands in the log."""
+
+    __tablename__ = "reviews"
+
+    campaign: str | None = Field(default=None, max_length=200, index=True)
     event_id: str = Field(max_length=36)
     """The `review.submitted` event."""
-    at: datetime = Field(sa_column=Column(DateTime(timezone=True), nullable=False))
     position: int = Field(sa_column=Column(BigInteger, nullable=False))
 
 
@@ -135,27 +142,10 @@ SCORES = ("soundness", "presentation", "contribution", "rating", "confidence")
 # -- reading -----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Review:
+class Review(ReviewFields):
     """A review as `papers show` prints it."""
 
-    paper_id: str
-    number: int
-    reviewer: str
-    kind: str
-    model: str | None
-    soundness: int
-    presentation: int
-    contribution: int
-    rating: int
-    confidence: int
-    ethics_flag: bool
-    summary: str
-    strengths: list[str]
-    weaknesses: list[str]
-    questions: list[str]
-    relied_on: list[str]
-    at: datetime
+    model_config = SQLModelConfig(frozen=True)
 
 
 @dataclass(frozen=True)
@@ -175,7 +165,7 @@ def reviews_of(conn: Connection, paper_id: str) -> list[Review]:
     query = select(REVIEWS).where(REVIEWS.c.paper_id == paper_id).order_by(REVIEWS.c.number)
     out = []
     for row in conn.execute(query).mappings():
-        values = {k: row[k] for k in Review.__dataclass_fields__ if k != "at"}
+        values = {k: row[k] for k in Review.model_fields if k != "at"}
         out.append(Review(**values, at=as_utc(row["at"])))
     return out
 

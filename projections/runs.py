@@ -5,12 +5,12 @@ so no caller re-reads and re-folds run streams to show their progress.
 """
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, func, select
-from sqlmodel import Field, SQLModel
+from sqlalchemy import Connection, case, func, select
+from sqlmodel import AutoString, Field, SQLModel
+from sqlmodel.main import SQLModelConfig
 
 from events.envelope import as_utc
 from events.payloads import ExperimentScored, PaperSubmitted
@@ -25,10 +25,9 @@ from runstate.budget import Span, seconds_together, stood_stopped, wall_seconds,
 from runstate.fork import inherited
 
 
-class RunRow(SQLModel, table=True):
-    """A run as people look at it."""
-
-    __tablename__ = "runs"
+class RunFields(SQLModel):
+    """A run as people look at it: the columns of the runs table (`RunRow`), which its
+    rows are read back as (`RunView`)."""
 
     stream: str = Field(primary_key=True, max_length=200)
     """The run's stream, `run-<id>`."""
@@ -58,7 +57,7 @@ class RunRow(SQLModel, table=True):
     """Best normalized score so far; for attempts scored without one, the best raw score
     in its direction (`runstate.best`). A fork's counts the attempts of the trajectory it
     stands on, as its folded state does."""
-    best_direction: str | None = None
+    best_direction: Direction | None = Field(default=None, sa_type=AutoString)
     """The direction `best_score` ranks in: `maximize` for a normalized score, else its
     metric's. Bests of several runs are compared in it (`runstate.best.best_ranked`)."""
     first_event_at: datetime | None = None
@@ -96,41 +95,19 @@ class RunRow(SQLModel, table=True):
     `inherited_tokens`). Its dollars budget counts them."""
 
 
+class RunRow(RunFields, table=True):
+    """The runs table."""
+
+    __tablename__ = "runs"
+
+
 RUNS = table_of(RunRow)
-_COLUMNS = [c.name for c in RUNS.c]
 
 
-@dataclass(frozen=True)
-class RunView:
+class RunView(RunFields):
     """One row of the runs read model, typed, with aware timestamps."""
 
-    stream: str
-    task: str | None
-    lab: str | None
-    policy: str | None
-    campaign: str | None
-    status: str
-    finish_reason: str | None
-    event_count: int
-    steps: int
-    attempts: int
-    papers: int
-    best_score: float | None
-    first_event_at: datetime | None
-    last_event_at: datetime | None
-    last_position: int
-    forked_from: str | None = None
-    fork_step: int | None = None
-    inherited_attempts: int = 0
-    inherited_papers: int = 0
-    inherited_steps: int = 0
-    inherited_tokens: int = 0
-    inherited_dollars: float = 0.0
-    revisions: int = 0
-    best_direction: Direction | None = None
-    wall_started_at: datetime | None = None
-    stopped_seconds: float = 0.0
-    stopped_at: datetime | None = None
+    model_config = SQLModelConfig(frozen=True)
 
     @property
     def finished(self) -> bool:
@@ -198,6 +175,21 @@ def runs_of(
         query = query.where(RUNS.c.campaign == campaign)
     query = query.offset(offset) if offset else query
     query = query.limit(limit) if limit is not None else query
+    return [_view(row) for row in conn.execute(query).mappings()]
+
+
+def runs_to_watch(conn: Connection, limit: int) -> list[RunView]:
+    """At most `limit` runs of the runs read model: running ones first, then the most
+    recent (by their last event's position), then by stream."""
+    query = (
+        select(RUNS)
+        .order_by(
+            case((RUNS.c.status == "running", 0), else_=1),
+            RUNS.c.last_position.desc(),
+            RUNS.c.stream,
+        )
+        .limit(limit)
+    )
     return [_view(row) for row in conn.execute(query).mappings()]
 
 
