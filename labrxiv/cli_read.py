@@ -5,8 +5,10 @@ current; `labrxiv projector --once` catches up once) and never write the log.
 """
 
 import enum
-from dataclasses import asdict, replace
+from collections.abc import Mapping
+from dataclasses import asdict
 from pathlib import Path
+from typing import TypeVar
 
 import typer
 from rich.markup import escape
@@ -41,7 +43,7 @@ from projections.archive_pages import PaperFilter
 from projections.archive_search import search_page
 from projections.archive_top import ranked_as_measured, recorded_direction, top_papers
 from projections.campaigns import campaign_modes
-from projections.curves import curve_points, paper_points
+from projections.curves import CurvePoint, PaperPoint, curve_points, paper_points
 from projections.ledger import RollUp, ledger_totals
 from projections.ledger_labs import ledger_by_lab
 from projections.reviews import any_reviews, decisions_of, reviews_of
@@ -278,8 +280,8 @@ def curves(
         # the isolated campaign from the archive one.
         names = {c: f"{m} {c}" if m else c for c, m in modes.items()}
         drawn = plots.write_curves(
-            [replace(p, campaign=names.get(p.campaign or "", p.campaign)) for p in points],
-            [replace(p, campaign=names.get(p.campaign or "", p.campaign)) for p in papers],
+            [_named(p, names) for p in points],
+            [_named(p, names) for p in papers],
             out,
             by=by.value,
             directions=ways,
@@ -292,3 +294,11 @@ def curves(
     console.print(f"{len(points)} scored attempts, {len(papers)} papers")
     for path in written:
         console.print(f"wrote {escape(str(path))}")
+
+
+Point = TypeVar("Point", CurvePoint, PaperPoint)
+
+
+def _named(point: Point, names: Mapping[str, str]) -> Point:
+    """`point` with its campaign called what `names` calls it (its id where unnamed)."""
+    return point.model_copy(update={"campaign": names.get(point.campaign or "", point.campaign)})

@@ -13,7 +13,7 @@ archive's effect measured over many seeds (`analysis.archive_effect`, written by
 measured effect with its spread and draws this run over the bench's curves.
 """
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -155,8 +155,10 @@ def run_demo(
             paper_rows = [p for c in campaigns.values() for p in paper_points(conn, c)]
             ways = best_directions(conn, campaigns.values())
         labels = {c: m for m, c in campaigns.items()}
-        points = [replace(p, campaign=labels[p.campaign]) for p in points]  # type: ignore[index]
-        paper_rows = [replace(p, campaign=labels[p.campaign]) for p in paper_rows]  # type: ignore[index]
+        points = [p.model_copy(update={"campaign": labels[p.campaign or ""]}) for p in points]
+        paper_rows = [
+            p.model_copy(update={"campaign": labels[p.campaign or ""]}) for p in paper_rows
+        ]
         plots = write_curves(points, paper_rows, report, by="campaign", directions=ways)
         if effect is not None:
             this_run = (

@@ -91,6 +91,6 @@ def curves_json(
 ) -> JSON:
     """`curves --json` (without the files written): each point with its campaign's mode."""
     return {
-        "points": [asdict(p) | {"mode": modes.get(p.campaign or "")} for p in points],
-        "papers": [asdict(p) | {"mode": modes.get(p.campaign or "")} for p in papers],
+        "points": [p.model_dump() | {"mode": modes.get(p.campaign or "")} for p in points],
+        "papers": [p.model_dump() | {"mode": modes.get(p.campaign or "")} for p in papers],
     }

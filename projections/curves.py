@@ -27,12 +27,12 @@ campaign's totals add the runs' up).
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import BigInteger, Column, Connection, DateTime, Table, func, or_, select
 from sqlmodel import Field, SQLModel
+from sqlmodel.main import SQLModelConfig
 
 from events.envelope import as_utc
 from events.recorded import Recorded
@@ -79,10 +79,9 @@ class CurveRunRow(SQLModel, table=True):
     papers: int = 0
 
 
-class CurvePointRow(SQLModel, table=True):
-    """One scored attempt on the efficiency curves."""
-
-    __tablename__ = "curve_points"
+class CurvePointFields(SQLModel):
+    """A scored attempt with what its run had used by then: the columns of the
+    curve_points table (`CurvePointRow`), which its rows are read back as (`CurvePoint`)."""
 
     position: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
     """The log position of the `experiment.scored` event."""
@@ -111,10 +110,16 @@ class CurvePointRow(SQLModel, table=True):
     (`runstate.best`)."""
 
 
-class CurvePaperRow(SQLModel, table=True):
-    """One paper on the AgentRxiv curve."""
+class CurvePointRow(CurvePointFields, table=True):
+    """The curve_points table: one scored attempt on the efficiency curves."""
 
-    __tablename__ = "curve_papers"
+    __tablename__ = "curve_points"
+
+
+class CurvePaperFields(SQLModel):
+    """A paper with its place in its campaign and its run's best score when submitted:
+    the columns of the curve_papers table (`CurvePaperRow`), which its rows are read back
+    as (`PaperPoint`)."""
 
     position: int = Field(sa_column=Column(BigInteger, primary_key=True, autoincrement=False))
     """The log position of the `paper.submitted` event."""
@@ -133,6 +138,12 @@ class CurvePaperRow(SQLModel, table=True):
     best_so_far: float | None = None
     """The submitting run's best score when it submitted (a fork's counts its parent's
     attempts); None if nothing was scored."""
+
+
+class CurvePaperRow(CurvePaperFields, table=True):
+    """The curve_papers table: one paper on the AgentRxiv curve."""
+
+    __tablename__ = "curve_papers"
 
 
 CURVE_RUNS = table_of(CurveRunRow)
@@ -295,42 +306,16 @@ def _paper(run: dict[str, Any], event: Recorded, index: int) -> dict[str, Any]:
 # -- reading -------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class CurvePoint:
-    """A scored attempt with what its run had used by then."""
+class CurvePoint(CurvePointFields):
+    """A scored attempt with what its run had used by then, as read."""
 
-    position: int
-    run: str
-    task: str | None
-    lab: str | None
-    campaign: str | None
-    attempt: int
-    at: datetime
-    elapsed_s: float
-    tokens: int
-    cost_usd: float
-    unknown_cost_calls: int
-    compute_seconds: float
-    score: float
-    normalized_score: float | None
-    best_so_far: float
+    model_config = SQLModelConfig(frozen=True)
 
 
-@dataclass(frozen=True)
-class PaperPoint:
-    """A paper with its place in its campaign and its run's best score when submitted."""
+class PaperPoint(CurvePaperFields):
+    """A paper on the AgentRxiv curve, as read."""
 
-    position: int
-    paper_id: str
-    campaign: str | None
-    paper_index: int
-    run: str
-    task: str | None
-    lab: str | None
-    at: datetime
-    elapsed_s: float
-    attempts: int
-    best_so_far: float | None
+    model_config = SQLModelConfig(frozen=True)
 
 
 def curve_points(

@@ -3,7 +3,6 @@
 Points are built by hand (`CurvePoint`), not by running a campaign.
 """
 
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -47,7 +46,7 @@ def point(
 
 def with_unknown_cost(p: CurvePoint, calls: int) -> CurvePoint:
     """`p` with `calls` model calls of unknown price."""
-    return replace(p, unknown_cost_calls=calls)
+    return p.model_copy(update={"unknown_cost_calls": calls})
 
 
 def paper(run: str, index: int, best: float | None, campaign: str = "c1") -> PaperPoint:
@@ -213,8 +212,8 @@ def test_a_minimized_raw_score_is_drawn_as_its_best_so_far(
 
     monkeypatch.setattr(Axes, "plot", recorded)
     raw = [
-        replace(point("a", 1, 3.0), normalized_score=None),
-        replace(point("b", 2, 2.0), normalized_score=None),
+        point("a", 1, 3.0).model_copy(update={"normalized_score": None}),
+        point("b", 2, 2.0).model_copy(update={"normalized_score": None}),
     ]
     papers = [paper("a", 1, 3.0), paper("b", 2, 2.0)]
     minimized = {"a": "minimize", "b": "minimize"}

@@ -1,6 +1,5 @@
 """A campaign's curves: one line per run, named, its text escaped, drawn even for one point."""
 
-from dataclasses import replace
 from datetime import UTC, datetime
 
 from labrxiv.html_plots import lines_plot
@@ -39,7 +38,10 @@ def test_each_run_is_a_line_named_in_the_legend() -> None:
 
 def test_runs_that_used_no_model_have_no_token_or_dollar_curve_but_the_reason() -> None:
     """As `labrxiv curves` says it: a stack of points at 0 would read as "it cost nothing"."""
-    points = [replace(_point("lab-0", n, 0.1 * n), tokens=0, cost_usd=0.0) for n in (1, 2)]
+    points = [
+        _point("lab-0", n, 0.1 * n).model_copy(update={"tokens": 0, "cost_usd": 0.0})
+        for n in (1, 2)
+    ]
     for axis, said in (("tokens", "No model tokens were used"), ("dollars", "No model dollars")):
         svg = curve_svg(points, axis)
         assert "<polyline" not in svg and said in svg
@@ -47,7 +49,10 @@ def test_runs_that_used_no_model_have_no_token_or_dollar_curve_but_the_reason() 
 
 
 def test_a_run_with_calls_of_unknown_price_is_left_out_of_the_dollars_curve() -> None:
-    points = [_point("lab-0", 1, 0.2), replace(_point("lab-1", 1, 0.5), unknown_cost_calls=2)]
+    points = [
+        _point("lab-0", 1, 0.2),
+        _point("lab-1", 1, 0.5).model_copy(update={"unknown_cost_calls": 2}),
+    ]
     svg = curve_svg(points, "dollars")
     assert "<title>lab-0</title>" in svg and "lab-1" not in svg
     assert "1 runs with calls of unknown price left out" in svg
