@@ -23,9 +23,8 @@ from typing import Any
 import orjson
 
 from projections.exports.function_names import function_name
+from projections.exports.message import Message
 from projections.exports.messages_form import answer_completion, request_messages
-
-Message = dict[str, Any]
 
 CUSTOM_PARAMETERS = {
     "type": "object",

@@ -34,11 +34,11 @@ from events.payloads import ModelCalled, ModelResponded, RunStarted, ToolInvoked
 from events.recorded import Fact
 from projections.exports.chat_form import chat_answer, chat_request
 from projections.exports.function_names import function_name
+from projections.exports.message import Message
 from runstate.answers import Unreadable, answer_json, request_api
 
 BlobReader = Callable[[str], bytes | None]
 """A blob's bytes by its hash (`EventStore.get_blob`); None when the log lost it."""
-Message = dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-Message = dict[str, Any]
+from projections.exports.message import Message
 
 STOP_REASONS = {
     "stop": "stop",

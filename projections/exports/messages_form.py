@@ -24,8 +24,7 @@ from typing import Any
 import orjson
 
 from projections.exports.function_names import function_name
-
-Message = dict[str, Any]
+from projections.exports.message import Message
 
 FINISH_REASONS = {
     "end_turn": "stop",
