@@ -56,7 +56,7 @@ from workers.agent.profile import AgentError, agent_config, profile_names
 from workers.bus.processes import ChildDied
 from workers.lab.campaign import CampaignPlan
 from workers.lab.lease import Leases
-from workers.lab.policies import uses_model
+from workers.lab.policies import model_settings, uses_model
 from workers.llm.prices import PriceTable, recorded_prices, with_prices
 from workers.reactions import REACTIONS
 from workers.reactor import Reactor
@@ -196,23 +196,22 @@ def campaign(
     # Recorded in every run.started and the review settings: the workers price the runs
     # and the reviews by this command's table, whatever their own.
     prices = PriceTable.load(settings.prices)
+    given = {
+        "--model": ("model", model is not None),
+        "--phase-model": ("phase_models", bool(phase_model)),
+        "--base-url": ("base_url", base_url is not None),
+        "--temperature": ("temperature", temperature is not None),
+        "--tool-protocol": ("tool_protocol", tool_protocol != TOOL_PROTOCOL),
+        "--context-tokens": ("context_tokens", context_tokens != CONTEXT_TOKENS),
+        "--phase-calls": ("phase_calls", phase_calls != PHASE_CALLS),
+    }
+    refuse_llm_options(given, model_settings(policy), f"these are --policy {policy} labs")
     llm = None
     if uses_model(policy):
         llm = _llm_config(
             model, phase_model, base_url, temperature, tool_protocol, context_tokens, phase_calls
         )
         llm = with_prices(llm, prices)
-    else:  # given to labs that read none of them: a mistake, and unchecked (`--tool-protocol nope`)
-        given = {
-            "--model": model is not None,
-            "--phase-model": bool(phase_model),
-            "--base-url": base_url is not None,
-            "--temperature": temperature is not None,
-            "--tool-protocol": tool_protocol != TOOL_PROTOCOL,
-            "--context-tokens": context_tokens != CONTEXT_TOKENS,
-            "--phase-calls": phase_calls != PHASE_CALLS,
-        }
-        refuse_llm_options(given, f"these are --policy {policy} labs")
     agent_settings = _agent(policy, agent, agent_env, agent_reports, llm)
     plan = CampaignPlan(
         task=task,

@@ -58,11 +58,15 @@ def writable_folder_or_exit(option: str, folder: Path) -> None:
         raise typer.Exit(2)
 
 
-def refuse_llm_options(given: dict[str, bool], labs: str) -> None:
-    """Stop with exit code 2 when an option only llm labs read was given (`given`: option
-    → whether it was) to labs that read none of them (`labs` says which they are): a
-    mistake, and unchecked (`--tool-protocol nope`, a search run "with a stronger model")."""
-    named = [option for option, was in given.items() if was]
+def refuse_llm_options(
+    given: dict[str, tuple[str, bool]], reads: frozenset[str], labs: str
+) -> None:
+    """Stop with exit code 2 when a model option was given (`given`: option → the model
+    setting it sets, whether it was given) to labs that do not read its setting (`reads`:
+    those they read, `Policy.model_settings`; `labs` says which labs they are): a mistake,
+    and unchecked (`--tool-protocol nope`, a search run "with a stronger model", an agent
+    "at temperature 0.2")."""
+    named = [option for option, (setting, was) in given.items() if was and setting not in reads]
     if named:
         say_error(f"{', '.join(named)}: for llm labs only, and {labs}")
         raise typer.Exit(2)

@@ -30,7 +30,7 @@ from labrxiv.service_start import require_shared_database
 from workers.bus.base import Bus
 from workers.lab.campaign import CampaignPlan
 from workers.lab.fork import ForkError, fork_budget, fork_point, start_fork
-from workers.lab.policies import uses_model
+from workers.lab.policies import model_settings, uses_model
 from workers.llm.prices import PriceTable, with_prices
 
 
@@ -116,10 +116,13 @@ def _llm(
     temperature: float | None,
 ) -> LlmConfig | None:
     """The fork's model settings: the run's, with what was given instead."""
+    given = {
+        "--model": ("model", model is not None),
+        "--base-url": ("base_url", base_url is not None),
+        "--temperature": ("temperature", temperature is not None),
+    }
+    refuse_llm_options(given, model_settings(policy), f"this fork is a --policy {policy} run")
     if not uses_model(policy):
-        given = {"--model": model, "--base-url": base_url, "--temperature": temperature}
-        named = {option: value is not None for option, value in given.items()}
-        refuse_llm_options(named, f"this fork is a --policy {policy} run")
         return None
     if parent is None and model is None:
         say_error("an llm fork of a run that had no model needs --model")

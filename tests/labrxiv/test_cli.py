@@ -385,6 +385,31 @@ def test_an_unknown_phase_is_named_whole(tmp_path: Path, monkeypatch: pytest.Mon
 @pytest.mark.parametrize(
     ("option", "named"),
     [
+        (["--tool-protocol", "text"], "--tool-protocol"),
+        (["--temperature", "0.2"], "--temperature"),
+        (["--context-tokens", "8000"], "--context-tokens"),
+        (["--phase-calls", "30"], "--phase-calls"),
+        (["--temperature", "0.2", "--phase-calls", "30"], "--temperature, --phase-calls"),
+    ],
+)
+def test_llm_options_an_agent_does_not_read_are_refused_for_agent_labs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, option: list[str], named: str
+) -> None:
+    """An agent lab reads the model, the phases' models and the endpoint (the agent is
+    given them) and nothing else of the llm policy's settings: those were accepted and
+    dropped (a campaign "at temperature 0.2" ran at the agent's own)."""
+    (tmp_path / "data").mkdir()
+    monkeypatch.chdir(tmp_path)
+    command = ["campaign", "--task", "continual-digits", "--policy", "agent", "--model", "m"]
+    code, out = invoke(*command, *option, "--agent", "x.py", LABRXIV_DATA_DIR="data")
+    assert code == 2, out
+    assert said(out) == f"{named}: for llm labs only, and these are --policy agent labs"
+    assert list((tmp_path / "data").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("option", "named"),
+    [
         (["--tool-protocol", "nope"], "--tool-protocol"),
         (["--temperature", "-3"], "--temperature"),
         (["--context-tokens", "100"], "--context-tokens"),

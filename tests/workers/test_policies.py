@@ -76,7 +76,7 @@ def test_tasks_validate_names_a_policy_no_worker_has(tmp_path: Path) -> None:
 
 
 def test_a_policy_says_whether_its_labs_use_a_model(extra_policies: None) -> None:
-    """The registry says which policies use a model (`Policy.uses_model`), not their names:
+    """The registry says which policies use a model (`Policy.model_settings`), not their names:
     a campaign gives model settings to the labs of any such policy, and to no other."""
     assert uses_model("llm") and uses_model("modelled")
     assert not any(uses_model(name) for name in ("search", "scripted", "no-such-policy"))

@@ -18,6 +18,7 @@ __all__ = [
     "new_policies",
     "policy_names",
     "policy_needs",
+    "model_settings",
     "uses_model",
 ]
 
@@ -37,10 +38,15 @@ def policy_needs() -> dict[str, tuple[str, ...]]:
     return {name: tuple(getattr(cls, "card_needs", ())) for name, cls in _classes().items()}
 
 
+def model_settings(name: str) -> frozenset[str]:
+    """The model settings the labs of policy `name` read (`Policy.model_settings`); none
+    for a name no policy has."""
+    return frozenset(getattr(_classes().get(name), "model_settings", ()))
+
+
 def uses_model(name: str) -> bool:
-    """Whether the labs of policy `name` call a model (`Policy.uses_model`); False for a
-    name no policy has."""
-    return bool(getattr(_classes().get(name), "uses_model", False))
+    """Whether the labs of policy `name` call a model: they read model settings."""
+    return bool(model_settings(name))
 
 
 def new_policies() -> dict[str, Policy]:

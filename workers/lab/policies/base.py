@@ -66,9 +66,10 @@ class Policy(Protocol):
     card_needs: ClassVar[tuple[str, ...]]
     """The task card's sections it reads, which a card that names it must fill
     (`search_space` for `search`); `labrxiv tasks validate` checks them."""
-    uses_model: ClassVar[bool]
-    """Whether its labs call a model: their runs carry model settings (`RunStarted.llm`),
-    which a command gives only to such labs."""
+    model_settings: ClassVar[frozenset[str]]
+    """The model settings (fields of `RunStarted.llm`, an `LlmConfig`) its labs read; none
+    for labs that call no model, whose runs carry no model settings. A command refuses an
+    option its labs would not read."""
     runs_alone: ClassVar[bool] = False
     """Whether one step takes the whole run, sending its events as they happen
     (`StepInput.emitter`) while no other take of the run's steps starts (an agent's

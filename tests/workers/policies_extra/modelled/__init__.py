@@ -8,7 +8,7 @@ class ModelledPolicy:
     """Ends its run at once, naming the model its run was given."""
 
     name = "modelled"
-    uses_model = True
+    model_settings = frozenset({"model"})
 
     def step(self, step: StepInput) -> StepOutcome:
         config = step.state.started.llm

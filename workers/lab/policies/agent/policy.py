@@ -23,7 +23,9 @@ class AgentPolicy:
 
     name = "agent"
     card_needs = ()
-    uses_model = True
+    model_settings = frozenset({"model", "phase_models", "base_url", "prices"})
+    """The agent is given the model, may call the phases' models, through the endpoint;
+    it chooses its own temperature, tools, context and calls."""
     runs_alone = True
 
     def step(self, step: StepInput) -> StepOutcome:

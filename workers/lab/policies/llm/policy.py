@@ -1,6 +1,7 @@
 """The `llm` policy as the lab step sees it: one model call (and its tools) a step."""
 
 from events.bounded_cache import BoundedCache
+from events.payloads import LlmConfig
 from workers.lab.policies.base import StepInput, StepOutcome
 from workers.lab.policies.llm.history import PARSED_KEPT, ParsedResponses
 from workers.lab.policies.llm.step import LlmStep, llm_step
@@ -12,7 +13,7 @@ class LlmPolicy:
 
     name = "llm"
     card_needs = ()
-    uses_model = True
+    model_settings = frozenset(LlmConfig.model_fields)
 
     def __init__(self) -> None:
         self.sizes = ExchangeSizes()

@@ -67,7 +67,7 @@ class SearchPolicy:
 
     name = "search"
     card_needs = ("search_space",)
-    uses_model = False
+    model_settings: frozenset[str] = frozenset()
 
     def __init__(self) -> None:
         self._memories = Memories()
