@@ -216,9 +216,10 @@ class _Clients:
     an idle one (the last given back) or makes one, and gives it back when it is answered.
     One client shared by the calls of fifty threads held as many connections in one pool,
     which httpcore looks through at every request and at every response's close, polling
-    each idle socket: a fifth of the CPU of a call's HTTP round trip. A client of its own
-    holds the one connection it reuses. The clients share one TLS context (each would make
-    its own, reading the certificates: 30 ms a client), made as the SDK's would be."""
+    each idle socket (26 polls a call at 100 embedded labs): fifty threads' round trips
+    took 2.8 ms of CPU a call, 2.5 ms with a client each. A client of its own holds the
+    one connection it reuses. The clients share one TLS context (each would make its own,
+    reading the certificates: 30 ms a client), made as the SDK's would be."""
 
     def __init__(self, base_url: str, api_key: str, timeout: float) -> None:
         self._base_url = base_url
