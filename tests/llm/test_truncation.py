@@ -4,7 +4,9 @@ exactly what re-measuring after every drop (the rule as first written) dropped."
 
 import itertools
 import json
+from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -63,6 +65,7 @@ from events.ids import new_id  # noqa: E402
 from events.payloads import LlmConfig, PhaseEntered, RunStarted  # noqa: E402
 from runstate import Exchange, fold  # noqa: E402
 from workers.gym.bundle import load_bundle  # noqa: E402
+from workers.lab.policies.llm import context  # noqa: E402
 from workers.lab.policies.llm.context import build, group_messages  # noqa: E402
 from workers.lab.policies.llm.truncation import ExchangeSizes  # noqa: E402
 
@@ -107,6 +110,32 @@ def test_build_keeps_the_newest_exchanges_and_measures_each_once() -> None:
     # the sizes remembered are reused: a second measure renders only the exchanges not final
     sizes.cumulative(state.stream, state.exchanges, final, render_counted)
     assert rendered == [state.exchanges[-1]]
+
+
+def test_a_later_conversation_renders_only_the_exchanges_not_final(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The messages of final exchanges are rendered once per worker: a later conversation
+    of the run, grown meanwhile, renders only those not yet final, and is the one a worker
+    that never saw the run builds."""
+    config = LlmConfig(model="m", context_tokens=4000)
+    card = load_bundle(GYM / "continual-digits").card
+    sizes = ExchangeSizes()
+    early = fold(_run(50, config))
+    build(early, card, config, lambda _: None, sizes, len(early.exchanges) - 1)
+    rendered: list[Exchange] = []
+
+    def render_counted(exchange: Exchange, **given: Any) -> list[dict[str, Any]]:
+        rendered.append(exchange)
+        return group_messages(exchange, **given)
+
+    monkeypatch.setattr(context, "group_messages", render_counted)
+    later = fold(_run(60, config))
+    final = len(later.exchanges) - 1
+    again = build(later, card, config, lambda _: None, sizes, final)
+    assert rendered == list(later.exchanges[len(early.exchanges) - 1 :]) + [later.exchanges[-1]]
+    afresh = build(later, card, config, lambda _: None, ExchangeSizes(), final)
+    assert again == afresh
 
 
 def test_an_exchange_longer_than_the_context_has_its_longest_texts_cut() -> None:

@@ -65,8 +65,7 @@ def build(
     if kept:
         note = f"({counts[kept]} earlier messages were dropped to fit the context.)"
         messages.append({"role": "user", "content": note})
-    for exchange in state.exchanges[kept:]:
-        messages += render(exchange)
+    messages += sizes.messages(state.stream, state.exchanges, kept, final, render)
     tools = [] if text_mode else schemas
     size = head_chars + chars[-1] - chars[kept]  # measured once per exchange, not again
     most = CHARS_PER_TOKEN * limit

@@ -75,14 +75,22 @@ class _Measured:
     chars: list[int] = field(default_factory=lambda: [0])
     messages: list[int] = field(default_factory=lambda: [0])
     lock: threading.Lock = field(default_factory=threading.Lock)
+    groups: dict[int, Messages] = field(default_factory=dict)
+    """Rendered exchanges that can no longer change, by index, from `oldest` on."""
+    oldest: int = 0
+    """The oldest exchange the last conversation kept: the groups before it are dropped."""
 
 
 class ExchangeSizes:
     """Each run's measured exchanges (size in characters, number of messages), as prefix
-    sums, kept by a worker; the least recently used runs are dropped past `max_runs`.
+    sums, and the rendered messages of those its conversation still keeps, kept by a
+    worker; the least recently used runs are dropped past `max_runs`.
 
     Only exchanges that can no longer change are kept: all of a recorded state's
-    exchanges but its last (whose tool results may still be recorded)."""
+    exchanges but its last (whose tool results may still be recorded). A conversation
+    of a long run keeps a hundred exchanges or more: rendering each again at every call
+    (parsing its answer, matching its results) took a tenth of a steps worker's CPU at
+    100 embedded labs forty calls into their runs (bench/embedded_scale.py)."""
 
     def __init__(self, max_runs: int = 512) -> None:
         self._runs: BoundedCache[str, _Measured] = BoundedCache(max_runs)
@@ -99,7 +107,9 @@ class ExchangeSizes:
         measured = self._runs.obtain(stream, _Measured)
         with measured.lock:
             for index in range(len(measured.chars) - 1, final):
-                _extend(measured.chars, measured.messages, render(exchanges[index]))
+                group = render(exchanges[index])
+                measured.groups[index] = group
+                _extend(measured.chars, measured.messages, group)
         chars, messages = [measured.chars[final]], [measured.messages[final]]
         for exchange in exchanges[final:]:
             _extend(chars, messages, render(exchange))
@@ -107,6 +117,33 @@ class ExchangeSizes:
             Cumulative(measured.chars, final + 1, chars[1:]),
             Cumulative(measured.messages, final + 1, messages[1:]),
         )
+
+    def messages(
+        self,
+        stream: str,
+        exchanges: PVector[Exchange],
+        kept: int,
+        final: int,
+        render: Callable[[Exchange], Messages],
+    ) -> Messages:
+        """The messages of `exchanges[kept:]`, of which the first `final` can no longer
+        change: each of those is rendered once (when measured) and its messages kept while
+        the conversation keeps it; the others are rendered now. The messages are shared
+        between calls: they are not to be changed (`context._cut` copies what it cuts)."""
+        measured = self._runs.obtain(stream, _Measured)
+        messages: Messages = []
+        with measured.lock:
+            for index in range(measured.oldest, kept):
+                measured.groups.pop(index, None)
+            measured.oldest = kept
+            for index in range(kept, min(final, len(exchanges))):
+                group = measured.groups.get(index)
+                if group is None:
+                    group = measured.groups[index] = render(exchanges[index])
+                messages += group
+        for exchange in exchanges[max(kept, final) :]:
+            messages += render(exchange)
+        return messages
 
 
 def _extend(chars: list[int], messages: list[int], group: Messages) -> None:
