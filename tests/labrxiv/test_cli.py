@@ -382,53 +382,43 @@ def test_an_unknown_phase_is_named_whole(tmp_path: Path, monkeypatch: pytest.Mon
         )
 
 
-@pytest.mark.parametrize(
-    ("option", "named"),
-    [
-        (["--tool-protocol", "text"], "--tool-protocol"),
-        (["--temperature", "0.2"], "--temperature"),
-        (["--context-tokens", "8000"], "--context-tokens"),
-        (["--phase-calls", "30"], "--phase-calls"),
-        (["--temperature", "0.2", "--phase-calls", "30"], "--temperature, --phase-calls"),
-    ],
-)
-def test_llm_options_an_agent_does_not_read_are_refused_for_agent_labs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, option: list[str], named: str
-) -> None:
-    """An agent lab reads the model, the phases' models and the endpoint (the agent is
-    given them) and nothing else of the llm policy's settings: those were accepted and
-    dropped (a campaign "at temperature 0.2" ran at the agent's own)."""
-    (tmp_path / "data").mkdir()
-    monkeypatch.chdir(tmp_path)
-    command = ["campaign", "--task", "continual-digits", "--policy", "agent", "--model", "m"]
-    code, out = invoke(*command, *option, "--agent", "x.py", LABRXIV_DATA_DIR="data")
-    assert code == 2, out
-    assert said(out) == f"{named}: for llm labs only, and these are --policy agent labs"
-    assert list((tmp_path / "data").iterdir()) == []
+AGENT = ["--model", "m", "--agent", "x.py"]
+"""What an agent lab is given, beside the option under test."""
 
 
 @pytest.mark.parametrize(
-    ("option", "named"),
+    ("policy", "option", "named"),
     [
-        (["--tool-protocol", "nope"], "--tool-protocol"),
-        (["--temperature", "-3"], "--temperature"),
-        (["--context-tokens", "100"], "--context-tokens"),
-        (["--phase-calls", "30"], "--phase-calls"),
-        (["--phase-model", "foo=bar", "--model", "m"], "--model, --phase-model"),
-        (["--base-url", "http://x"], "--base-url"),
+        ("search", ["--tool-protocol", "nope"], "--tool-protocol"),
+        ("search", ["--temperature", "-3"], "--temperature"),
+        ("search", ["--context-tokens", "100"], "--context-tokens"),
+        ("search", ["--phase-calls", "30"], "--phase-calls"),
+        ("search", ["--phase-model", "foo=bar", "--model", "m"], "--model, --phase-model"),
+        ("search", ["--base-url", "http://x"], "--base-url"),
+        ("agent", [*AGENT, "--tool-protocol", "text"], "--tool-protocol"),
+        ("agent", [*AGENT, "--temperature", "0.2"], "--temperature"),
+        ("agent", [*AGENT, "--context-tokens", "8000"], "--context-tokens"),
+        ("agent", [*AGENT, "--phase-calls", "30"], "--phase-calls"),
+        (
+            "agent",
+            [*AGENT, "--temperature", "0.2", "--phase-calls", "30"],
+            "--temperature, --phase-calls",
+        ),
     ],
 )
-def test_llm_options_given_to_search_labs_are_refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, option: list[str], named: str
+def test_llm_options_the_labs_do_not_read_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: str, option: list[str], named: str
 ) -> None:
     """They were accepted and ignored, invalid values included (`--tool-protocol nope`
-    exited 0; found running labrxiv from outside)."""
+    exited 0; found running labrxiv from outside). An agent lab reads the model, the
+    phases' models and the endpoint (the agent is given them) and nothing else of the llm
+    policy's settings: a campaign "at temperature 0.2" ran at the agent's own."""
     (tmp_path / "data").mkdir()
     monkeypatch.chdir(tmp_path)
-    command = ["campaign", "--task", "continual-digits", "--policy", "search", *option]
+    command = ["campaign", "--task", "continual-digits", "--policy", policy, *option]
     code, out = invoke(*command, LABRXIV_DATA_DIR="data")
     assert code == 2, out
-    assert said(out) == f"{named}: for llm labs only, and these are --policy search labs"
+    assert said(out) == f"{named}: for llm labs only, and these are --policy {policy} labs"
     assert list((tmp_path / "data").iterdir()) == []
 
 
