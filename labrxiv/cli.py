@@ -35,7 +35,7 @@ from labrxiv.cli_resume import resume
 from labrxiv.cli_reviewers import reviewers_app
 from labrxiv.cli_serve import serve
 from labrxiv.cli_tasks import tasks_app
-from labrxiv.console import make_console
+from labrxiv.console import console
 from labrxiv.demo_defaults import DEMO_TASK
 from runstate.words import counted
 
@@ -63,7 +63,6 @@ app.command()(fork)
 app.command()(resume)
 app.command()(exporter)
 app.command()(serve)
-console = make_console()
 DEFAULT_REPORT = Path("report")
 
 

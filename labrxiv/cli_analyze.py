@@ -32,7 +32,7 @@ from labrxiv.analysis_of import analysis_of, stream_events
 from labrxiv.cli_bounds import INT64_MAX, count_option, dollars_option
 from labrxiv.cli_common import AsJson, emit_json, read_runner
 from labrxiv.cli_errors import say_error
-from labrxiv.console import make_console
+from labrxiv.console import console
 from labrxiv.errors import NotFound, written
 from labrxiv.html_report import page
 from labrxiv.lookup import campaign_ids, pick, resolve_run
@@ -40,7 +40,6 @@ from labrxiv.money import dollars_text
 from runstate import loader
 from runstate.words import counted
 
-console = make_console()
 OUT_FILE = "analysis.json"
 PAGE_FILE = "analysis.html"
 

@@ -1,6 +1,6 @@
 """What the read commands share: settings, the log they read (never a new one), JSON, listings."""
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Sized
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -9,14 +9,13 @@ from rich.console import RenderableType
 
 from events import EventStore
 from labrxiv.cli_errors import err, say_error
-from labrxiv.console import configure_logging, make_console
+from labrxiv.console import configure_logging, console
 from labrxiv.read_shapes import json_bytes
 from labrxiv.reading import find_log, open_log
 from labrxiv.settings import Settings, SettingsError, load_settings
 from projections.catalogue import all_projectors
 from projections.runner import ProjectionRunner
 
-out = make_console()
 """Where a read command's table goes (stdout)."""
 
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
@@ -109,13 +108,18 @@ def emit_json(value: Any) -> None:
 
 
 def show_listing(
-    as_json: bool, rows: Sequence[Any], table: Callable[[], RenderableType], none: str
+    as_json: bool,
+    found: Sized,
+    rows: Callable[[], Sequence[Any]],
+    table: Callable[[], RenderableType],
+    none: str,
 ) -> None:
-    """A listing command's output: `rows` (its JSON shape) as JSON, `[]` when there are
-    none; else its `table`, or, with no rows, the line `none` saying why."""
+    """A listing command's output for what it `found`: its `rows` (the JSON shape) as
+    JSON, `[]` when there are none; else its `table`, or, when nothing was found, the
+    line `none` saying why. Only the shape shown is built."""
     if as_json:
-        emit_json(rows)
-    elif not rows:
-        out.print(none)
+        emit_json(rows())
+    elif not found:
+        console.print(none)
     else:
-        out.print(table())
+        console.print(table())

@@ -18,13 +18,12 @@ from labrxiv.cli_bounds import INT64_MAX
 from labrxiv.cli_common import AsJson, emit_json, read_store
 from labrxiv.cli_errors import say_error
 from labrxiv.cli_group import command_group
-from labrxiv.console import make_console
+from labrxiv.console import console
 from labrxiv.errors import NotFound
 from labrxiv.lookup import find_event, is_event_ref, resolve_campaign
 from labrxiv.views import events_table
 
 events_app = command_group("Read the event log.", no_args_is_help=True)
-console = make_console()
 
 
 @events_app.command("tail")

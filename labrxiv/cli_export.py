@@ -15,7 +15,7 @@ from labrxiv.cli_errors import err, say_error
 from labrxiv.cli_export_otel import export_otel
 from labrxiv.cli_export_runs import export_finetune, export_inspect
 from labrxiv.cli_group import command_group
-from labrxiv.console import make_console
+from labrxiv.console import console
 from labrxiv.errors import written
 from labrxiv.lookup import resolve_campaign
 from labrxiv.wiring import gym_dirs
@@ -24,7 +24,6 @@ from workers.errors import BundleError
 from workers.gym.registry import find_bundle
 
 export_app = command_group("Data made from the log, for use elsewhere.", no_args_is_help=True)
-console = make_console()
 export_app.command("inspect")(export_inspect)
 export_app.command("finetune")(export_finetune)
 export_app.command("otel")(export_otel)

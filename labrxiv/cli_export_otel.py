@@ -7,7 +7,7 @@ import typer
 from rich.markup import escape
 
 from labrxiv.cli_common import read_runner
-from labrxiv.console import make_console
+from labrxiv.console import console
 from labrxiv.errors import NotFound, ShellError, Unreachable
 from labrxiv.lookup import resolve_campaign, resolve_run
 from projections.runs import runs_of
@@ -15,8 +15,6 @@ from projections.runs import runs_of
 if TYPE_CHECKING:  # the exporter's modules take 0.2 s to import: only the commands that send
     from events import EventStore
     from projections.exports.otel_sink import OtelSink
-
-console = make_console()
 
 
 def export_otel(

@@ -14,7 +14,7 @@ from sqlalchemy import Connection
 from events import EventStore
 from events.streams import stream_id
 from labrxiv.cli_common import read_runner
-from labrxiv.console import make_console
+from labrxiv.console import console
 from labrxiv.errors import NotFound, written
 from labrxiv.lookup import resolve_campaign, resolve_run
 from projections.runner import ProjectionRunner
@@ -23,7 +23,6 @@ from projections.runs import runs_of
 if TYPE_CHECKING:
     from projections.exports.runs import ExportedRun
 
-console = make_console()
 VERDICTS = ("PASS", "SUSPICIOUS", "FAIL")
 RUN_HELP = "One run: run-<campaign>-<lab> or a prefix of it."
 CAMPAIGN_HELP = "Every run of this campaign (an id or a prefix of one)."

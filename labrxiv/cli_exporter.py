@@ -16,7 +16,7 @@ import typer
 
 from labrxiv.cli_bounds import INT64_MAX
 from labrxiv.cli_common import settings_or_exit
-from labrxiv.console import make_console
+from labrxiv.console import console
 from labrxiv.settings import Settings
 
 if TYPE_CHECKING:  # imported lazily below, so `labrxiv --help` stays fast
@@ -25,7 +25,6 @@ if TYPE_CHECKING:  # imported lazily below, so `labrxiv --help` stays fast
     from projections.exports.otel_sink import OtelSink
     from projections.metrics import Bounds
 
-console = make_console()
 EXPORTER_PORT = 9810
 """`labrxiv exporter`'s default port (docs/metrics.md lists every port)."""
 

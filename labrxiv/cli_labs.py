@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from labrxiv.campaigns import CampaignOutcome
 from labrxiv.cli_errors import say_error
-from labrxiv.console import make_console
+from labrxiv.console import console
 from labrxiv.exit_codes import EVERY_RUN_ERRORED, NOT_FINISHED
 from labrxiv.interrupt import Left, press_ctrl_c, say_stopped
 from labrxiv.report import count_endings, every_run_errored, interrupted, print_endings
@@ -23,8 +23,6 @@ from workers.gym.registry import find_bundle
 from workers.lab.policies import policy_needs
 from workers.sandbox.backends import choose, describe
 from workers.sandbox.base import SandboxUnavailable
-
-console = make_console()
 
 
 def check_task(settings: Settings, task: str, policy: str, hint: str = "") -> TaskCard:

@@ -5,7 +5,7 @@ import typer
 
 from labrxiv.cli_common import AsJson, emit_json, read_runner, show_listing
 from labrxiv.cli_group import command_group
-from labrxiv.console import make_console
+from labrxiv.console import console
 from labrxiv.errors import NotFound
 from labrxiv.lookup import resolve_campaign, resolve_run
 from labrxiv.read_shapes import run_show_json, runs_json
@@ -14,7 +14,6 @@ from labrxiv.views import campaigns_table, run_view, runs_table
 from projections.campaigns import campaign_modes, campaigns_of
 from projections.runs import runs_of
 
-console = make_console()
 runs_app = command_group(
     "The runs read model: every run (`--campaign` narrows), or one (`show RUN`).",
     invoke_without_command=True,
@@ -27,7 +26,7 @@ def campaigns(as_json: AsJson = False) -> None:
     with runner.store.engine.connect() as conn:
         found = campaigns_of(conn)
     none = "no campaign in the log yet: `labrxiv campaign` or `labrxiv demo` runs one"
-    show_listing(as_json, found, lambda: campaigns_table(found), none)
+    show_listing(as_json, found, lambda: found, lambda: campaigns_table(found), none)
 
 
 @runs_app.callback()
@@ -47,7 +46,9 @@ def runs(
     if campaign is not None and not rows:
         raise NotFound(f"campaign {campaign} has no run in the runs read model yet")
     none = "no run yet (`labrxiv projector --once` catches the read models up)"
-    show_listing(as_json, runs_json(rows, modes), lambda: runs_table(rows, modes), none)
+    show_listing(
+        as_json, rows, lambda: runs_json(rows, modes), lambda: runs_table(rows, modes), none
+    )
 
 
 @runs_app.command("show")

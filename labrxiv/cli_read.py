@@ -5,10 +5,8 @@ current; `labrxiv projector --once` catches up once) and never write the log.
 """
 
 import enum
-from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
-from typing import TypeVar
 
 import typer
 from rich.markup import escape
@@ -26,7 +24,7 @@ from labrxiv.cli_common import (
 )
 from labrxiv.cli_errors import err
 from labrxiv.cli_group import command_group
-from labrxiv.console import make_console
+from labrxiv.console import console
 from labrxiv.errors import NotFound
 from labrxiv.lookup import resolve_campaign, resolve_paper
 from labrxiv.read_shapes import curves_json, marks_of, paper_json, papers_json
@@ -43,7 +41,7 @@ from projections.archive_pages import PaperFilter
 from projections.archive_search import search_page
 from projections.archive_top import ranked_as_measured, recorded_direction, top_papers
 from projections.campaigns import campaign_modes
-from projections.curves import CurvePoint, PaperPoint, curve_points, paper_points
+from projections.curves import curve_points, paper_points, renamed
 from projections.ledger import RollUp, ledger_totals
 from projections.ledger_labs import ledger_by_lab
 from projections.reviews import any_reviews, decisions_of, reviews_of
@@ -54,7 +52,6 @@ from workers.gym.registry import find_bundle
 papers_app = command_group(
     "The paper archive (AgentRxiv): list, show, search, top.", no_args_is_help=True
 )
-console = make_console()
 
 
 class RollUpBy(enum.StrEnum):
@@ -102,12 +99,14 @@ def papers_list(
         asked = [f"on task {task}" if task else "", f"by lab {lab}" if lab else ""]
         asked.append(f"of campaign {campaign}" if campaign else "")
         raise NotFound(f"no paper {' '.join(a for a in asked if a)} in the archive")
-    verified = {i: marks.verified(i) for i in ids}
     shown = marks.decisions if reviewed else None  # no review columns without reviews
     show_listing(
         as_json,
-        papers_json(papers, marks),
-        lambda: papers_table(papers, verified, f"papers ({len(papers)})", shown),
+        papers,
+        lambda: papers_json(papers, marks),
+        lambda: papers_table(
+            papers, {i: marks.verified(i) for i in ids}, f"papers ({len(papers)})", shown
+        ),
         "no paper in the archive yet",
     )
 
@@ -280,8 +279,8 @@ def curves(
         # the isolated campaign from the archive one.
         names = {c: f"{m} {c}" if m else c for c, m in modes.items()}
         drawn = plots.write_curves(
-            [_named(p, names) for p in points],
-            [_named(p, names) for p in papers],
+            renamed(points, names),
+            renamed(papers, names),
             out,
             by=by.value,
             directions=ways,
@@ -294,11 +293,3 @@ def curves(
     console.print(f"{len(points)} scored attempts, {len(papers)} papers")
     for path in written:
         console.print(f"wrote {escape(str(path))}")
-
-
-Point = TypeVar("Point", CurvePoint, PaperPoint)
-
-
-def _named(point: Point, names: Mapping[str, str]) -> Point:
-    """`point` with its campaign called what `names` calls it (its id where unnamed)."""
-    return point.model_copy(update={"campaign": names.get(point.campaign or "", point.campaign)})

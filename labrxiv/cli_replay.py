@@ -13,7 +13,7 @@ from rich.text import Text
 from events import Event
 from labrxiv.cli_bounds import count_option
 from labrxiv.cli_common import AsJson, emit_json, read_runner
-from labrxiv.console import make_console
+from labrxiv.console import console
 from labrxiv.errors import NotFound
 from labrxiv.lookup import resolve_run
 from runstate import RunState
@@ -21,8 +21,6 @@ from runstate.agent_notes import AGENT_TYPES
 from runstate.best import NORMALIZED, best_of
 from runstate.budget import wall_used
 from runstate.trajectory import Step, state_at
-
-console = make_console()
 
 
 def replay(

@@ -22,7 +22,7 @@ from labrxiv.cli_bounds import INT64_MAX, accept_rating_option, count_option, do
 from labrxiv.cli_common import AsJson, emit_json, read_runner
 from labrxiv.cli_errors import say_error
 from labrxiv.cli_group import command_group
-from labrxiv.console import make_console
+from labrxiv.console import console
 from labrxiv.errors import NotFound
 from labrxiv.lookup import resolve_campaign
 from labrxiv.reviewer_run import run_reviewer
@@ -30,7 +30,6 @@ from projections.reviews import REVIEWS
 from workers.review.evidence import gather, measured_score
 
 reviewers_app = command_group("Reviewers: how well they agree with people and with the log.")
-console = make_console()
 
 
 @reviewers_app.command("eval")

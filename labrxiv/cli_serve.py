@@ -6,10 +6,8 @@ import socket
 import typer
 
 from labrxiv.cli_common import read_runner
-from labrxiv.console import make_console
+from labrxiv.console import console
 from labrxiv.errors import CannotServe
-
-console = make_console()
 
 
 def serve(

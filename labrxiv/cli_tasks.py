@@ -10,7 +10,7 @@ from rich.table import Table
 
 from labrxiv.cli_common import GymPath, settings_or_exit, with_gym_path
 from labrxiv.cli_group import command_group
-from labrxiv.console import make_console
+from labrxiv.console import console
 from workers.errors import BundleError
 from workers.gym.bundle import Bundle, load_bundle, validate_bundle
 from workers.gym.card import Budgets
@@ -19,7 +19,6 @@ from workers.gym.registry import bundle_dirs, find_bundle
 from workers.lab.policies import policy_needs
 
 tasks_app = command_group("Research task bundles: list, show, validate.", no_args_is_help=True)
-console = make_console()
 
 
 def _extra_dirs(gym_path: list[Path] | None) -> list[Path]:

@@ -63,6 +63,10 @@ def make_console(stderr: bool = False, **options: Any) -> Console:
     return ShellConsole(stderr=stderr, **options)
 
 
+console = make_console()
+"""The console every command prints its output with (on stdout, looked up at each print)."""
+
+
 class StderrHandler(logging.Handler):
     """Log records as lines on `sys.stderr`, looked up at each line: while a live table is
     shown in a terminal, rich's `Live` stands in for `sys.stderr` and prints the line

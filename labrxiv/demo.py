@@ -36,7 +36,7 @@ from labrxiv.report import (
 )
 from labrxiv.settings import Settings
 from labrxiv.wiring import Embedded, open_embedded
-from projections.curves import curve_points, paper_points
+from projections.curves import curve_points, paper_points, renamed
 from projections.runs import best_directions
 from runstate.words import counted
 from workers.gym.registry import find_bundle
@@ -155,11 +155,13 @@ def run_demo(
             paper_rows = [p for c in campaigns.values() for p in paper_points(conn, c)]
             ways = best_directions(conn, campaigns.values())
         labels = {c: m for m, c in campaigns.items()}
-        points = [p.model_copy(update={"campaign": labels[p.campaign or ""]}) for p in points]
-        paper_rows = [
-            p.model_copy(update={"campaign": labels[p.campaign or ""]}) for p in paper_rows
-        ]
-        plots = write_curves(points, paper_rows, report, by="campaign", directions=ways)
+        plots = write_curves(
+            renamed(points, labels),
+            renamed(paper_rows, labels),
+            report,
+            by="campaign",
+            directions=ways,
+        )
         if effect is not None:
             this_run = (
                 {m: summaries[m].best_per_paper for m in ("isolated", "archive")}

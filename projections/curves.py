@@ -26,9 +26,9 @@ campaign's totals add the runs' up).
 `curve_runs` holds each run's running totals, which the fold needs across pages.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import BigInteger, Column, Connection, DateTime, Table, func, or_, select
 from sqlmodel import Field, SQLModel
@@ -316,6 +316,17 @@ class PaperPoint(CurvePaperFields):
     """A paper on the AgentRxiv curve, as read."""
 
     model_config = SQLModelConfig(frozen=True)
+
+
+Point = TypeVar("Point", CurvePoint, PaperPoint)
+
+
+def renamed(points: Iterable[Point], names: Mapping[str, str]) -> list[Point]:
+    """`points` with each one's campaign called what `names` calls it (its id where
+    `names` has none), as plots label their lines."""
+    return [
+        p.model_copy(update={"campaign": names.get(p.campaign or "", p.campaign)}) for p in points
+    ]
 
 
 def curve_points(
