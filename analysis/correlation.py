@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 EXACT_UP_TO = 7
 """Runs up to which the p-value is the exact permutation test's (7! = 5,040 orderings,
@@ -79,6 +78,9 @@ def correlate(
         if np.ptp(values) == 0:
             why = f"every run has the same {name}: no correlation"
             return Correlation(x_name, y_name, n, None, None, _join(note, why))
+    # imported here: a command that correlates nothing starts without scipy (0.5 s)
+    from scipy import stats
+
     rng = np.random.default_rng(seed)
     pearson_boot, spearman_boot = _bootstrap(xs, ys, resamples, rng)
     alpha = (1 - confidence) / 2
@@ -103,6 +105,8 @@ def _p(xs: np.ndarray, ys: np.ndarray, asymptotic: float) -> float:
     n = len(xs)
     if n > EXACT_UP_TO:
         return max(float(asymptotic), 2 / math.factorial(n))
+    from scipy import stats
+
     every = stats.PermutationMethod(n_resamples=math.factorial(n))  # n! or more: exact
     return float(stats.pearsonr(xs, ys, method=every).pvalue)
 
@@ -126,6 +130,8 @@ def _bootstrap(
 
 
 def _ranks(values: np.ndarray) -> np.ndarray:
+    from scipy import stats
+
     return stats.rankdata(values, axis=1)
 
 

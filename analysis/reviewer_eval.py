@@ -13,7 +13,6 @@ from typing import Literal, TypeVar
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from scipy import stats
 
 from events.payloads.review import ACCEPT_RATING
 
@@ -203,6 +202,9 @@ def _decision(prediction: Prediction, accept_rating: float) -> Decision:
 def _spearman(x: np.ndarray, y: np.ndarray) -> float | None:
     if len(x) < 3 or np.all(x == x[0]) or np.all(y == y[0]):
         return None
+    # imported here: a command that evaluates no reviewer starts without scipy
+    from scipy import stats
+
     return float(stats.spearmanr(x, y).statistic)
 
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from openai.types.chat import ChatCompletion
 
 from events.payloads.model import Usage
 from runstate.answers import Unreadable, answer_json
@@ -51,6 +50,9 @@ def read_answer(api: str, body: bytes, streamed: bool) -> Answer:
 
 
 def _chat(data: dict[str, Any]) -> Answer:
+    # imported here: a command that calls no model starts without the SDK (0.4 s)
+    from openai.types.chat import ChatCompletion
+
     if "choices" not in data:
         raise Unreadable(f"the answer has no choices: {orjson.dumps(data)[:200]!r}")
     try:

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from openai.types.chat import ChatCompletion
 from pydantic import ValidationError
 
 from analysis.finding import Finding
@@ -249,6 +248,9 @@ def _reply(body: bytes | None) -> Reply | str:
     """The reply in a recorded response body, or why it cannot be read."""
     if body is None:
         return "the model's answer was not recorded (no response body)"
+    # imported here: a command that calls no model starts without the SDK (0.4 s)
+    from openai.types.chat import ChatCompletion
+
     try:
         completion = ChatCompletion.model_validate(orjson.loads(body))
         return parse_reply(completion, TOOL_NAMES)

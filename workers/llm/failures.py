@@ -11,7 +11,6 @@ from email.utils import parsedate_to_datetime
 from typing import Literal
 
 import httpx2
-import openai
 
 from workers.llm.scrub import scrub
 
@@ -39,6 +38,9 @@ class Failure:
 
 def classify(exc: Exception, secrets: tuple[str, ...]) -> Failure:
     """The failure `exc` (raised by the openai client) stands for."""
+    # imported here: a command that calls no model starts without the SDK (0.4 s)
+    import openai
+
     detail = scrub(f"{type(exc).__name__}: {exc}{_where(exc)}", secrets)[:DETAIL]
     if isinstance(exc, openai.APITimeoutError):
         return Failure("timeout", True, detail)
@@ -56,6 +58,8 @@ def _where(exc: Exception) -> str:
     """For a request that got no answer, where it went and why not: the SDK's own message
     is "Connection error." whatever the endpoint and the cause (a wrong URL, a server
     down, no network looked the same in a run's ending)."""
+    import openai
+
     if not isinstance(exc, openai.APIConnectionError):  # a timeout is one too
         return ""
     request = exc.request

@@ -25,10 +25,9 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import httpx2
-import openai
-from openai.types.chat import ChatCompletion
 
 from events.blobs import blob_ref
 from events.payloads.model import ModelFailed, ModelResponded, Usage
@@ -39,6 +38,10 @@ from workers.llm.reply import MalformedResponse, Reply, read_completion
 from workers.llm.request import ModelRequest, PreparedCall, prepare_call
 from workers.llm.scrub import scrub, scrub_bytes
 from workers.retry import RetryPolicy
+
+if TYPE_CHECKING:
+    import openai
+    from openai.types.chat import ChatCompletion
 
 log = logging.getLogger(__name__)
 
@@ -113,6 +116,9 @@ class Gateway:
     def send(self, prepared: PreparedCall) -> CallOutcome:
         """Make the attempt (one HTTP request) and say what came of it; never raises for
         the provider's errors, which are outcomes to record."""
+        # imported here: a command that calls no model starts without the SDK (0.4 s)
+        import openai
+
         started = self._clock()
         try:
             # The recorded request bytes go out as they are: `chat.completions.create`
@@ -147,7 +153,7 @@ class Gateway:
     def _responded(
         self,
         prepared: PreparedCall,
-        completion: ChatCompletion,
+        completion: "ChatCompletion",
         reply: Reply,
         usage: Usage | None,
         body: bytes,
@@ -231,7 +237,7 @@ class _Clients:
         self._lock = threading.Lock()
 
     @contextmanager
-    def one(self) -> Iterator[openai.OpenAI]:
+    def one(self) -> Iterator["openai.OpenAI"]:
         """An idle client for one call, given back after it."""
         with self._lock:
             client = self._idle.pop() if self._idle else self._make()
@@ -241,7 +247,9 @@ class _Clients:
             with self._lock:
                 self._idle.append(client)
 
-    def _make(self) -> openai.OpenAI:
+    def _make(self) -> "openai.OpenAI":
+        import openai
+
         if self._tls is None:
             self._tls = httpx2.create_ssl_context()
         http = openai.DefaultHttpxClient(
@@ -265,9 +273,11 @@ class _Clients:
             client.close()
 
 
-def _completion(body: bytes) -> ChatCompletion:
+def _completion(body: bytes) -> "ChatCompletion":
     """The answer as the SDK would parse it (its `model_construct`, the SDK's own: nested
     objects built, no validation, fields kept)."""
+    from openai.types.chat import ChatCompletion
+
     data = json_object(body, "the response", MalformedResponse)
     return ChatCompletion.model_construct(**data)
 

@@ -9,13 +9,15 @@ the caller tells the model (`ToolCall.problem_message()`) and the run goes on.
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from openai.types.chat import ChatCompletion
 from pydantic import ValidationError
 
 from events.payloads.model import Usage
 from workers.llm import model_json
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletion
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +77,9 @@ def read_completion(
     The SDK builds its models without validating them, so a missing field shows only
     when it is read: reading happens here, once, and any gap is a malformed answer.
     """
+    # imported here: a command that calls no model starts without the SDK (0.4 s)
+    from openai.types.chat import ChatCompletion
+
     if not isinstance(completion, ChatCompletion) or "choices" not in completion.model_fields_set:
         raise MalformedResponse(f"not a chat completion: {body[:300].decode(errors='replace')}")
     try:
@@ -89,7 +94,7 @@ def read_completion(
         return reply, None
 
 
-def parse_reply(completion: ChatCompletion, tool_names: frozenset[str]) -> Reply:
+def parse_reply(completion: "ChatCompletion", tool_names: frozenset[str]) -> Reply:
     """The reply in `completion`, with each tool call checked against `tool_names`."""
     if not completion.choices:
         return Reply(None, (), None, {"role": "assistant", "content": None})
@@ -112,7 +117,7 @@ def parse_reply(completion: ChatCompletion, tool_names: frozenset[str]) -> Reply
     return Reply(choice.message.content, calls, choice.finish_reason, message)
 
 
-def usage_of(completion: ChatCompletion) -> Usage | None:
+def usage_of(completion: "ChatCompletion") -> Usage | None:
     """Tokens exactly as the provider reported them; None when it reported no usage."""
     usage = completion.usage
     if usage is None:

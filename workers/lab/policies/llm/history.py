@@ -3,9 +3,9 @@
 import hashlib
 from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import orjson
-from openai.types.chat import ChatCompletion
 
 from events.bounded_cache import BoundedCache
 from events.payloads import (
@@ -15,8 +15,11 @@ from events.payloads.model import Phase
 from workers.lab.policies.llm import phases, text_protocol
 from workers.llm.reply import Reply, ToolCall, parse_reply
 
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletion
+
 BlobReader = Callable[[str], bytes | None]
-ParsedResponses = BoundedCache[str, ChatCompletion]
+ParsedResponses = BoundedCache[str, "ChatCompletion"]
 """Recorded responses, parsed, by hash (blobs never change), kept by a worker
 (`LlmPolicy.parsed`): every step of a run rebuilds its conversation from all of the run's
 answers."""
@@ -96,7 +99,7 @@ def _text(text: str) -> dict[str, object]:
 
 def _completion(
     sha256: str, read_blob: BlobReader, parsed: ParsedResponses | None
-) -> ChatCompletion | None:
+) -> "ChatCompletion | None":
     """A recorded response, parsed (kept in `parsed`, when given)."""
     known = parsed.get(sha256) if parsed is not None else None
     if known is not None:
@@ -104,6 +107,9 @@ def _completion(
     data = read_blob(sha256)
     if data is None:
         return None
+    # imported here: a command that calls no model starts without the SDK (0.4 s)
+    from openai.types.chat import ChatCompletion
+
     completion = ChatCompletion.model_construct(**orjson.loads(data))
     if parsed is not None:
         parsed.put(sha256, completion)
