@@ -59,6 +59,10 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     )
 
 
+BUSY_TIMEOUT_S = 60.0
+"""SQLite's busy timeout by default: how long a writer, or a `turn`, waits for another's."""
+
+
 def _on_disk(database: str | None) -> bool:
     """Whether a SQLite URL's database is a file (an in-memory one has a pool of its own,
     which takes no pool sizes)."""
@@ -79,7 +83,9 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
     # how many stay open between uses (the embedded system sizes it to its threads).
     # `timeout`: SQLite's busy timeout, in seconds (what another process's writer may
     # keep this one waiting, at SQLite's lock or at the writers' file lock: `_Writer`).
-    connect_args = {"timeout": 60, "check_same_thread": False} | kwargs.pop("connect_args", {})
+    connect_args = {"timeout": BUSY_TIMEOUT_S, "check_same_thread": False} | kwargs.pop(
+        "connect_args", {}
+    )
     engine = create_engine(
         url,
         json_serializer=_json_dumps,
@@ -164,9 +170,10 @@ class _Writer:
     file cannot be made or locked (a read-only folder, a file system without `flock`), the
     processes meet at SQLite's lock alone."""
 
-    def __init__(self, path: str | None) -> None:
+    def __init__(self, path: str | None, suffix: str = "writer") -> None:
         self._lock = threading.RLock()
         self._path = path
+        self._suffix = suffix
         self._depth = 0
         self._fd: int | None = None
 
@@ -189,7 +196,7 @@ class _Writer:
 
     def _take(self, path: str, timeout: float) -> int | None:
         try:
-            fd = os.open(f"{path}-writer", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+            fd = os.open(f"{path}-{self._suffix}", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
         except OSError:
             self._path = None  # not ours to make: SQLite's lock alone
             return None
@@ -202,7 +209,7 @@ class _Writer:
                     return fd
                 except BlockingIOError:
                     if time.monotonic() >= deadline:
-                        said = f"database is locked: another process held {path}-writer"
+                        said = f"database is locked: another process held {path}-{self._suffix}"
                         raise exc.OperationalError(
                             "BEGIN IMMEDIATE", None, sqlite3.OperationalError(said)
                         ) from None
@@ -237,6 +244,36 @@ def _writer_lock(database: str | None) -> _Writer:
     key = os.path.realpath(database)
     with _WRITERS_LOCK:
         return _WRITERS.setdefault(key, _Writer(key))
+
+
+_TURNS: dict[tuple[str, str], _Writer] = {}
+
+
+@contextmanager
+def turn(engine: Engine, name: str) -> Iterator[None]:
+    """A turn at `name`'s work on a SQLite file, taken by one thread of one process at a
+    time (a reentrant lock in this process, an exclusive `flock` of `<database>-<name>`
+    across processes, as the writers' `_Writer`) and held without the writer lock: work
+    that reads the log and sends between two short writes (the reactor's page) keeps no
+    writer waiting meanwhile. On PostgreSQL it holds nothing: the work's transaction
+    locks a row for it (FOR UPDATE) and blocks no other writer."""
+    if engine.dialect.name != "sqlite":
+        yield
+        return
+    database = engine.url.database
+    if not database or database == ":memory:":
+        key = (f"memory:{id(engine)}", name)  # one engine, one process
+        path = None
+    else:
+        key = (os.path.realpath(database), name)
+        path = key[0]
+    with _WRITERS_LOCK:
+        held = _TURNS.setdefault(key, _Writer(path, suffix=name))
+    held.acquire(BUSY_TIMEOUT_S)
+    try:
+        yield
+    finally:
+        held.release()
 
 
 def lock_for_append(conn: Connection) -> Connection:

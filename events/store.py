@@ -137,6 +137,10 @@ class EventStore:
             if digest(data) != key:
                 raise BlobMismatch(f"blob sent as {key} hashes to {digest(data)}")
         unique = list({event.id: event for event in reversed(events)}.values())[::-1]
+        # Serialized from the validated payloads (defaults filled, values normalized),
+        # never the producer's raw JSON, and before the transaction: on SQLite it holds
+        # the one writer lock of every process.
+        bodies = {e.id: e.payload.model_dump_json() for e in unique}
         fresh: list[Event] = []
         diverged: tuple[Diverged, ...] = ()
         positions: list[int] = []
@@ -152,7 +156,7 @@ class EventStore:
                 now = utcnow()
                 if fresh:
                     positions = taken.positions[: len(fresh)]
-                    _insert(conn, fresh, positions, now)
+                    _insert(conn, fresh, positions, now, bodies)
                 if blobs:
                     self._insert_blobs(conn, blobs)
         appended = [
@@ -450,7 +454,13 @@ def _check_versions(fresh: list[Event], current: Mapping[str, int], ended: set[s
             expected += 1
 
 
-def _insert(conn: Any, fresh: list[Event], positions: list[int], now: datetime) -> None:
+def _insert(
+    conn: Any,
+    fresh: list[Event],
+    positions: list[int],
+    now: datetime,
+    bodies: Mapping[uuid.UUID, str],
+) -> None:
     # Positions are chosen before the rows go in and written with them, so no
     # read-back is needed (it cost as much as the COPY itself).
     rows = [
@@ -465,9 +475,7 @@ def _insert(conn: Any, fresh: list[Event], positions: list[int], now: datetime) 
             e.causation_id,
             e.correlation_id,
             e.actor,
-            # Serialized from the validated payload (defaults filled, values
-            # normalized), never the producer's raw JSON.
-            e.payload.model_dump_json(),
+            bodies[e.id],
         )
         for e in fresh
     ]

@@ -2,9 +2,12 @@
 
 A reaction (a run's next step, closing a finished campaign; later reviews and
 analysis) is sent by a reader that tails the log by position with a checkpoint, as a
-projector does, never by the recorder's success path alone. Each catch-up locks the
-checkpoint, reads the events after it, sends their reactions and only then moves the
-checkpoint, in that one transaction. So:
+projector does, never by the recorder's success path alone. Each catch-up takes the
+reactor's turn, reads the events after the checkpoint, sends their reactions and only
+then moves the checkpoint. The turn is the checkpoint's row lock, in one transaction, on
+PostgreSQL; on SQLite, where any write transaction holds the file's one writer lock, it
+is a lock of its own (`events.engines.turn`) and the checkpoint moves in a short write at
+the end. So:
 - a crash anywhere between an append and a send loses nothing: the checkpoint has not
   moved past the event, and the next catch-up sends its reactions (a recorder killed
   ~20 ms after recording a batch does not lose the run's next step);
@@ -15,7 +18,7 @@ checkpoint, in that one transaction. So:
 Who catches up: the recorder, right after each append (the fast path: a step's next
 step is sent within the same task); `labrxiv reactor`, which polls the log (the path
 that survives a recorder killed between its append and its catch-up); and the
-campaign watcher, each tick. The checkpoint's row lock makes them take turns.
+campaign watcher, each tick. The turn makes them go one after another.
 
 A message lost inside the broker (Redis restarted empty) is beyond the log's reach:
 `workers.lab.reaper` finds the runs it stalled and sends their step again.
@@ -29,7 +32,7 @@ from sqlalchemy import Connection, MetaData, Table
 
 from events import EventStore
 from events.checkpoints import Checkpoints
-from events.engines import writing
+from events.engines import turn, writing
 from events.recorded import Recorded
 from events.schema import create_tables
 from workers.bus.base import Bus, BusStopped
@@ -106,18 +109,41 @@ class Reactor:
             return REACTOR_CHECKPOINTS.read(conn, self.name)
 
     def _one_page(self) -> int:
-        with writing(self.store.engine) as conn:
-            seen = self._claim(conn)
-            self._reached = max(self._reached, seen)
-            records = self.store.read_records(seen, self.page)
-            if not records:
-                return 0
+        engine = self.store.engine
+        if engine.dialect.name == "sqlite":
+            # The reactors take turns at a lock of their own, not at the writer's: reading
+            # the page and sending its reactions inside a write transaction kept every
+            # writer of every process waiting meanwhile (a third of the writer's time
+            # with a hundred llm labs). The checkpoint moves in a short write of its own.
+            with turn(engine, f"reactor-{self.name}"):
+                with engine.connect() as conn:
+                    seen = REACTOR_CHECKPOINTS.read(conn, self.name)
+                records = self._react_after(seen)
+                if records:
+                    with writing(engine) as conn:
+                        self._advance(conn, seen, records)
+        else:
+            with writing(engine) as conn:
+                seen = self._claim(conn)
+                records = self._react_after(seen)
+                if records:
+                    self._advance(conn, seen, records)
+        if records:
+            self._reached = max(self._reached, records[-1].position)
+        return len(records)
+
+    def _react_after(self, seen: int) -> list[Recorded]:
+        """Send the reactions of the page of events after `seen`; the page."""
+        self._reached = max(self._reached, seen)
+        records = self.store.read_records(seen, self.page)
+        if records:
             for reaction in self.reactions:
                 reaction(self.store, self.bus, records)
-            if not REACTOR_CHECKPOINTS.advance(conn, [self.name], seen, records[-1].position):
-                raise RuntimeError(f"reactor {self.name}'s checkpoint moved under its lock")
-        self._reached = max(self._reached, records[-1].position)
-        return len(records)
+        return records
+
+    def _advance(self, conn: Connection, seen: int, records: Sequence[Recorded]) -> None:
+        if not REACTOR_CHECKPOINTS.advance(conn, [self.name], seen, records[-1].position):
+            raise RuntimeError(f"reactor {self.name}'s checkpoint moved under its lock")
 
     def _claim(self, conn: Connection) -> int:
         """Lock this reactor's checkpoint until the transaction ends and return it (SQLite:
@@ -128,7 +154,10 @@ class Reactor:
 
     def _ensure_table(self) -> None:
         if not self._ready:
-            self._ready = create_table(self.store, REACTOR_CHECKPOINTS.table)
+            create_table(self.store, REACTOR_CHECKPOINTS.table)
+            with writing(self.store.engine) as conn:
+                REACTOR_CHECKPOINTS.ensure(conn, [self.name])  # the row `_advance` moves
+            self._ready = True
 
 
 def create_table(store: EventStore, table: Table) -> bool:

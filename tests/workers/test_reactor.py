@@ -108,15 +108,15 @@ def test_a_poke_for_an_append_a_catch_up_already_took_begins_no_transaction(
     reactor.catch_up()
     reached = store.max_position()
     claims: list[int] = []
-    claim = reactor._claim
+    page = reactor._react_after
 
-    def counted(conn: Any) -> int:
+    def counted(seen: int) -> list[Recorded]:
         claims.append(1)
-        return claim(conn)
+        return page(seen)
 
-    reactor._claim = counted  # type: ignore[method-assign]
+    reactor._react_after = counted  # type: ignore[method-assign]
     reactor.poke(reached)
-    assert claims == [], "nothing past the checkpoint: no transaction begun"
+    assert claims == [], "nothing past the checkpoint: no page begun"
     more = ToolInvoked(call_id="c3", tool="bash", args={})
     [appended] = store.append(
         [Event(id=new_id(), stream="run-r0", version=3, occurred_at=utcnow(), payload=more)]
@@ -126,6 +126,32 @@ def test_a_poke_for_an_append_a_catch_up_already_took_begins_no_transaction(
     assert claims, "an append past the checkpoint is caught up"
     assert ("run-r0", 3) in [args for _, args in bus.sent]
     assert reactor.position() == appended.position
+
+
+def test_writers_go_on_while_a_reactor_sends_its_page(store_url: str) -> None:
+    """A reactor's page keeps no writer waiting while it sends the page's reactions: on
+    SQLite a write transaction holds the file's one writer lock, and a reactor that sent
+    inside one kept every lab's append waiting for it."""
+    store = EventStore.from_url(store_url)
+    _runs(store, count=2, steps=3)
+    appended: list[int] = []
+
+    def append_meanwhile(store: EventStore, bus: Any, recorded: Sequence[Recorded]) -> None:
+        if appended:
+            return  # the page after: the event appended here
+        more = ToolInvoked(call_id="late", tool="bash", args={})
+        event = Event(id=new_id(), stream="run-r1", version=3, occurred_at=utcnow(), payload=more)
+        writer = threading.Thread(
+            target=lambda: appended.append(len(store.append([event]).appended))
+        )
+        writer.start()
+        writer.join(timeout=30)  # the append is a few milliseconds unless it waits for us
+        assert appended == [1], "a lab's append waited for the reactor's page"
+
+    reactor = Reactor(store, MemoryBus(), [append_meanwhile])
+    before = store.max_position()
+    assert reactor.catch_up() == before + 1, "the page, then the event appended meanwhile"
+    assert appended == [1]
 
 
 def test_a_crash_before_the_checkpoint_moves_sends_again(sqlite_url: str) -> None:
