@@ -111,10 +111,10 @@ class Reactor:
     def _one_page(self) -> int:
         engine = self.store.engine
         if engine.dialect.name == "sqlite":
-            # The reactors take turns at a lock of their own, not at the writer's: reading
-            # the page and sending its reactions inside a write transaction kept every
-            # writer of every process waiting meanwhile (a third of the writer's time
-            # with a hundred llm labs). The checkpoint moves in a short write of its own.
+            # The reactors take turns at a lock of their own, not at the writer's: a page
+            # read and sent inside a write transaction would keep every writer of every
+            # process waiting meanwhile (a hundred llm labs' appends and step leases). The
+            # checkpoint moves in a short write of its own.
             with turn(engine, f"reactor-{self.name}"):
                 with engine.connect() as conn:
                     seen = REACTOR_CHECKPOINTS.read(conn, self.name)
@@ -146,9 +146,9 @@ class Reactor:
             raise RuntimeError(f"reactor {self.name}'s checkpoint moved under its lock")
 
     def _claim(self, conn: Connection) -> int:
-        """Lock this reactor's checkpoint until the transaction ends and return it (SQLite:
-        the transaction is begun IMMEDIATE; PostgreSQL: the row is locked FOR UPDATE), so
-        reactors take turns and each sees where the one before it stopped."""
+        """PostgreSQL: lock this reactor's checkpoint row (FOR UPDATE) until the transaction
+        ends and return it, so reactors take turns and each sees where the one before it
+        stopped."""
         REACTOR_CHECKPOINTS.ensure(conn, [self.name])
         return REACTOR_CHECKPOINTS.claim(conn, [self.name])[self.name]
 
