@@ -23,7 +23,7 @@ from labrxiv.wiring import open_embedded
 from runstate import fold
 from workers.bus.memory import MemoryBus
 from workers.lab.campaign import CampaignPlan, start_campaign
-from workers.lab.lease import STEP_LEASES, Leases
+from workers.lab.lease import STEP_LEASES, Leases, lease_engine
 from workers.lab.reaper import stalled_runs
 from workers.reactions import REACTIONS
 from workers.reactor import Reactor
@@ -186,7 +186,7 @@ def test_a_run_whose_step_is_being_taken_is_not_reaped(sqlite_url: str) -> None:
     leases = Leases(store, ttl=3.0)
 
     def expiry() -> datetime:
-        with store.engine.connect() as conn:
+        with lease_engine(store).connect() as conn:
             return as_utc(conn.execute(select(STEP_LEASES.c.expires_at)).scalar_one())
 
     assert stalled_runs(store, ["run-x"], timedelta(0), leases=leases) == [("run-x", 0)]
