@@ -230,8 +230,16 @@ _LONGEST_WAIT = 0.0005
 """How often a writer looks again at the file lock another process holds: a few hundred
 microseconds, a transaction's order of time."""
 
-_WRITERS: dict[str, _Writer] = {}
-_WRITERS_LOCK = threading.Lock()
+_LOCKS: dict[tuple[str, str], _Writer] = {}
+_LOCKS_LOCK = threading.Lock()
+
+
+def _lock_of(key: str, path: str | None, suffix: str) -> _Writer:
+    """This process's one `_Writer` for `key` (a SQLite file's real path) and `suffix`
+    (what is taken turns at), whichever engine asks: a file lock `<path>-<suffix>`, or
+    with no `path` (an in-memory database, its engine's own) the thread lock alone."""
+    with _LOCKS_LOCK:
+        return _LOCKS.setdefault((key, suffix), _Writer(path, suffix))
 
 
 def _writer_lock(database: str | None) -> _Writer:
@@ -239,14 +247,19 @@ def _writer_lock(database: str | None) -> _Writer:
     whichever engine they write through (an in-memory database is its engine's own).
     Reentrant: a thread that nests a second writer on the same file waits for itself at
     SQLite's lock, which times out with an error, rather than hang here for ever."""
-    if not database or database == ":memory:":
+    if not _on_disk(database):
         return _Writer(None)
-    key = os.path.realpath(database)
-    with _WRITERS_LOCK:
-        return _WRITERS.setdefault(key, _Writer(key))
+    path = os.path.realpath(str(database))
+    return _lock_of(path, path, "writer")
 
 
-_TURNS: dict[tuple[str, str], _Writer] = {}
+def sqlite_file(engine: Engine) -> str | None:
+    """The real path of `engine`'s SQLite file; None for PostgreSQL or an in-memory
+    SQLite database."""
+    database = engine.url.database
+    if engine.dialect.name != "sqlite" or not _on_disk(database):
+        return None
+    return os.path.realpath(str(database))
 
 
 @contextmanager
@@ -260,15 +273,8 @@ def turn(engine: Engine, name: str) -> Iterator[None]:
     if engine.dialect.name != "sqlite":
         yield
         return
-    database = engine.url.database
-    if not database or database == ":memory:":
-        key = (f"memory:{id(engine)}", name)  # one engine, one process
-        path = None
-    else:
-        key = (os.path.realpath(database), name)
-        path = key[0]
-    with _WRITERS_LOCK:
-        held = _TURNS.setdefault(key, _Writer(path, suffix=name))
+    path = sqlite_file(engine)
+    held = _lock_of(path or f"memory:{id(engine)}", path, name)
     held.acquire(BUSY_TIMEOUT_S)
     try:
         yield

@@ -16,8 +16,6 @@ from labrxiv.settings import Settings, SettingsError, load_settings
 from projections.catalogue import all_projectors
 from projections.runner import ProjectionRunner
 
-"""Where a read command's table goes (stdout)."""
-
 AsJson = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 """The `--json` flag of every command that prints a table or a view."""
 

@@ -16,7 +16,7 @@ import orjson
 
 from events.payloads.model import Usage
 from runstate.answers import Unreadable, answer_json
-from workers.llm.reply import usage_of
+from workers.llm.reply import chat_completion, usage_of
 
 
 @dataclass(frozen=True)
@@ -50,13 +50,10 @@ def read_answer(api: str, body: bytes, streamed: bool) -> Answer:
 
 
 def _chat(data: dict[str, Any]) -> Answer:
-    # imported here: a command that calls no model starts without the SDK (0.4 s)
-    from openai.types.chat import ChatCompletion
-
     if "choices" not in data:
         raise Unreadable(f"the answer has no choices: {orjson.dumps(data)[:200]!r}")
     try:
-        usage = usage_of(ChatCompletion.model_construct(**data))
+        usage = usage_of(chat_completion(data))
     except (AttributeError, TypeError, ValueError):
         usage = None
     if usage is None:  # the SDK's objects were not built: read the JSON itself

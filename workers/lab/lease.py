@@ -40,7 +40,6 @@ How a take ends says what its lease still guards:
 
 import functools
 import logging
-import os
 import threading
 import time
 import uuid
@@ -74,7 +73,7 @@ from sqlalchemy.sql.expression import BindParameter, Executable
 
 from events import EventStore
 from events.bounded_cache import BoundedCache
-from events.engines import make_engine, writing
+from events.engines import make_engine, sqlite_file, writing
 from events.envelope import as_utc
 from events.ids import utcnow
 from events.schema import create_tables, schema_transaction
@@ -241,7 +240,6 @@ class Leases:
     SQLite log (`lease_engine`)."""
 
     def __init__(self, store: EventStore, ttl: float = 30.0) -> None:
-        self.store = store
         self.engine = lease_engine(store)
         self.ttl = ttl
         self._ready = False
@@ -478,14 +476,13 @@ def lease_engine(store: EventStore) -> Engine:
     25 ms each with a hundred llm labs; in a file of their own they go on side by side.
     PostgreSQL writes rows at once: the leases stay in the log's database."""
     engine = store.engine
-    database = engine.url.database
-    if engine.dialect.name != "sqlite" or not database or database == ":memory:":
+    path = sqlite_file(engine)
+    if path is None:
         return engine
     with _ENGINES_LOCK:
         leases = _ENGINES.get(engine)
         if leases is None:
             kept = engine.pool.size() if isinstance(engine.pool, QueuePool) else 5
-            path = os.path.realpath(database) + "-leases"
-            leases = _ENGINES[engine] = make_engine(f"sqlite:///{path}", pool_size=kept)
+            leases = _ENGINES[engine] = make_engine(f"sqlite:///{path}-leases", pool_size=kept)
             event.listen(engine, "engine_disposed", lambda _engine: leases.dispose())
         return leases

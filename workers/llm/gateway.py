@@ -34,7 +34,7 @@ from events.payloads.model import ModelFailed, ModelResponded, Usage
 from runstate.answers import json_object
 from workers.llm.failures import DETAIL, Failure, classify
 from workers.llm.prices import PriceTable
-from workers.llm.reply import MalformedResponse, Reply, read_completion
+from workers.llm.reply import MalformedResponse, Reply, chat_completion, read_completion
 from workers.llm.request import ModelRequest, PreparedCall, prepare_call
 from workers.llm.scrub import scrub, scrub_bytes
 from workers.retry import RetryPolicy
@@ -274,12 +274,8 @@ class _Clients:
 
 
 def _completion(body: bytes) -> "ChatCompletion":
-    """The answer as the SDK would parse it (its `model_construct`, the SDK's own: nested
-    objects built, no validation, fields kept)."""
-    from openai.types.chat import ChatCompletion
-
-    data = json_object(body, "the response", MalformedResponse)
-    return ChatCompletion.model_construct(**data)
+    """The answer's body as the SDK parses it (`chat_completion`)."""
+    return chat_completion(json_object(body, "the response", MalformedResponse))
 
 
 def provider_of(base_url: str) -> str:

@@ -77,8 +77,7 @@ def read_completion(
     The SDK builds its models without validating them, so a missing field shows only
     when it is read: reading happens here, once, and any gap is a malformed answer.
     """
-    # imported here: a command that calls no model starts without the SDK (0.4 s)
-    from openai.types.chat import ChatCompletion
+    from openai.types.chat import ChatCompletion  # as `chat_completion` imports it
 
     if not isinstance(completion, ChatCompletion) or "choices" not in completion.model_fields_set:
         raise MalformedResponse(f"not a chat completion: {body[:300].decode(errors='replace')}")
@@ -92,6 +91,15 @@ def read_completion(
         # The answer is good and may have been billed: keep it, with its usage unknown.
         log.warning("unreadable usage (%s), recorded as missing", type(exc).__name__)
         return reply, None
+
+
+def chat_completion(data: dict[str, Any]) -> "ChatCompletion":
+    """`data` as the SDK parses a chat completion (its `model_construct`: nested objects
+    built, no validation, fields kept). The SDK is imported here, at its first use: a
+    command that calls no model starts without it (0.4 s)."""
+    from openai.types.chat import ChatCompletion
+
+    return ChatCompletion.model_construct(**data)
 
 
 def parse_reply(completion: "ChatCompletion", tool_names: frozenset[str]) -> Reply:

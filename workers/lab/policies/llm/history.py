@@ -13,7 +13,7 @@ from events.payloads import (
 )
 from events.payloads.model import Phase
 from workers.lab.policies.llm import phases, text_protocol
-from workers.llm.reply import Reply, ToolCall, parse_reply
+from workers.llm.reply import Reply, ToolCall, chat_completion, parse_reply
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletion
@@ -107,10 +107,7 @@ def _completion(
     data = read_blob(sha256)
     if data is None:
         return None
-    # imported here: a command that calls no model starts without the SDK (0.4 s)
-    from openai.types.chat import ChatCompletion
-
-    completion = ChatCompletion.model_construct(**orjson.loads(data))
+    completion = chat_completion(orjson.loads(data))
     if parsed is not None:
         parsed.put(sha256, completion)
     return completion
