@@ -12,24 +12,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from events import Event
-from events.payloads import (
-    ExperimentScored,
-    ModelCalled,
-    ModelFailed,
-    ModelResponded,
-    PapersRetrieved,
-    PaperSubmitted,
-    Payload,
-    PhaseEntered,
-    ReviewAwaited,
-    ReviewReceived,
-    RunFinished,
-    RunInterrupted,
-    RunResumed,
-    RunStarted,
-    ToolInvoked,
-    ToolReturned,
-)
+from events import payloads as p
 from events.recorded import Fact
 from events.spend import spend_of_payload
 from runstate.budget import stood_stopped
@@ -38,18 +21,14 @@ from runstate.state import Attempt, Exchange, RunState
 
 def start(event: Fact) -> RunState:
     """The state of a run whose stream so far is its `run.started` event."""
-    if not isinstance(event.payload, RunStarted):
+    if not isinstance(event.payload, p.RunStarted):
         raise ValueError(f"{event.stream} does not begin with run.started")
     return RunState(
         stream=event.stream,
-        version=event.version,
         started=event.payload,
         started_at=event.occurred_at,
-        last_at=event.occurred_at,
         campaign=event.correlation_id,
-        last=event.payload,
-        last_id=event.id,
-        last_made_at=event.occurred_at,
+        **_latest(event),
     )
 
 
@@ -77,7 +56,7 @@ def fold_from(state: RunState, events: Iterable[Fact]) -> RunState:
     return state if draft is None else draft
 
 
-def ahead(state: RunState, payloads: Sequence[Payload], at: datetime) -> RunState:
+def ahead(state: RunState, payloads: Sequence[p.Payload], at: datetime) -> RunState:
     """`state` once `payloads` follow it: what a step sees of its own events before they
     are recorded (they are folded exactly as the recorded events will be)."""
     for payload in payloads:
@@ -105,48 +84,54 @@ def _changes(state: RunState, event: Fact) -> dict[str, Any]:
         raise ValueError(
             f"{state.stream}: event version {event.version} does not follow {state.version}"
         )
-    changes: dict[str, Any] = {
+    changes = _latest(event)
+    payload = event.payload
+    if state.stopped_at is not None or isinstance(payload, p.RunInterrupted | p.RunResumed):
+        changes |= _stop(state, event)
+    if isinstance(payload, p.ToolInvoked):
+        changes |= _invoked(state, payload)
+    elif isinstance(payload, p.ToolReturned):
+        changes |= _returned(state, payload)
+    elif isinstance(payload, p.ExperimentScored):
+        changes |= _scored(state, payload)
+    elif isinstance(payload, p.PapersRetrieved):
+        changes["retrieved"] = state.retrieved.extend(payload.paper_ids)
+    elif isinstance(payload, p.PaperSubmitted):
+        changes["papers"] = state.papers.append(payload)
+        changes["retrieved"] = state.retrieved.delete(0, len(state.retrieved))
+        changes["attempts_at_last_paper"] = len(state.attempts)
+    elif isinstance(payload, p.RunFinished):
+        changes["finished"] = payload
+    elif isinstance(payload, p.PhaseEntered):
+        changes["phase"], changes["calls_in_phase"] = payload.phase, 0
+        exchange = Exchange(entered=payload.phase, note=payload.note)
+        changes["exchanges"] = state.exchanges.append(exchange)
+    elif isinstance(payload, p.ModelCalled):
+        changes |= _called(state, payload)
+    elif isinstance(payload, p.ModelResponded):
+        changes |= _responded(state, payload)
+    elif isinstance(payload, p.ModelFailed):
+        changes["outcomes"] = state.outcomes.set(payload.call_id, payload)
+    elif isinstance(payload, p.ReviewAwaited):
+        changes["awaiting"] = payload.paper_id
+    elif isinstance(payload, p.ReviewReceived):
+        changes["received"] = state.received.append(payload)
+        changes["awaiting"] = None
+    if not changes.keys() <= _FIELDS:  # what `replace` would refuse
+        raise TypeError(f"RunState has no field {sorted(changes.keys() - _FIELDS)}")
+    return changes
+
+
+def _latest(event: Fact) -> dict[str, Any]:
+    """The fields every event sets, the first included: the version, and the event as the
+    run's last (a stop's own event keeps the `last` before it, `_stop`)."""
+    return {
         "version": event.version,
         "last_at": event.occurred_at,
         "last": event.payload,
         "last_id": event.id,
         "last_made_at": event.occurred_at,
     }
-    payload = event.payload
-    if state.stopped_at is not None or isinstance(payload, RunInterrupted | RunResumed):
-        changes |= _stop(state, event)
-    if isinstance(payload, ToolInvoked):
-        changes |= _invoked(state, payload)
-    elif isinstance(payload, ToolReturned):
-        changes |= _returned(state, payload)
-    elif isinstance(payload, ExperimentScored):
-        changes |= _scored(state, payload)
-    elif isinstance(payload, PapersRetrieved):
-        changes["retrieved"] = state.retrieved.extend(payload.paper_ids)
-    elif isinstance(payload, PaperSubmitted):
-        changes["papers"] = state.papers.append(payload)
-        changes["retrieved"] = state.retrieved.delete(0, len(state.retrieved))
-        changes["attempts_at_last_paper"] = len(state.attempts)
-    elif isinstance(payload, RunFinished):
-        changes["finished"] = payload
-    elif isinstance(payload, PhaseEntered):
-        changes["phase"], changes["calls_in_phase"] = payload.phase, 0
-        exchange = Exchange(entered=payload.phase, note=payload.note)
-        changes["exchanges"] = state.exchanges.append(exchange)
-    elif isinstance(payload, ModelCalled):
-        changes |= _called(state, payload)
-    elif isinstance(payload, ModelResponded):
-        changes |= _responded(state, payload)
-    elif isinstance(payload, ModelFailed):
-        changes["outcomes"] = state.outcomes.set(payload.call_id, payload)
-    elif isinstance(payload, ReviewAwaited):
-        changes["awaiting"] = payload.paper_id
-    elif isinstance(payload, ReviewReceived):
-        changes["received"] = state.received.append(payload)
-        changes["awaiting"] = None
-    if not changes.keys() <= _FIELDS:  # what `replace` would refuse
-        raise TypeError(f"RunState has no field {sorted(changes.keys() - _FIELDS)}")
-    return changes
 
 
 _FIELDS = frozenset(f.name for f in fields(RunState))
@@ -176,12 +161,12 @@ def _stop(state: RunState, event: Fact) -> dict[str, Any]:
         state.stopped_s, state.stopped_at, event.payload.type, event.occurred_at
     )
     changes: dict[str, Any] = {"stopped_s": stopped_s, "stopped_at": stopped_at}
-    if isinstance(event.payload, RunInterrupted | RunResumed):
+    if isinstance(event.payload, p.RunInterrupted | p.RunResumed):
         changes |= {"last": state.last, "last_made_at": state.last_made_at}
     return changes
 
 
-def _invoked(state: RunState, payload: ToolInvoked) -> dict[str, Any]:
+def _invoked(state: RunState, payload: p.ToolInvoked) -> dict[str, Any]:
     """A tool call: a step (an attempt, for `evaluate`). A call an agent reports (its own
     tool ran it, `reported`) is the record of what it did, not a step of the lab's: the
     lab's steps and attempts are the calls labrxiv ran (an agent's lab-API calls)."""
@@ -199,7 +184,7 @@ def _invoked(state: RunState, payload: ToolInvoked) -> dict[str, Any]:
     return changes
 
 
-def _returned(state: RunState, payload: ToolReturned) -> dict[str, Any]:
+def _returned(state: RunState, payload: p.ToolReturned) -> dict[str, Any]:
     """A tool's result joins the latest answer's group (the tools that answer called).
 
     An `evaluate` that was refused before it ran is no attempt: the one its invocation
@@ -215,7 +200,7 @@ def _returned(state: RunState, payload: ToolReturned) -> dict[str, Any]:
     return changes | {"exchanges": state.exchanges.set(len(state.exchanges) - 1, grown)}
 
 
-def _scored(state: RunState, payload: ExperimentScored) -> dict[str, Any]:
+def _scored(state: RunState, payload: p.ExperimentScored) -> dict[str, Any]:
     changes: dict[str, Any] = {}
     spent = spend_of_payload(payload)
     if spent is not None:
@@ -231,7 +216,7 @@ def _scored(state: RunState, payload: ExperimentScored) -> dict[str, Any]:
     return changes
 
 
-def _called(state: RunState, payload: ModelCalled) -> dict[str, Any]:
+def _called(state: RunState, payload: p.ModelCalled) -> dict[str, Any]:
     return {
         "calls": state.calls.set(payload.call_id, payload),
         "phase_at_call": state.phase_at_call.set(payload.call_id, state.phase),
@@ -239,7 +224,7 @@ def _called(state: RunState, payload: ModelCalled) -> dict[str, Any]:
     }
 
 
-def _responded(state: RunState, payload: ModelResponded) -> dict[str, Any]:
+def _responded(state: RunState, payload: p.ModelResponded) -> dict[str, Any]:
     spent = spend_of_payload(payload)
     phase = state.phase_at_call.get(payload.call_id)
     return {
