@@ -17,6 +17,7 @@ run into thirds and bins once its end is known), never with the log.
 
 from array import array
 from collections import Counter, defaultdict
+from dataclasses import fields
 from datetime import datetime
 from typing import Any, TypeAlias
 from uuid import UUID
@@ -28,6 +29,7 @@ from analysis.figures import (
     Cost,
     Density,
     Gaps,
+    Money,
     MoneyUse,
     TimeUse,
     Tokens,
@@ -241,9 +243,7 @@ class BehaviourTally:
             tokens=self._tokens(),
             time=self._time(duration),
             money=MoneyUse(
-                dollars=self.spend.dollars,
-                priced=self.spend.priced,
-                unknown_cost=self.spend.unknown_cost,
+                **_money(self.spend),
                 by_phase={k: _cost(v) for k, v in sorted(self.by_phase.items())},
                 by_model={k: _cost(v) for k, v in sorted(self.by_model.items())},
             ),
@@ -329,13 +329,16 @@ _HANDLERS = {
 }
 
 
+_MONEY = tuple(f.name for f in fields(Money))
+
+
+def _money(spend: Spend) -> dict[str, Any]:
+    """The `Money` figures of `spend`: `Spend` holds each under the same name."""
+    return {name: getattr(spend, name) for name in _MONEY}
+
+
 def _cost(spend: Spend) -> Cost:
-    return Cost(
-        dollars=spend.dollars,
-        tokens=spend.tokens,
-        priced=spend.priced,
-        unknown_cost=spend.unknown_cost,
-    )
+    return Cost(**_money(spend), tokens=spend.tokens)
 
 
 def _sorted(counts: Counter[str]) -> dict[str, int]:
