@@ -22,6 +22,7 @@ from projections.archive_search import search_papers
 from projections.runner import ProjectionRunner
 from runstate import bm25
 from workers.lab.archive_log import LogArchive
+from workers.tools.env import ArchiveScope
 
 LONG = "sha" + "0123456789" * 8  # 83 characters: longer than a term is kept
 TEXTS = {
@@ -64,7 +65,7 @@ def test_both_searches_rank_the_same_papers_with_the_same_bm25(
     characters still finds the papers holding it; its first 60 characters do not."""
     with texts.store.engine.connect() as conn:
         hits = search_papers(conn, query, task="digits", k=100)
-    labs = LogArchive(texts.store).search("digits", query, k=100)
+    labs = LogArchive(texts.store).search(ArchiveScope("digits"), query, k=100)
     documents = [" ".join(t) for t in TEXTS.values()]
     expected = dict(zip(TEXTS, bm25.rank(query, documents), strict=True))
     matching = [h.paper.paper_id for h in hits]

@@ -20,6 +20,7 @@ from projections.ledger import LEDGER, ledger_totals
 from projections.runs import RunView, runs_of
 from workers.lab.archive_log import LogArchive
 from workers.lab.campaign import CampaignPlan, start_campaign
+from workers.tools.env import ArchiveScope
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +86,7 @@ def test_search_and_top_agree_with_the_labs_archive(campaign: tuple[Embedded, st
         for query in ("final_accuracy replay herding", "hidden_units epochs", "baseline setup"):
             hits = search_papers(conn, query, task="continual-digits", k=6)
             assert hits, query
-            shown = labs_view.search("continual-digits", query, 6)
+            shown = labs_view.search(ArchiveScope("continual-digits"), query, 6)
             assert [h.paper.paper_id for h in hits] == [p.paper_id for p in shown][: len(hits)]
         (best,) = top_papers(conn, "continual-digits", k=1, subtask="final_accuracy")
     claimed = [

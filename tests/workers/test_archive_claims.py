@@ -41,6 +41,7 @@ from workers.lab.policies.search.policy import (
 from workers.lab.policies.search.space import Space
 from workers.review.evidence import gather
 from workers.review.grounded import ClaimCheck
+from workers.tools.env import ArchiveScope
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 GYM = Path(__file__).resolve().parents[2] / "gym"
@@ -142,7 +143,7 @@ def test_a_claim_is_verified_only_by_the_graded_attempt_it_names(
     store = EventStore.from_url(sqlite_url)
     paper_id = author(store, claimed, attempt)
     archive = LogArchive(store)
-    [hit] = archive.search("continual-digits", "replay", 5)
+    [hit] = archive.search(ArchiveScope("continual-digits"), "replay", 5)
     assert [c["verified"] for c in hit.claims] == [verified, False]  # attempt 7 never ran
     assert [e["verified"] for e in hit.experiments] == [claimed == 0.9, False, False]
     paper = archive.get(paper_id)
@@ -331,14 +332,15 @@ def test_one_archive_instance_sees_papers_recorded_after_its_first_read(sqlite_u
     store = EventStore.from_url(sqlite_url)
     author(store, 0.9)
     archive = LogArchive(store)
-    assert [h.paper_id for h in archive.search("continual-digits", "replay", 5)] == ["p-a1"]
+    digits = ArchiveScope("continual-digits")
+    assert [h.paper_id for h in archive.search(digits, "replay", 5)] == ["p-a1"]
     later = PaperSubmitted(
         paper_id="p-c1", task="continual-digits", title="replay again", abstract="", body=""
     )
     store.append(
         stream_of("run-c", [RunStarted(task="continual-digits", lab="c", policy="search"), later])
     )
-    assert {h.paper_id for h in archive.search("continual-digits", "replay", 5)} == {
+    assert {h.paper_id for h in archive.search(digits, "replay", 5)} == {
         "p-a1",
         "p-c1",
     }

@@ -35,7 +35,7 @@ from workers.app import make_celery, register_tasks
 from workers.bus.celery import CeleryBus
 from workers.context import WorkerContext
 from workers.lab.campaign import CampaignPlan, start_campaign
-from workers.tools.env import Archive, PaperHit
+from workers.tools.env import Archive, ArchiveScope, PaperHit
 
 pytestmark = [pytest.mark.redis]
 
@@ -97,16 +97,9 @@ class BlippingArchive:
         cause = psycopg.OperationalError("terminating connection due to administrator command")
         raise OperationalError("SELECT … FROM events", {}, cause)
 
-    def search(
-        self,
-        task: str,
-        query: str,
-        k: int,
-        campaign: str | None = None,
-        accepted_only: bool = False,
-    ) -> list[PaperHit]:
+    def search(self, scope: ArchiveScope, query: str, k: int) -> list[PaperHit]:
         self._blip()
-        return self.archive.search(task, query, k, campaign)
+        return self.archive.search(scope, query, k)
 
     def get(self, paper_id: str) -> dict[str, Any] | None:
         self._blip()

@@ -221,19 +221,10 @@ class InspectRun:
     def _conclude(self, answer: Answer) -> Inspected:
         last = self.last
         assert last is not None  # a verdict comes in an answer
-        self.out.write(
-            [
-                InspectionConcluded(
-                    run=self.run,
-                    verdict=answer.verdict,
-                    summary=answer.summary,
-                    evidence=answer.evidence,
-                    model=last.model,
-                    price=last.price,
-                )
-            ],
-            {},
+        concluded = InspectionConcluded(
+            run=self.run, model=last.model, price=last.price, **dict(answer)
         )
+        self.out.write([concluded], {})
         evidence = tuple((str(e.event), e.why) for e in answer.evidence)
         return Inspected(
             self.run, self.stream, answer.verdict, answer.summary, self.detectors_verdict, evidence

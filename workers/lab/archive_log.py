@@ -24,7 +24,7 @@ from events.payloads import PaperDecided, ReviewStopped, ReviewSubmitted
 from events.streams import review_stream
 from runstate import bm25, loader
 from runstate.verification import checked_claims, checked_experiments, graded_before
-from workers.tools.env import PaperHit, PaperReviews
+from workers.tools.env import ArchiveScope, PaperHit, PaperReviews
 
 
 class LogArchive:
@@ -115,19 +115,10 @@ class LogArchive:
         with self._lock:
             return paper_id in self._accepted
 
-    def search(
-        self,
-        task: str,
-        query: str,
-        k: int,
-        campaign: str | None = None,
-        accepted_only: bool = False,
-    ) -> list[PaperHit]:
-        """The `k` papers on `task` that best match `query` (newest first among equals);
-        with `campaign`, only the papers its labs wrote (what an archive-mode lab reads);
-        with `accepted_only`, only those its reviewers accepted by now."""
-        papers = self._papers(task, campaign)
-        if accepted_only:
+    def search(self, scope: ArchiveScope, query: str, k: int) -> list[PaperHit]:
+        """The `k` papers in `scope` that best match `query` (newest first among equals)."""
+        papers = self._papers(scope.task, scope.campaign)
+        if scope.accepted_only:
             with self._lock:
                 papers = [p for p in papers if p["paper_id"] in self._accepted]
         scores = bm25.rank(query, [f"{p['title']} {p['abstract']} {p['body']}" for p in papers])

@@ -21,7 +21,7 @@ def search_archive(
     best matches first."""
     if not env.run.reads_archive:
         raise ToolError("this run does not read the archive (isolated mode)")
-    hits = env.archive.search(env.run.task, query, k, env.run.campaign, env.run.accepted_only)
+    hits = env.archive.search(env.run.scope, query, k)
     lines = [
         f"{h.paper_id} [{h.lab}] {h.title}\n  claims: "
         + ", ".join(_claim(c) for c in h.claims)

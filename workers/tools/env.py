@@ -41,19 +41,22 @@ class PaperReviews:
     stopped: str | None = None
 
 
+@dataclass(frozen=True)
+class ArchiveScope:
+    """The papers of the archive a run may read: those on `task`."""
+
+    task: str
+    campaign: str | None = None
+    """Only those this campaign's labs wrote (what an archive-mode lab reads)."""
+    accepted_only: bool = False
+    """Only those their reviewers accepted by now (`paper.decided`)."""
+
+
 class Archive(Protocol):
     """The shared preprint archive, as labs read it."""
 
-    def search(
-        self,
-        task: str,
-        query: str,
-        k: int,
-        campaign: str | None = None,
-        accepted_only: bool = False,
-    ) -> list[PaperHit]:
-        """The `k` papers on `task` best matching `query`, of `campaign` only if given,
-        and only accepted ones (`paper.decided`) if asked."""
+    def search(self, scope: ArchiveScope, query: str, k: int) -> list[PaperHit]:
+        """The `k` papers in `scope` that best match `query`."""
 
     def get(self, paper_id: str) -> dict[str, Any] | None:
         """A paper's full submitted payload, its claims marked `verified` as in `PaperHit`."""
@@ -80,6 +83,11 @@ class ToolRun:
     papers: int = 0
     accepted_only: bool = False
     """Shown only papers its campaign's reviewers accepted."""
+
+    @property
+    def scope(self) -> ArchiveScope:
+        """The papers of the archive this run may read."""
+        return ArchiveScope(self.task, self.campaign, self.accepted_only)
 
 
 @dataclass
