@@ -2,7 +2,8 @@
 (BIGINT) and JSON carries. Unbounded, 99999999999999999999 failed deep inside, with a
 traceback (orjson's "Integer exceeds 64-bit range", SQLite's OverflowError, PostgreSQL's
 DataError); tests/labrxiv/test_cli_int_options.py checks every option has them. Here too,
-the bounded options more than one command takes (budgets, a metrics port, the accept bar)."""
+the options more than one command takes (budgets, a metrics port, an llm reviewer's model
+and endpoint, the accept bar)."""
 
 from typing import Any
 
@@ -32,6 +33,16 @@ def dollars_option(flag: str, help: str) -> Any:
 def metrics_port_option(help: str) -> Any:
     """A service's `--metrics-port`: a TCP port (0: one the system picks), unset by default."""
     return typer.Option(None, "--metrics-port", min=0, max=65535, help=help)
+
+
+def review_model_option(help: str) -> Any:
+    """`--review-model`: the model an llm reviewer calls, unset by default."""
+    return typer.Option(None, "--review-model", help=help)
+
+
+def review_base_url_option(help: str) -> Any:
+    """`--review-base-url`: the llm reviewer's OpenAI-compatible endpoint, unset by default."""
+    return typer.Option(None, "--review-base-url", help=help)
 
 
 def accept_rating_option(help: str) -> Any:

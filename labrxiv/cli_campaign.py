@@ -24,6 +24,8 @@ from labrxiv.cli_bounds import (
     accept_rating_option,
     count_option,
     dollars_option,
+    review_base_url_option,
+    review_model_option,
 )
 from labrxiv.cli_checks import (
     budget_or_exit,
@@ -121,10 +123,8 @@ def campaign(
         help="Review every paper and decide on it: grounded (from the log, offline) or llm "
         "(--review-model). The campaign then ends with its last decision (docs/review.md).",
     ),
-    review_model: str | None = typer.Option(None, "--review-model", help="llm reviewers."),
-    review_base_url: str | None = typer.Option(
-        None, "--review-base-url", help="llm reviewers: the endpoint."
-    ),
+    review_model: str | None = review_model_option("llm reviewers."),
+    review_base_url: str | None = review_base_url_option("llm reviewers: the endpoint."),
     reviewer_tokens: int | None = count_option(
         "--reviewer-tokens", "Tokens for all the campaign's reviews."
     ),

@@ -18,7 +18,14 @@ from analysis.reviewer_eval import (
     read_lines,
 )
 from events.payloads import ReviewConfig
-from labrxiv.cli_bounds import INT64_MAX, accept_rating_option, count_option, dollars_option
+from labrxiv.cli_bounds import (
+    INT64_MAX,
+    accept_rating_option,
+    count_option,
+    dollars_option,
+    review_base_url_option,
+    review_model_option,
+)
 from labrxiv.cli_common import AsJson, emit_json, read_runner
 from labrxiv.cli_errors import say_error
 from labrxiv.cli_group import command_group
@@ -40,12 +47,10 @@ def reviewers_eval(
     predictions: Path | None = typer.Option(
         None, "--predictions", help="JSONL of the reviewer's rating (and decision) per paper."
     ),
-    review_model: str | None = typer.Option(
-        None,
-        "--review-model",
-        help="Instead of --predictions: run the llm reviewer on each paper's text (recorded).",
+    review_model: str | None = review_model_option(
+        "Instead of --predictions: run the llm reviewer on each paper's text (recorded)."
     ),
-    review_base_url: str | None = typer.Option(None, "--review-base-url", help="Its endpoint."),
+    review_base_url: str | None = review_base_url_option("Its endpoint."),
     reviewer_tokens: int | None = count_option(
         "--reviewer-tokens", "Stop reviewing past these tokens."
     ),
