@@ -18,12 +18,12 @@ from labrxiv.cli_bounds import INT64_MAX
 from labrxiv.cli_common import settings_or_exit
 from labrxiv.console import console
 from labrxiv.settings import Settings
+from projections.metric_bounds import Bounds
 
 if TYPE_CHECKING:  # imported lazily below, so `labrxiv --help` stays fast
     from prometheus_client import CollectorRegistry
 
     from projections.exports.otel_sink import OtelSink
-    from projections.metrics import Bounds
 
 EXPORTER_PORT = 9810
 """`labrxiv exporter`'s default port (docs/metrics.md lists every port)."""
@@ -33,22 +33,22 @@ def exporter(
     port: int = typer.Option(EXPORTER_PORT, min=0, max=65535, help="Port to serve /metrics on."),
     addr: str = typer.Option("0.0.0.0", help="Address to listen on."),
     runs: int = typer.Option(
-        50, min=0, help='Runs shown one by one (the rest: run="other").', max=INT64_MAX
+        Bounds.runs, min=0, help='Runs shown one by one (the rest: run="other").', max=INT64_MAX
     ),
-    campaigns: int = typer.Option(10, min=0, help="Campaigns shown one by one.", max=INT64_MAX),
+    campaigns: int = typer.Option(
+        Bounds.campaigns, min=0, help="Campaigns shown one by one.", max=INT64_MAX
+    ),
     labs: int = typer.Option(
-        20, min=0, help='Labs shown one by one (the rest: lab="other").', max=INT64_MAX
+        Bounds.labs, min=0, help='Labs shown one by one (the rest: lab="other").', max=INT64_MAX
     ),
     models: int = typer.Option(
-        20, min=0, help="Models shown one by one (the rest: other).", max=INT64_MAX
+        Bounds.models, min=0, help="Models shown one by one (the rest: other).", max=INT64_MAX
     ),
     once: bool = typer.Option(False, "--once", help="Print one scrape on stdout and exit."),
 ) -> None:
     """Serve research metrics (read from the read models at each scrape), projection lag,
     queue depth and this process's own metrics in the Prometheus format."""
     from prometheus_client import generate_latest, start_http_server
-
-    from projections.metrics import Bounds
 
     settings = settings_or_exit()
     registry = exporter_registry(settings, Bounds(runs, campaigns, labs, models))

@@ -442,21 +442,21 @@ def papers_by_id(conn: Connection, paper_ids: Sequence[str]) -> dict[str, PaperS
     return {row.paper_id: summary_of(row._mapping) for row in conn.execute(query)}
 
 
+_DETAIL_ONLY = ("abstract", "body", "method", "number_in_run")
+"""The columns a paper in full has beside its summary's."""
+
+
 def get_paper(conn: Connection, paper_id: str) -> PaperDetail | None:
     """One paper in full, or None when the archive has no such id."""
     row = conn.execute(
-        select(
-            *SUMMARY_COLUMNS,
-            PAPERS.c.abstract,
-            PAPERS.c.body,
-            PAPERS.c.method,
-            PAPERS.c.number_in_run,
-        ).where(PAPERS.c.paper_id == paper_id)
+        select(*SUMMARY_COLUMNS, *(PAPERS.c[k] for k in _DETAIL_ONLY)).where(
+            PAPERS.c.paper_id == paper_id
+        )
     ).first()
     if row is None:
         return None
     values = dict(row._mapping)
-    extra = {k: values.pop(k) for k in ("abstract", "body", "method", "number_in_run")}
+    extra = {k: values.pop(k) for k in _DETAIL_ONLY}
     cited_ids = list(
         conn.execute(
             select(PAPER_CITATIONS.c.cited_id)

@@ -21,7 +21,6 @@ bundles. docs/metrics.md lists every metric and label.
 """
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -46,6 +45,7 @@ from events.streams import campaign_stream
 from projections.archive import PAPERS
 from projections.curves import CURVE_RUNS
 from projections.ledger import LEDGER, MODEL_KINDS, TOOL_KINDS
+from projections.metric_bounds import DEFAULT_BOUNDS, Bounds
 from projections.runs import RUNS, RunView, campaign_wall_seconds, runs_to_watch
 from runstate.best import NORMALIZED, best_ranked
 
@@ -79,20 +79,10 @@ _FINDINGS = table("findings", column("detector"), column("severity"))
 _VERDICTS = table("findings_runs", column("verdict"))
 
 
-@dataclass(frozen=True)
-class Bounds:
-    """How many runs, campaigns, labs and models are label values of their own."""
-
-    runs: int = 50
-    campaigns: int = 10
-    labs: int = 20
-    models: int = 20
-
-
 class ResearchCollector:
     """Reads the research metrics from the read models on each `collect()`."""
 
-    def __init__(self, engine: Engine, bounds: Bounds = Bounds()) -> None:
+    def __init__(self, engine: Engine, bounds: Bounds = DEFAULT_BOUNDS) -> None:
         self.engine = engine
         self.bounds = bounds
 
