@@ -8,7 +8,8 @@ baseline), against the tests' local OpenAI-compatible server answering every cal
 a tool call after an added latency (default 500 ms); isolated labs with room for every
 call in one phase (`--phase-calls`), so no run ends inside the window. Then Inspect AI
 runs the same number of tool-calling agents (`basic_agent` with one tool, every answer a
-call of it) against the same server. Each is measured over a window after a warm-up:
+call of it) against the same server. Each is measured over a window after a warm-up
+that begins once the server has had a call for each agent (start-up behind it):
 answered model calls per second against the ideal (agents / latency: each agent always
 has one call in flight when nothing else costs time) and the CPU seconds its process
 spent per answered call in the window (/proc). Calls are counted at the server, as the
@@ -101,10 +102,14 @@ def measure(
     command: list[str],
     env: dict[str, str],
     cwd: Path,
+    agents: int,
     warmup: float,
     window: float,
 ) -> Figures:
-    """Start `command`, let it warm up, then count the calls and its CPU over `window`."""
+    """Start `command`; once the server has had as many calls as it has `agents` (its
+    start-up and its first calls behind it, on a slow machine too), let it warm up for
+    `warmup`, then count the calls and its CPU over `window`."""
+    before = len(server.completions())
     with open(cwd / "output.txt", "wb") as output:
         proc = subprocess.Popen(
             command,
@@ -115,6 +120,8 @@ def measure(
             start_new_session=True,
         )
         try:
+            while len(server.completions()) - before < agents and proc.poll() is None:
+                time.sleep(0.1)
             time.sleep(warmup)
             if proc.poll() is not None:
                 said = (cwd / "output.txt").read_text(errors="replace")[-3000:]
@@ -157,7 +164,7 @@ def labrxiv_campaign(
         # labs begin in the plan phase, which offers the tool the model calls.
         command += ["--phase-calls", str(PHASE_CALLS), "--mode", "isolated"]
         command += [] if processes is None else ["--processes", str(processes)]
-        return measure(server, command, env, Path(folder), warmup, window)
+        return measure(server, command, env, Path(folder), labs, warmup, window)
 
 
 def inspect_agents(
@@ -176,7 +183,7 @@ def inspect_agents(
         command += ["--model", f"openai/{MODEL}", "-M", "responses_api=false"]
         command += ["-T", f"agents={agents}", "--max-samples", str(agents)]
         command += ["--max-connections", str(agents), "--display", "none"]
-        return measure(server, command, env, Path(folder), warmup, window)
+        return measure(server, command, env, Path(folder), agents, warmup, window)
 
 
 def inspect_venv(venv: Path) -> Path:
