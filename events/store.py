@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypedDict, Unpack
 
-from sqlalchemy import Engine, bindparam, func, insert, select
+from sqlalchemy import Engine, String, bindparam, func, insert, select, true
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from events.blobs import digest
 from events.engines import WRITER_OPTIONS, lock_for_append, make_engine, writing
@@ -52,6 +53,44 @@ _STREAM_AFTER = (
 """A stream's events after a version, built once: a statement object keeps its cache key,
 which SQLAlchemy otherwise works out again at every lab step's read."""
 _STREAM_AFTER_LIMITED = _STREAM_AFTER.limit(bindparam("limit"))
+
+_HEAD = (
+    select(EVENTS.c.version, EVENTS.c.type, EVENTS.c.recorded_at)
+    .where(EVENTS.c.stream == bindparam("stream"))
+    .order_by(EVENTS.c.version.desc())
+    .limit(1)
+)
+"""A stream's last event's envelope, no payload: one probe of the (stream, version) index."""
+
+
+def _heads_pg() -> Any:
+    """PostgreSQL: the heads of an array of streams in one statement (a lateral probe of
+    the index per stream, as `_reserve_pg` does)."""
+    names = func.unnest(bindparam("streams", type_=ARRAY(String)))
+    wanted = names.table_valued("stream").render_derived(name="wanted")
+    head = (
+        select(EVENTS.c.version, EVENTS.c.type, EVENTS.c.recorded_at)
+        .where(EVENTS.c.stream == wanted.c.stream)
+        .order_by(EVENTS.c.version.desc())
+        .limit(1)
+        .lateral("head")
+    )
+    return select(wanted.c.stream, head.c.version, head.c.type, head.c.recorded_at).select_from(
+        wanted.join(head, true())
+    )
+
+
+_HEADS_PG = _heads_pg()
+
+
+@dataclass(frozen=True)
+class StreamHead:
+    """A stream's last event, as far as its envelope says: what the reaper and a watcher
+    waiting for runs to finish look at, read without the payload."""
+
+    version: int
+    type: str
+    recorded_at: datetime
 
 
 @dataclass(frozen=True)
@@ -270,6 +309,25 @@ class EventStore:
         with self.engine.connect() as conn:
             row = conn.execute(query).first()
         return None if row is None else (int(row[0]), str(row[1]))
+
+    def stream_heads(self, streams: Iterable[str]) -> dict[str, StreamHead]:
+        """The head of each of `streams` that has events (those with none are left out),
+        read in one statement on PostgreSQL and on one connection on SQLite, payloads
+        never read."""
+        names = list(dict.fromkeys(streams))
+        heads: dict[str, StreamHead] = {}
+        if not names:
+            return heads
+        with self.engine.connect() as conn:
+            rows: list[Sequence[Any]]
+            if conn.dialect.name == "postgresql":
+                rows = list(conn.execute(_HEADS_PG, {"streams": names}).all())
+            else:
+                found = ((name, conn.execute(_HEAD, {"stream": name}).first()) for name in names)
+                rows = [(name, *row) for name, row in found if row is not None]
+        for name, version, kind, at in rows:
+            heads[name] = StreamHead(int(version), str(kind), as_utc(at))
+        return heads
 
     def stream_version(self, stream: str) -> int:
         """The last version of `stream`, -1 when it has no events."""

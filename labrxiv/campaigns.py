@@ -178,11 +178,8 @@ def _all_finished(store: EventStore, runs: frozenset[str]) -> bool:
     """Whether each of `runs` (some at least) has its `run.finished` in the log."""
     if not runs:
         return False
-    for stream in runs:
-        last = store.last_record(stream)
-        if last is None or last.type != "run.finished":
-            return False
-    return True
+    heads = store.stream_heads(runs)
+    return len(heads) == len(runs) and all(h.type == "run.finished" for h in heads.values())
 
 
 def watched_runs(store: EventStore, campaign: str, runs: list[str]) -> list[RunView]:

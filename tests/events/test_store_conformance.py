@@ -269,6 +269,21 @@ def test_last_record_of_a_stream(store: EventStore) -> None:
     assert store.stream_head(new_stream()) is None
 
 
+def test_stream_heads_of_several_streams(store: EventStore) -> None:
+    a, b, empty = new_stream(), new_stream(), new_stream()
+    store.append(make_stream(a, 3))
+    store.append([*make_stream(b, 1), make_event(b, 1, RunFinished(reason="done"))])
+    store.append(make_stream(a, 2, start=3))
+    heads = store.stream_heads([b, empty, a, b])
+    assert set(heads) == {a, b}
+    assert (heads[a].version, heads[a].type) == (4, "tool.invoked")
+    assert (heads[b].version, heads[b].type) == (1, "run.finished")
+    last = store.last_record(a)
+    assert last is not None and heads[a].recorded_at == last.recorded_at
+    assert heads[a].recorded_at.tzinfo is not None
+    assert store.stream_heads([]) == {}
+
+
 def test_positions_strictly_increase_across_batches(store: EventStore) -> None:
     positions: list[int] = []
     for size in (1, 5, 2, 9, 1):

@@ -32,13 +32,15 @@ def stalled_runs(
     """(stream, last version) of each unfinished run with no event for `quiet_for` and
     no step being taken (no live lease on its next step)."""
     now = now or utcnow()
-    stalled = []
-    for stream in streams:
-        last = store.last_record(stream)
-        if last is None or last.type == "run.finished":
-            continue
-        if now - last.recorded_at >= quiet_for:
-            stalled.append((stream, last.version))
+    names = list(streams)
+    heads = store.stream_heads(names)
+    stalled = [
+        (stream, head.version)
+        for stream in names
+        if (head := heads.get(stream)) is not None
+        and head.type != "run.finished"
+        and now - head.recorded_at >= quiet_for
+    ]
     if leases is not None and stalled:
         held = leases.live([stream for stream, _ in stalled], now)
         stalled = [(s, v) for s, v in stalled if held.get(s) != v]
