@@ -23,7 +23,7 @@ from events.streams import campaign_stream
 from labrxiv.interrupt import check_ctrl_c, pause
 from labrxiv.report import RunEnding, run_endings
 from projections.runner import ProjectionRunner
-from projections.runs import RunsProjector, RunView, runs_of
+from projections.runs import CampaignRuns, RunsProjector, RunView
 from workers.bus.base import Bus
 from workers.lab.campaign import CampaignPlan, start_campaign
 from workers.lab.lease import Leases
@@ -137,6 +137,7 @@ def watch_campaign(
     finished = False
     last_reap = started
     title = title or f"campaign {campaign} ({plan.mode})"
+    rows = CampaignRuns(campaign)
     views: list[RunView] = []
     with live_display(console) as live:
         while True:
@@ -148,8 +149,8 @@ def watch_campaign(
                 if reactor is not None:
                     reactor.catch_up()
                 runner.catch_up(limit=None if finished else CATCH_UP_PER_TICK)
-                views = watched_runs(store, campaign, runs)
-                live.update(progress_table(views, plan, title))
+                views = watched_runs(store, rows, runs)
+                live.update(ProgressTable(views, plan, title))
                 if finished or time.monotonic() - started >= timeout:
                     break
                 if time.monotonic() - last_reap > stall_seconds / 3:
@@ -182,11 +183,11 @@ def _all_finished(store: EventStore, runs: frozenset[str]) -> bool:
     return len(heads) == len(runs) and all(h.type == "run.finished" for h in heads.values())
 
 
-def watched_runs(store: EventStore, campaign: str, runs: list[str]) -> list[RunView]:
+def watched_runs(store: EventStore, rows: CampaignRuns, runs: list[str]) -> list[RunView]:
     """The campaign's runs as the runs read model has them, in lab order (`runs`' order:
     `run-…-10` after `run-…-9`, not after `run-…-1`)."""
     with store.engine.connect() as conn:
-        views = runs_of(conn, campaign=campaign)
+        views = rows.read(conn)
     order = {stream: index for index, stream in enumerate(runs)}
     return sorted(views, key=lambda view: order.get(view.stream, len(order)))
 
@@ -213,6 +214,20 @@ def progress_table(runs: list[RunView], plan: CampaignPlan, title: str) -> Table
             status,
         )
     return table
+
+
+@dataclass(frozen=True)
+class ProgressTable:
+    """`progress_table`, built when it is drawn: a live display draws it four times a
+    second, a console that is not a terminal once, at the end (`FinalTable`), not at
+    each of the watcher's ticks."""
+
+    runs: list[RunView]
+    plan: CampaignPlan
+    title: str
+
+    def __rich__(self) -> Table:
+        return progress_table(self.runs, self.plan, self.title)
 
 
 class FinalTable:

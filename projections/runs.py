@@ -178,6 +178,27 @@ def runs_of(
     return [_view(row) for row in conn.execute(query).mappings()]
 
 
+class CampaignRuns:
+    """The runs read model's rows of one campaign, as `runs_of` gives them, for a reader
+    that reads them again and again (the campaign watcher, four times a second): each
+    read takes every row, and types again only the rows that differ from the last read."""
+
+    def __init__(self, campaign: str) -> None:
+        self.campaign = campaign
+        self._query = select(RUNS).where(RUNS.c.campaign == campaign).order_by(RUNS.c.stream)
+        self._seen: dict[str, tuple[tuple[Any, ...], RunView]] = {}
+
+    def read(self, conn: Connection) -> list[RunView]:
+        """The campaign's rows now, in stream order."""
+        seen: dict[str, tuple[tuple[Any, ...], RunView]] = {}
+        for row in conn.execute(self._query):
+            values = tuple(row)
+            kept = self._seen.get(row.stream)
+            seen[row.stream] = kept if kept and kept[0] == values else (values, _view(row._mapping))
+        self._seen = seen
+        return [view for _, view in seen.values()]
+
+
 def runs_to_watch(conn: Connection, limit: int) -> list[RunView]:
     """At most `limit` runs of the runs read model: running ones first, then the most
     recent (by their last event's position), then by stream."""

@@ -8,7 +8,7 @@ from handmade_log import RunLog, at, build, interleave
 from events import Event
 from events.payloads import RunInterrupted
 from projections.runner import ProjectionRunner
-from projections.runs import RunView, runs_of
+from projections.runs import CampaignRuns, RunView, runs_of
 
 
 def runs_log() -> list[Event]:
@@ -142,3 +142,24 @@ def test_runs_of_a_campaign_or_of_streams(runs: ProjectionRunner) -> None:
     assert [r.stream for r in streams] == ["run-a", "run-c"]
     assert [r.stream for r in both] == ["run-b"]
     assert none == []
+
+
+def test_campaign_runs_read_again_types_only_the_rows_that_changed(store_url: str) -> None:
+    events = runs_log()
+    assert events[-1].stream == "run-a" and events[-1].type == "run.finished"
+    runner = build(store_url, events[:-1])
+    rows = CampaignRuns("c1")
+    try:
+        with runner.store.engine.connect() as conn:
+            before = rows.read(conn)
+            assert before == runs_of(conn, campaign="c1")
+        runner.store.append(events[-1:])
+        runner.catch_up()
+        with runner.store.engine.connect() as conn:
+            after = rows.read(conn)
+            assert after == runs_of(conn, campaign="c1")
+    finally:
+        runner.store.engine.dispose()
+    assert [r.status for r in before] == ["running", "running"]
+    assert [r.status for r in after] == ["finished", "running"]
+    assert after[1] is before[1]  # run-b's row is the same: not typed again
