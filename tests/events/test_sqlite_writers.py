@@ -68,3 +68,22 @@ def test_an_in_memory_log_opens(url: str) -> None:
     them, it failed with a TypeError traceback."""
     store = EventStore.from_url(url, pool_size=8)
     assert store.engine.dialect.name == "sqlite"
+
+
+def test_a_read_sees_one_snapshot_until_it_ends(tmp_path: Path) -> None:
+    """Every read begins a transaction (`BEGIN DEFERRED`): its statements see the log as
+    it was at its first, whatever a writer commits meanwhile."""
+    engine = make_engine(f"sqlite:///{tmp_path / 'log.db'}")
+    with writing(engine) as conn:
+        conn.execute(text("CREATE TABLE items (n INTEGER)"))
+    count = text("SELECT count(*) FROM items")
+    with engine.connect() as reader:
+        assert reader.in_transaction() is False
+        assert reader.execute(count).scalar() == 0
+        assert reader.in_transaction()
+        with writing(engine) as conn:
+            conn.execute(text("INSERT INTO items VALUES (1)"))
+        assert reader.execute(count).scalar() == 0
+    with engine.connect() as reader:
+        assert reader.execute(count).scalar() == 1
+    engine.dispose()
