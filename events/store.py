@@ -54,6 +54,9 @@ _STREAM_AFTER = (
 which SQLAlchemy otherwise works out again at every lab step's read."""
 _STREAM_AFTER_LIMITED = _STREAM_AFTER.limit(bindparam("limit"))
 
+_MAX_POSITION = select(func.max(EVENTS.c.position))
+"""The log's last position, built once: a reactor looks at it after each short page."""
+
 _HEAD = (
     select(EVENTS.c.version, EVENTS.c.type, EVENTS.c.recorded_at)
     .where(EVENTS.c.stream == bindparam("stream"))
@@ -345,7 +348,7 @@ class EventStore:
     def max_position(self) -> int:
         """The highest position stored, 0 for an empty log."""
         with self.engine.connect() as conn:
-            return int(conn.execute(select(func.max(EVENTS.c.position))).scalar() or 0)
+            return int(conn.execute(_MAX_POSITION).scalar() or 0)
 
     def count(self) -> int:
         """How many events the log holds."""

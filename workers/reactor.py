@@ -79,9 +79,12 @@ class Reactor:
         done = 0
         while limit is None or done < limit:
             sent = self._one_page()
-            if not sent:
-                break
             done += sent
+            if not sent or (sent < self.page and self.store.max_position() <= self._reached):
+                # A short page ended at the head, unless events were appended meanwhile:
+                # one look at the log's last position, not another page's turn,
+                # checkpoint read and log read to find nothing.
+                break
         return done
 
     def poke(self, upto: int | None = None) -> None:

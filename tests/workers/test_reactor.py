@@ -154,6 +154,29 @@ def test_writers_go_on_while_a_reactor_sends_its_page(store_url: str) -> None:
     assert appended == [1]
 
 
+class CountingStore(EventStore):
+    """A store that counts its reads of the log by position."""
+
+    reads = 0
+
+    def read_records(self, *args: Any, **kwargs: Any) -> list[Recorded]:
+        self.reads += 1
+        return super().read_records(*args, **kwargs)
+
+
+def test_a_catch_up_that_reaches_the_head_reads_the_log_once(store_url: str) -> None:
+    """A page shorter than a page is the head unless the log moved on meanwhile: no
+    second page's turn, checkpoint and log read to find nothing (each catch-up of a
+    lab's append paid them)."""
+    store = CountingStore.from_url(store_url)
+    _runs(store, count=2, steps=3)
+    reactor = Reactor(store, MemoryBus(), REACTIONS, page=4)
+    assert reactor.catch_up() == 6
+    assert store.reads == 2, "a full page, then the short one at the head"
+    assert reactor.catch_up() == 0 and store.reads == 3
+    assert reactor.position() == store.max_position()
+
+
 def test_a_crash_before_the_checkpoint_moves_sends_again(sqlite_url: str) -> None:
     store = EventStore.from_url(sqlite_url)
     _runs(store, count=2, steps=3)
