@@ -54,6 +54,9 @@ _STREAM_AFTER = (
 which SQLAlchemy otherwise works out again at every lab step's read."""
 _STREAM_AFTER_LIMITED = _STREAM_AFTER.limit(bindparam("limit"))
 
+_INSERT_BLOBS = {name: insert_ignore(name, BLOBS, ["sha256"]) for name in ("sqlite", "postgresql")}
+"""The blobs' insert by dialect, built once: nearly every append of a model call has blobs."""
+
 _MAX_POSITION = select(func.max(EVENTS.c.position))
 """The log's last position, built once: a reactor looks at it after each short page."""
 
@@ -211,7 +214,7 @@ class EventStore:
 
     def _insert_blobs(self, conn: Any, blobs: Mapping[str, bytes]) -> None:
         rows = [{"sha256": k, "size": len(v), "data": v} for k, v in blobs.items()]
-        conn.execute(insert_ignore(conn, BLOBS, ["sha256"]), rows)
+        conn.execute(_INSERT_BLOBS[conn.dialect.name], rows)
 
     def dead_letter(
         self, reason: str, raw: str, event_id: str | None = None, stream: str | None = None

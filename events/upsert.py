@@ -22,10 +22,11 @@ def _insert(conn: Connection | str, table: Table) -> DialectInsert:
 
 
 def insert_ignore(
-    conn: Connection, table: Table, index_elements: Sequence[str] | None = None
+    conn: Connection | str, table: Table, index_elements: Sequence[str] | None = None
 ) -> DialectInsert:
     """INSERT into `table` that leaves a row whose key is already stored as it is (ON
-    CONFLICT DO NOTHING; `index_elements`: the key, if not any unique constraint)."""
+    CONFLICT DO NOTHING; `index_elements`: the key, if not any unique constraint).
+    `conn`: the connection, or the name of its dialect (a statement built once)."""
     return _insert(conn, table).on_conflict_do_nothing(index_elements=index_elements)
 
 
