@@ -3,7 +3,17 @@ has got, one row a reader name, moved in the transaction that does the reader's 
 
 from collections.abc import Sequence
 
-from sqlalchemy import BigInteger, Column, Connection, MetaData, String, Table, select, update
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Connection,
+    MetaData,
+    String,
+    Table,
+    bindparam,
+    select,
+    update,
+)
 
 from events.upsert import insert_ignore
 
@@ -18,16 +28,26 @@ class Checkpoints:
             Column("name", String(100), primary_key=True),
             Column("position", BigInteger, nullable=False),
         )
+        # Statements built once: the reactor reads and moves its checkpoint at every
+        # catch-up, and building a statement cost about as much as running it.
+        c = self.table.c
+        names = c.name.in_(bindparam("names", expanding=True))
+        self._read = select(c.position).where(c.name == bindparam("name"))
+        self._read_many = select(c.name, c.position).where(names)
+        self._claim = select(c.name, c.position).where(names).order_by(c.name).with_for_update()
+        self._advance = (
+            update(self.table)
+            .where(names, c.position == bindparam("seen"))
+            .values(position=bindparam("to"))
+        )
 
     def read(self, conn: Connection, name: str) -> int:
         """The last position reader `name` has done (0 when it has done none)."""
-        c = self.table.c
-        return int(conn.execute(select(c.position).where(c.name == name)).scalar() or 0)
+        return int(conn.execute(self._read, {"name": name}).scalar() or 0)
 
     def read_many(self, conn: Connection, names: Sequence[str]) -> dict[str, int]:
         """The stored checkpoints of those of `names` that have one."""
-        c = self.table.c
-        return dict(conn.execute(select(c.name, c.position).where(c.name.in_(sorted(names)))).all())
+        return dict(conn.execute(self._read_many, {"names": sorted(names)}).all())
 
     def ensure(self, conn: Connection, names: Sequence[str]) -> None:
         """Create a checkpoint at 0 for each of `names` that has none, so `claim` has a
@@ -47,14 +67,7 @@ class Checkpoints:
         (`events.engines.WRITER_OPTIONS`); PostgreSQL locks the rows (FOR UPDATE), in name
         order, so processes that run overlapping sets of readers never wait in a cycle.
         """
-        c = self.table.c
-        query = (
-            select(c.name, c.position)
-            .where(c.name.in_(sorted(names)))
-            .order_by(c.name)
-            .with_for_update()
-        )
-        return dict(conn.execute(query).all())
+        return dict(conn.execute(self._claim, {"names": sorted(names)}).all())
 
     def advance(self, conn: Connection, names: Sequence[str], seen: int, to: int) -> bool:
         """Move the checkpoints of `names` from `seen` to `to`; False if one was not at `seen`.
@@ -62,10 +75,5 @@ class Checkpoints:
         The caller rolls back on False: the page was already done by another process
         ("already tracked" is "already done").
         """
-        c = self.table.c
-        result = conn.execute(
-            update(self.table)
-            .where(c.name.in_(sorted(names)), c.position == seen)
-            .values(position=to)
-        )
+        result = conn.execute(self._advance, {"names": sorted(names), "seen": seen, "to": to})
         return result.rowcount == len(set(names))
