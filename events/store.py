@@ -18,9 +18,10 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import product
 from typing import Any, TypedDict, Unpack
 
-from sqlalchemy import Engine, String, bindparam, func, insert, select, true
+from sqlalchemy import Engine, Integer, String, bindparam, func, insert, select, true
 from sqlalchemy.dialects.postgresql import ARRAY
 
 from events.blobs import digest
@@ -53,6 +54,24 @@ _STREAM_AFTER = (
 """A stream's events after a version, built once: a statement object keeps its cache key,
 which SQLAlchemy otherwise works out again at every lab step's read."""
 _STREAM_AFTER_LIMITED = _STREAM_AFTER.limit(bindparam("limit"))
+
+
+def _page(stream: bool, correlation: bool, types: bool) -> Any:
+    """A page of the log after a position, narrowed by the filters that are given."""
+    query = select(*_COLUMNS).where(EVENTS.c.position > bindparam("after"))
+    if stream:
+        query = query.where(EVENTS.c.stream == bindparam("stream"))
+    if correlation:
+        query = query.where(EVENTS.c.correlation_id == bindparam("correlation"))
+    if types:
+        query = query.where(EVENTS.c.type.in_(bindparam("types", expanding=True)))
+    return query.order_by(EVENTS.c.position).limit(bindparam("limit", type_=Integer))
+
+
+_PAGES = {given: _page(*given) for given in product((False, True), repeat=3)}
+"""`read_records`' statements, one for each set of filters given (stream, correlation,
+types), built once: a reactor reads a page at every catch-up."""
+
 
 _INSERT_BLOBS = {name: insert_ignore(name, BLOBS, ["sha256"]) for name in ("sqlite", "postgresql")}
 """The blobs' insert by dialect, built once: nearly every append of a model call has blobs."""
@@ -252,16 +271,16 @@ class EventStore:
         `stream`, `types` and `correlation` narrow the read to one stream, to some event
         types and to one correlation id (a campaign's events).
         """
-        query = select(*_COLUMNS).where(EVENTS.c.position > after)
+        values: dict[str, object] = {"after": after, "limit": limit}
         if stream is not None:
-            query = query.where(EVENTS.c.stream == stream)
+            values["stream"] = stream
         if correlation is not None:
-            query = query.where(EVENTS.c.correlation_id == correlation)
+            values["correlation"] = correlation
         if types is not None:
-            query = query.where(EVENTS.c.type.in_(list(types)))
-        query = query.order_by(EVENTS.c.position).limit(limit)
+            values["types"] = list(types)
+        query = _PAGES[stream is not None, correlation is not None, types is not None]
         with self.engine.connect() as conn, gc_paused():  # a page lives until it is used
-            return rows_to_records(conn.execute(query).all())
+            return rows_to_records(conn.execute(query, values).all())
 
     def read(self, after: int = 0, limit: int = 1000, stream: str | None = None) -> list[Event]:
         """Like `read_records`, as validated `Event`s with typed payloads."""
