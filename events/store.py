@@ -86,6 +86,8 @@ _HEAD = (
     .limit(1)
 )
 """A stream's last event's envelope, no payload: one probe of the (stream, version) index."""
+_VERSION_TYPE = _HEAD.with_only_columns(EVENTS.c.version, EVENTS.c.type)
+"""A stream's last version and its event's type, built once: what `stream_head` reads."""
 
 
 def _heads_pg() -> Any:
@@ -325,14 +327,8 @@ class EventStore:
     def stream_head(self, stream: str) -> tuple[int, str] | None:
         """A stream's last version and the type of its event there; None when it has none
         (one probe of the stream's index, nothing parsed: what a waiting writer polls)."""
-        query = (
-            select(EVENTS.c.version, EVENTS.c.type)
-            .where(EVENTS.c.stream == stream)
-            .order_by(EVENTS.c.version.desc())
-            .limit(1)
-        )
         with self.engine.connect() as conn:
-            row = conn.execute(query).first()
+            row = conn.execute(_VERSION_TYPE, {"stream": stream}).first()
         return None if row is None else (int(row[0]), str(row[1]))
 
     def stream_heads(self, streams: Iterable[str]) -> dict[str, StreamHead]:
