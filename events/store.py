@@ -88,6 +88,14 @@ _HEAD = (
 """A stream's last event's envelope, no payload: one probe of the (stream, version) index."""
 _VERSION_TYPE = _HEAD.with_only_columns(EVENTS.c.version, EVENTS.c.type)
 """A stream's last version and its event's type, built once: what `stream_head` reads."""
+_LAST = _HEAD.with_only_columns(*_COLUMNS)
+"""A stream's last event, built once (`last_record`)."""
+_STREAM_VERSION = select(func.max(EVENTS.c.version)).where(EVENTS.c.stream == bindparam("stream"))
+"""A stream's last version, built once: the recorder reads it after a refused append."""
+_BY_ID = select(*_COLUMNS).where(EVENTS.c.id == bindparam("id"))
+"""One event by id, built once (`get`)."""
+_BLOB = select(BLOBS.c.data).where(BLOBS.c.sha256 == bindparam("sha256"))
+"""A blob's content, built once: the llm policy reads its context's blobs at every step."""
 
 
 def _heads_pg() -> Any:
@@ -311,14 +319,8 @@ class EventStore:
 
     def last_record(self, stream: str) -> Recorded | None:
         """A stream's latest event, None when it has none."""
-        query = (
-            select(*_COLUMNS)
-            .where(EVENTS.c.stream == stream)
-            .order_by(EVENTS.c.version.desc())
-            .limit(1)
-        )
         with self.engine.connect() as conn:
-            rows = rows_to_records(conn.execute(query).all())
+            rows = rows_to_records(conn.execute(_LAST, {"stream": stream}).all())
         return rows[0] if rows else None
 
     def stream_head(self, stream: str) -> tuple[int, str] | None:
@@ -349,15 +351,14 @@ class EventStore:
 
     def stream_version(self, stream: str) -> int:
         """The last version of `stream`, -1 when it has no events."""
-        query = select(func.max(EVENTS.c.version)).where(EVENTS.c.stream == stream)
         with self.engine.connect() as conn:
-            value = conn.execute(query).scalar()
+            value = conn.execute(_STREAM_VERSION, {"stream": stream}).scalar()
         return -1 if value is None else int(value)
 
     def get(self, event_id: uuid.UUID) -> Event | None:
         """One event by id."""
         with self.engine.connect() as conn:
-            rows = conn.execute(select(*_COLUMNS).where(EVENTS.c.id == event_id)).all()
+            rows = conn.execute(_BY_ID, {"id": event_id}).all()
         return rows_to_records(rows)[0].typed() if rows else None
 
     def max_position(self) -> int:
@@ -373,7 +374,7 @@ class EventStore:
     def get_blob(self, sha256: str) -> bytes | None:
         """A blob's content by its hash."""
         with self.engine.connect() as conn:
-            return conn.execute(select(BLOBS.c.data).where(BLOBS.c.sha256 == sha256)).scalar()
+            return conn.execute(_BLOB, {"sha256": sha256}).scalar()
 
     def dead_letters(self, limit: int = 50) -> list[DeadLetter]:
         """The most recent dead letters, newest first."""
