@@ -9,9 +9,8 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import fields, replace
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, NamedTuple
 
-from events import Event
 from events import payloads as p
 from events.recorded import Fact
 from events.spend import spend_of_payload
@@ -60,16 +59,31 @@ def ahead(state: RunState, payloads: Sequence[p.Payload], at: datetime) -> RunSt
     """`state` once `payloads` follow it: what a step sees of its own events before they
     are recorded (they are folded exactly as the recorded events will be)."""
     for payload in payloads:
-        event = Event.model_construct(
-            id=uuid.UUID(int=0),
-            stream=state.stream,
-            version=state.version + 1,
-            occurred_at=at,
-            correlation_id=state.campaign,
-            payload=cast(Any, payload),  # any payload type: nothing is validated here
+        event = _Unrecorded(
+            _NO_ID, state.stream, state.version + 1, payload.type, at, state.campaign, payload
         )
         state = apply(state, event)
     return state
+
+
+_NO_ID = uuid.UUID(int=0)
+
+
+class _Unrecorded(NamedTuple):
+    """A step's own event before it is recorded, as the fold reads it: a named tuple, not
+    an `Event`, which `model_construct` builds in ~13 µs (a model call's step folds about
+    three)."""
+
+    id: uuid.UUID
+    stream: str
+    version: int
+    type: str
+    occurred_at: datetime
+    correlation_id: str | None
+    payload: p.Payload
+    position: int | None = None
+    causation_id: uuid.UUID | None = None
+    actor: str | None = None
 
 
 def apply(state: RunState, event: Fact) -> RunState:

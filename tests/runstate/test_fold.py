@@ -4,6 +4,7 @@ a state already folded (the step cache and `ahead` rely on that)."""
 
 import itertools
 import json
+import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -141,6 +142,16 @@ def test_a_saved_state_plus_the_rest_is_the_whole_and_stays_as_saved(
     assert fold_from(saved, events[cut + 1 :]) == fold(events)
     ahead(saved, [e.payload for e in events[cut + 1 :]], T0)
     assert saved == copy_of_saved, "folding on from a state never changes it"
+
+
+@settings(max_examples=100, deadline=None)
+@given(events=streams(), cut=st.integers(0, 60))
+def test_ahead_folds_payloads_as_their_events_will_be_folded(events: list[Event], cut: int) -> None:
+    cut = min(cut, len(events) - 1)
+    saved = fold(events[: cut + 1])
+    unrecorded = uuid.UUID(int=0)
+    rest = [e.model_copy(update={"id": unrecorded, "occurred_at": T0}) for e in events[cut + 1 :]]
+    assert ahead(saved, [e.payload for e in rest], T0) == fold_from(saved, rest)
 
 
 def test_the_fold_counts_spend_by_the_one_rule() -> None:
