@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import orjson
 import psycopg
-from sqlalchemy import select
+from sqlalchemy import Integer, bindparam, select
 from sqlalchemy.exc import DBAPIError
 
 from events import EventStore
@@ -86,6 +86,16 @@ _PAGE = (
 order, the payload as its JSON text (`_PageReader`)."""
 
 
+_PAGE_AFTER = (
+    select(EVENTS)
+    .where(EVENTS.c.position > bindparam("after"))
+    .order_by(EVENTS.c.position)
+    .limit(bindparam("limit", type_=Integer))
+)
+"""A page of the log after a position (SQLite), built once: a catch-up reads two pages or
+more."""
+
+
 class _PageReader:
     """One connection for all the pages a reader reads, as `read_page(after, limit)`.
 
@@ -130,8 +140,7 @@ class _PageReader:
                 raise DBAPIError.instance(_PAGE, (after, limit), error, psycopg.Error) from error
             loads = orjson.loads
             return rows_to_records([(*row[:11], loads(row[11])) for row in rows])
-        query = select(EVENTS).where(EVENTS.c.position > after)
-        rows = self.conn.execute(query.order_by(EVENTS.c.position).limit(limit)).all()
+        rows = self.conn.execute(_PAGE_AFTER, {"after": after, "limit": limit}).all()
         if not self.autocommit:
             self.conn.rollback()
         return rows_to_records(rows)
