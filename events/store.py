@@ -233,7 +233,10 @@ class EventStore:
                     _insert(conn, fresh, positions, now, bodies)
                 if blobs:
                     self._insert_blobs(conn, blobs)
-        appended = [_stored_as(e, p, now) for e, p in zip(fresh, positions, strict=True)]
+        appended = [
+            e.model_copy(update={"position": p, "recorded_at": now})
+            for e, p in zip(fresh, positions, strict=True)
+        ]
         return AppendResult(
             appended=appended, skipped=len(events) - len(appended), diverged=diverged
         )
@@ -593,23 +596,6 @@ def _executemany_rows(conn: Any, positions: list[int], rows: list[tuple[Any, ...
 def _sqlite_time(moment: datetime) -> str:
     """The text form SQLAlchemy's SQLite DateTime reads back (UTC, no offset)."""
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
-
-
-_SET_BY_STORE = frozenset({"position", "recorded_at"})
-_set = object.__setattr__
-
-
-def _stored_as(event: Event, position: int, at: datetime) -> Event:
-    """`event` with the position and time the store gave it: what
-    `event.model_copy(update={"position": …, "recorded_at": …})` gives (pydantic 2.14,
-    pinned; an `Event` has no extra and no private attributes) in half its time, once for
-    every appended event."""
-    stored = object.__new__(Event)
-    _set(stored, "__dict__", {**event.__dict__, "position": position, "recorded_at": at})
-    _set(stored, "__pydantic_fields_set__", event.__pydantic_fields_set__ | _SET_BY_STORE)
-    _set(stored, "__pydantic_extra__", None)
-    _set(stored, "__pydantic_private__", None)
-    return stored
 
 
 _as_record = tuple.__new__
