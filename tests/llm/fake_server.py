@@ -129,6 +129,10 @@ def hang() -> Scripted:
 class _QuietServer(ThreadingHTTPServer):
     """Clients that hang up (a worker killed mid-call) are expected, not tracebacks."""
 
+    request_queue_size = 256
+    """The listen backlog, taken when the server is built: many labs' first calls arrive
+    at once, and past a backlog of 5 (socketserver's) a busy machine resets some of them."""
+
     def handle_error(self, request: object, client_address: object) -> None:
         if not isinstance(sys.exc_info()[1], ConnectionError):
             super().handle_error(request, client_address)  # type: ignore[arg-type]
@@ -154,7 +158,6 @@ class FakeServer:
         self._stopping = threading.Event()
         self._httpd = _QuietServer(("127.0.0.1", 0), _handler_for(self))
         self._httpd.daemon_threads = True
-        self._httpd.request_queue_size = 256
         # A short poll keeps `stop` quick (serve_forever checks for shutdown once a poll).
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
