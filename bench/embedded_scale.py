@@ -109,7 +109,7 @@ def measure(
     """Start `command`; once the server has had as many calls as it has `agents` (its
     start-up and its first calls behind it, on a slow machine too), let it warm up for
     `warmup`, then count the calls and its CPU over `window`."""
-    before = len(server.completions())
+    before = server.served
     with open(cwd / "output.txt", "wb") as output:
         proc = subprocess.Popen(
             command,
@@ -120,16 +120,16 @@ def measure(
             start_new_session=True,
         )
         try:
-            while len(server.completions()) - before < agents and proc.poll() is None:
+            while server.served - before < agents and proc.poll() is None:
                 time.sleep(0.1)
             time.sleep(warmup)
             if proc.poll() is not None:
                 said = (cwd / "output.txt").read_text(errors="replace")[-3000:]
                 raise SystemExit(f"{command[0]} ended during the warm-up:\n{said}")
-            calls, cpu, (busy, total) = len(server.completions()), tree_cpu(proc.pid), machine_cpu()
+            calls, cpu, (busy, total) = server.served, tree_cpu(proc.pid), machine_cpu()
             started = time.monotonic()
             time.sleep(window)
-            calls = len(server.completions()) - calls
+            calls = server.served - calls
             cpu = tree_cpu(proc.pid) - cpu
             elapsed = time.monotonic() - started
             busy_after, total_after = machine_cpu()
@@ -223,7 +223,8 @@ def main() -> None:
         f"{'CPU/call':>12}  {'machine busy':>12}"
     )
     reply = completion(tool_calls=[("read_file", TOOL_ARGS)], usage=usage(200, 20))
-    with FakeServer(default=reply, models=(MODEL,), latency_s=args.latency) as server:
+    server = FakeServer(default=reply, models=(MODEL,), latency_s=args.latency, keep=False)
+    with server:
         for labs in args.labs:
             ideal = labs / args.latency
             got = labrxiv_campaign(server, labs, args.warmup, args.window)

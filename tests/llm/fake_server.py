@@ -146,13 +146,20 @@ class FakeServer:
         default: Scripted | Callable[[Received], Scripted] | None = None,
         models: Iterable[str] = ("fake-model",),
         latency_s: float = 0.0,
+        keep: bool = True,
     ) -> None:
         self.default = default
         """What to answer when the queue is empty (a reply or a function of the request)."""
         self.models = list(models)
         self.latency_s = latency_s
         """Added to every chat completion's answer time."""
+        self.keep = keep
+        """Keep every request in `received`. A bench that runs for minutes counts them
+        instead (`served`): thousands of long conversations kept make the collector pause
+        the server's threads (at 100 labs its p99 answer time went from 66 to 250 ms)."""
         self.received: list[Received] = []
+        self.served = 0
+        """Chat-completion requests received so far, kept or not."""
         self._script: deque[Scripted] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -215,7 +222,10 @@ class FakeServer:
 
     def _record(self, received: Received) -> None:
         with self._lock:
-            self.received.append(received)
+            if received.path.endswith("/chat/completions"):
+                self.served += 1
+            if self.keep:
+                self.received.append(received)
 
     def _next(self, received: Received) -> Scripted:
         with self._lock:
