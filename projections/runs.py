@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, case, func, select
+from sqlalchemy import Connection, Select, case, func, select
 from sqlmodel import AutoString, Field, SQLModel
 from sqlmodel.main import SQLModelConfig
 
@@ -168,14 +168,20 @@ def runs_of(
 
     A run appears once its first event has been projected; the rows are as fresh as the
     runs projector's checkpoint (the caller catches it up when it must be current)."""
+    query = _rows_of(streams, campaign)
+    query = query.offset(offset) if offset else query
+    query = query.limit(limit) if limit is not None else query
+    return [_view(row) for row in conn.execute(query).mappings()]
+
+
+def _rows_of(streams: Sequence[str] | None, campaign: str | None) -> Select[Any]:
+    """The rows `runs_of` reads, in stream order."""
     query = select(RUNS).order_by(RUNS.c.stream)
     if streams is not None:
         query = query.where(RUNS.c.stream.in_(list(streams)))
     if campaign is not None:
         query = query.where(RUNS.c.campaign == campaign)
-    query = query.offset(offset) if offset else query
-    query = query.limit(limit) if limit is not None else query
-    return [_view(row) for row in conn.execute(query).mappings()]
+    return query
 
 
 class CampaignRuns:
@@ -185,7 +191,7 @@ class CampaignRuns:
 
     def __init__(self, campaign: str) -> None:
         self.campaign = campaign
-        self._query = select(RUNS).where(RUNS.c.campaign == campaign).order_by(RUNS.c.stream)
+        self._query = _rows_of(None, campaign)
         self._seen: dict[str, tuple[tuple[Any, ...], RunView]] = {}
 
     def read(self, conn: Connection) -> list[RunView]:
