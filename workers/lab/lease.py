@@ -208,6 +208,15 @@ _HELD = select(STEP_LEASES.c.holder, STEP_LEASES.c.version, STEP_LEASES.c.expire
 )
 """A run's lease: its holder, the version its step follows, until when it is held."""
 
+_MINE = and_(
+    STEP_LEASES.c.stream == bindparam("run"), STEP_LEASES.c.holder == bindparam("token")
+)
+"""A run's lease (`run`) if `token` holds it (bound under names no column has: an
+update reserves its columns' names)."""
+_MOVE = update(STEP_LEASES).where(_MINE).values(version=bindparam("to"))
+_GIVE_BACK = delete(STEP_LEASES).where(_MINE)
+_MARK = update(STEP_LEASES).where(_MINE).values(holder=bindparam("how"))
+
 
 @functools.cache
 def _take_statement(dialect: str) -> Executable:
@@ -430,22 +439,19 @@ class Leases:
         """Put `token`'s lease on the step after `version` (a session sends up to it);
         whether `token` still holds it."""
         with writing(self.engine) as conn:
-            moved = conn.execute(
-                update(STEP_LEASES)
-                .where(STEP_LEASES.c.stream == stream, STEP_LEASES.c.holder == token)
-                .values(version=version)
-            )
+            moved = conn.execute(_MOVE, {"run": stream, "token": token, "to": version})
             return bool(moved.rowcount)
 
     def _end(self, stream: str, token: str, how: str | None) -> None:
         """End `token`'s take, if it still holds the lease: given back (`how` None) or
         marked `IDLE`. Best effort: the database away, the lease
         runs out instead (a later take of the step waits for that)."""
-        mine = STEP_LEASES.c.stream == stream, STEP_LEASES.c.holder == token
-        ending = delete(STEP_LEASES) if how is None else update(STEP_LEASES).values(holder=how)
         try:
             with writing(self.engine) as conn:
-                conn.execute(ending.where(*mine))
+                if how is None:
+                    conn.execute(_GIVE_BACK, {"run": stream, "token": token})
+                else:
+                    conn.execute(_MARK, {"run": stream, "token": token, "how": how})
         except Exception as exc:  # noqa: BLE001 - the database away: the lease runs out
             log.warning("%s: the step's lease was not ended (%s)", stream, exc)
 
