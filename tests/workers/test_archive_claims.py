@@ -32,6 +32,7 @@ from workers.lab.policies.search.memory import Known, RunMemory
 from workers.lab.policies.search.policy import (
     SearchPolicy,
     _crossed,
+    _graft,
     _novel,
     _partners,
     _published,
@@ -275,6 +276,23 @@ def test_a_crossing_takes_some_of_a_good_partners_values_and_keeps_some_of_the_b
         assert child not in (best.config, partner.config)
         assert (child["method"], child["epochs"]) in {("ncm", 1), ("replay", 10)}
     assert {c["method"] for c in children} == {"ncm", "replay"}
+
+
+def test_a_lab_that_follows_another_crosses_its_own_best_onto_that_line() -> None:
+    """A lab that follows another lab's result keeps its own best as a graft, to cross
+    onto that line; not while it keeps its own line, nor when its best is at the
+    baseline (0.19, nothing to give) or one value from the line followed."""
+    primary = load_bundle(GYM / "continual-digits").card.subtask("final_accuracy")
+    space = space_of({"method": ["replay", "ncm"], "replay_per_class": [0, 20], "epochs": [1, 10]})
+    theirs = Known(0.92, BETTER, measured=True)
+    mine = {"method": "ncm", "replay_per_class": 0, "epochs": 1}
+    memory = memory_of([mine], primary, [0.82])
+    assert _graft(memory, theirs, primary, space) == memory.top
+    assert memory.top is not None
+    assert _graft(memory, memory.top, primary, space) is None
+    assert _graft(memory_of([mine], primary, [0.19]), theirs, primary, space) is None
+    near = BETTER | {"epochs": 1}
+    assert _graft(memory_of([near], primary, [0.82]), theirs, primary, space) is None
 
 
 def test_a_number_that_is_not_finite_is_refused() -> None:

@@ -14,18 +14,21 @@ Deterministic for a given seed.
 
 What the archive is used for (an island model: labs keep their own line and take
 another's only when it is clearly better): another lab's verified result is a
-starting point when it is `FOLLOW` ahead of the lab's own, experiments a known lab
-ran are not repeated, and papers' ablations and no-gain results are read as evidence
-about single moves (`reading.py`): a move shown to hurt from a configuration that agrees
-with the best in the parameters that matter is rarely drawn, only on clear or repeated
-evidence. A move shown to help elsewhere is not transplanted onto the best on its own
-(measured: with 6 attempts a lab, such transplants took the attempts that found the
-good region of ts-saliency, and on 2 of 8 seeds every archive lab ended near 0.53
-where isolated labs reached 0.93-0.99). Which
-values local moves prefer otherwise, and which pairs of values jumps cover, come from
-the lab's own experiments only: labs that all steer by means over the same shared
-results search alike, and one unlucky negative result (a memory method tried without
-a memory) then steers every lab away from what works.
+starting point when it is `FOLLOW` ahead of the lab's own, and a lab that takes it
+crosses its own best onto it in two of five moves (`_graft`: a migrant meets the
+island's ingredients, the lab's line is not dropped; measured on noisy-digits at the
+demo budget, labs that only moved to another's line often lost the one that would have
+gone higher alone), experiments a known lab ran are not repeated, and papers'
+ablations and no-gain results are read as evidence about single moves (`reading.py`):
+a move shown to hurt from a configuration that agrees with the best in the parameters
+that matter is rarely drawn, only on clear or repeated evidence. A move shown to help
+elsewhere is not transplanted onto the best on its own (measured: with 6 attempts a
+lab, such transplants took the attempts that found the good region of ts-saliency, and
+on 2 of 8 seeds every archive lab ended near 0.53 where isolated labs reached
+0.93-0.99). Which values local moves prefer otherwise, and which pairs of values jumps
+cover, come from the lab's own experiments only: labs that all steer by means over the
+same shared results search alike, and one unlucky negative result (a memory method
+tried without a memory) then steers every lab away from what works.
 """
 
 import json
@@ -163,12 +166,14 @@ def _next_config(
             if advice.against(best.config, key, value):
                 weights[key][i] *= ADVISED_AGAINST
     partners = _partners(memory, read, best, primary, space.values)
+    graft = _graft(memory, best, primary, space)
     applies = space.applicable(best.config)
     for _ in range(50):
         # Moves around the best: small while they pay, wider after every attempt
         # that did not improve (a best adopted from a paper is a new start, judged on
         # this round's attempts); a fifth of the moves are jumps, a fifth (when
-        # another good result is known) cross the best with it. New values are
+        # another good result is known) cross the best with it, or two fifths, when
+        # the best is another lab's, cross it with the lab's own best. New values are
         # drawn by what the run's own results say of them and what papers' ablations
         # say of the move from the best.
         candidate = dict(best.config)
@@ -176,6 +181,8 @@ def _next_config(
         draw = rng.random()
         if draw < 0.2:
             candidate = _novel(rng, candidate, space, memory)
+        elif draw < 0.6 and graft is not None:
+            candidate = _crossed(rng, candidate, graft.config, space, weights)
         elif draw < 0.4 and partners:
             candidate = _crossed(rng, candidate, rng.choice(partners).config, space, weights)
         else:
@@ -245,6 +252,18 @@ def _partners(
         (-over_baseline(primary, k.score), mine + i, k) for i, k in enumerate(read) if good(k)
     ]
     return [k for _, _, k in sorted(found, key=lambda item: item[:2])][:PARTNERS]
+
+
+def _graft(memory: RunMemory, best: Known, primary: Subtask, space: Space) -> Known | None:
+    """When the lab follows another's line, its own best, whose values it crosses onto
+    that line in two of five moves (a migrant meets the island's own ingredients: what
+    two papers found combined, not the lab's line abandoned); None when the lab keeps
+    its own line or its best has nothing to give (at the baseline, or one value apart)."""
+    mine = memory.top
+    if best.own or mine is None or over_baseline(primary, mine.score) < PROGRESS:
+        return None
+    differing = [key for key in space.names if mine.config.get(key) != best.config.get(key)]
+    return mine if len(differing) >= 2 else None
 
 
 PARTNERS = 3
