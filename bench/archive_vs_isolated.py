@@ -39,7 +39,7 @@ from labrxiv.campaigns import run_campaign  # noqa: E402
 from labrxiv.report import summarize  # noqa: E402
 from labrxiv.settings import load_settings  # noqa: E402
 from labrxiv.wiring import open_embedded  # noqa: E402
-from workers.lab.campaign import CampaignPlan  # noqa: E402
+from workers.lab.campaign import CampaignPlan, deterministic_id  # noqa: E402
 
 
 def main() -> None:
@@ -65,7 +65,7 @@ def main() -> None:
     started, commit = time.perf_counter(), _commit()  # the code measured, not the code at the end
     for seed in range(args.seeds):
         with tempfile.TemporaryDirectory() as folder:
-            system = open_embedded(load_settings(data_dir=Path(folder)), threads=args.labs)
+            system = open_embedded(load_settings(data_dir=Path(folder)), threads=1)
             try:
                 bundle = system.ctx.labs.bundle(args.task)
                 for mode in ("isolated", "archive"):
@@ -76,8 +76,17 @@ def main() -> None:
                         mode=mode,
                         seed=seed,
                         attempts=args.attempts,
+                        deterministic=True,
                     )
-                    outcome = run_campaign(system.bus, system.store, plan, quiet)
+                    outcome = run_campaign(
+                        system.bus,
+                        system.store,
+                        plan,
+                        quiet,
+                        reactor=system.ctx.reactor,
+                        leases=system.ctx.leases,
+                        campaign_id=deterministic_id(plan, 0),
+                    )
                     system.settle()
                     summary = summarize(system.store, outcome.campaign, mode, bundle)
                     curves[mode].append(summary.best_per_paper)
