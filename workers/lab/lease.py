@@ -208,9 +208,7 @@ _HELD = select(STEP_LEASES.c.holder, STEP_LEASES.c.version, STEP_LEASES.c.expire
 )
 """A run's lease: its holder, the version its step follows, until when it is held."""
 
-_MINE = and_(
-    STEP_LEASES.c.stream == bindparam("run"), STEP_LEASES.c.holder == bindparam("token")
-)
+_MINE = and_(STEP_LEASES.c.stream == bindparam("run"), STEP_LEASES.c.holder == bindparam("token"))
 """A run's lease (`run`) if `token` holds it (bound under names no column has: an
 update reserves its columns' names)."""
 _MOVE = update(STEP_LEASES).where(_MINE).values(version=bindparam("to"))
