@@ -35,11 +35,11 @@ from analysis.archive_effect import (  # noqa: E402
     spread,
     stderr,
 )
-from labrxiv.campaigns import run_campaign  # noqa: E402
+from labrxiv.demo import run_campaigns  # noqa: E402
 from labrxiv.report import summarize  # noqa: E402
 from labrxiv.settings import load_settings  # noqa: E402
 from labrxiv.wiring import open_embedded  # noqa: E402
-from workers.lab.campaign import CampaignPlan, deterministic_id  # noqa: E402
+from workers.lab.campaign import CampaignPlan  # noqa: E402
 
 
 def main() -> None:
@@ -65,11 +65,12 @@ def main() -> None:
     started, commit = time.perf_counter(), _commit()  # the code measured, not the code at the end
     for seed in range(args.seeds):
         with tempfile.TemporaryDirectory() as folder:
-            system = open_embedded(load_settings(data_dir=Path(folder)), threads=1)
+            settings = load_settings(data_dir=Path(folder))
+            system = open_embedded(settings, threads=1)
             try:
                 bundle = system.ctx.labs.bundle(args.task)
-                for mode in ("isolated", "archive"):
-                    plan = CampaignPlan(
+                plans = [
+                    CampaignPlan(
                         task=args.task,
                         labs=args.labs,
                         papers=args.papers,
@@ -78,17 +79,12 @@ def main() -> None:
                         attempts=args.attempts,
                         deterministic=True,
                     )
-                    outcome = run_campaign(
-                        system.bus,
-                        system.store,
-                        plan,
-                        quiet,
-                        reactor=system.ctx.reactor,
-                        leases=system.ctx.leases,
-                        campaign_id=deterministic_id(plan, 0),
-                    )
-                    system.settle()
-                    summary = summarize(system.store, outcome.campaign, mode, bundle)
+                    for mode in ("isolated", "archive")
+                ]
+                campaigns, _ = run_campaigns(system, plans, quiet, settings.stall_seconds)
+                system.settle()
+                for mode, campaign in campaigns.items():
+                    summary = summarize(system.store, campaign, mode, bundle)
                     curves[mode].append(summary.best_per_paper)
                     primary = bundle.card.subtask(bundle.card.primary)
                     # A campaign that graded nothing is at the baseline, not at 0.0

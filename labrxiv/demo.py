@@ -132,7 +132,7 @@ def run_demo(
         attempts = plans[0].budget()[0].attempts  # given, else the card's: for the report
         try:
             with ctrl_c_between_ticks():
-                campaigns, endings = _run_campaigns(
+                campaigns, endings = run_campaigns(
                     system, plans, console, demo_settings.stall_seconds
                 )
         except KeyboardInterrupt:
@@ -205,11 +205,12 @@ def _recorded_effect(task: str, settings: Settings, console: Console) -> Archive
     return effect
 
 
-def _run_campaigns(
+def run_campaigns(
     system: Embedded, plans: list[CampaignPlan], console: Console, stall_seconds: float
 ) -> tuple[dict[str, str], list[RunEnding]]:
-    """Each plan's campaign, one after the other, watched live; (campaign ids by mode, how
-    each run ended)."""
+    """Each plan's campaign, one after the other, watched live (its labs taking turns where
+    the plan is deterministic, `bench/archive_vs_isolated.py` too); (campaign ids by mode,
+    how each run ended)."""
     campaigns: dict[str, str] = {}
     endings: list[RunEnding] = []
     for plan in plans:
