@@ -39,6 +39,7 @@ from labrxiv.demo import run_campaigns  # noqa: E402
 from labrxiv.report import summarize  # noqa: E402
 from labrxiv.settings import load_settings  # noqa: E402
 from labrxiv.wiring import open_embedded  # noqa: E402
+from workers.errors import BundleError  # noqa: E402
 from workers.lab.campaign import CampaignPlan  # noqa: E402
 
 
@@ -68,7 +69,10 @@ def main() -> None:
             settings = load_settings(data_dir=Path(folder))
             system = open_embedded(settings, threads=1)
             try:
-                bundle = system.ctx.labs.bundle(args.task)
+                try:
+                    bundle = system.ctx.labs.bundle(args.task)
+                except BundleError as exc:
+                    raise SystemExit(f"archive_vs_isolated: {exc}") from None
                 plans = [
                     CampaignPlan(
                         task=args.task,
