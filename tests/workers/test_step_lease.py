@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import BigInteger, Column, DateTime, MetaData, String, Table, insert, select
+from sqlalchemy.exc import ObjectNotExecutableError, OperationalError
 
 from events import Event, EventStore
 from events.engines import writing
@@ -288,6 +289,39 @@ def test_an_idle_takes_lease_is_free_to_the_same_step_alone(store: EventStore) -
             pass
     with other.holding("run-z", 5):  # the same step again (a wake-up): taken at once
         pass
+
+
+def test_a_take_ended_while_the_database_is_away_leaves_its_lease_to_run_out(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Ending a take is best effort: with the database away the block's own end stands
+    (a warning, not a failed step) and another take waits for the lease to run out."""
+    leases, other = Leases(store, ttl=5.0), Leases(store, ttl=5.0)
+    away = OperationalError("UPDATE step_leases", None, Exception("server closed the connection"))
+
+    def unreachable(*_args: object, **_kwargs: object) -> None:
+        raise away
+
+    with leases.holding("run-d", 1) as take:
+        take.sent_nothing()
+        monkeypatch.setattr(lease_module, "writing", unreachable)
+    monkeypatch.undo()
+    assert "the step's lease was not ended" in caplog.text
+    with pytest.raises(Held):
+        with other.holding("run-d", 1):
+            pass
+
+
+def test_a_defect_in_ending_a_take_is_raised_not_logged(
+    store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the database away is tolerated: a statement that cannot run (a wrong bind
+    name, say) fails the take instead of hiding behind a warning and a 30 s lease."""
+    leases = Leases(store, ttl=5.0)
+    monkeypatch.setattr(lease_module, "_MARK", object())
+    with pytest.raises(ObjectNotExecutableError):
+        with leases.holding("run-e", 1) as take:
+            take.sent_nothing()
 
 
 def test_a_forgotten_lease_is_free_to_the_process_that_forgot_it(store: EventStore) -> None:

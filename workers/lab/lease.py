@@ -68,6 +68,7 @@ from sqlalchemy import (
     text,
     update,
 )
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.pool import QueuePool
 from sqlalchemy.sql.expression import BindParameter, Executable
 
@@ -442,15 +443,15 @@ class Leases:
 
     def _end(self, stream: str, token: str, how: str | None) -> None:
         """End `token`'s take, if it still holds the lease: given back (`how` None) or
-        marked `IDLE`. Best effort: the database away, the lease
-        runs out instead (a later take of the step waits for that)."""
+        marked `IDLE`. Best effort: the database away, the lease runs out instead (a later
+        take of the step waits for that); any other failure is a defect and is raised."""
         try:
             with writing(self.engine) as conn:
                 if how is None:
                     conn.execute(_GIVE_BACK, {"run": stream, "token": token})
                 else:
                     conn.execute(_MARK, {"run": stream, "token": token, "how": how})
-        except Exception as exc:  # noqa: BLE001 - the database away: the lease runs out
+        except (OperationalError, InterfaceError, OSError) as exc:  # the database away
             log.warning("%s: the step's lease was not ended (%s)", stream, exc)
 
     def _ensure_table(self) -> None:
