@@ -87,8 +87,17 @@ def main() -> None:
                 ]
                 campaigns, _ = run_campaigns(system, plans, quiet, settings.stall_seconds)
                 system.settle()
-                for mode, campaign in campaigns.items():
-                    summary = summarize(system.store, campaign, mode, bundle)
+                summaries = {
+                    mode: summarize(system.store, campaign, mode, bundle)
+                    for mode, campaign in campaigns.items()
+                }
+                if all(s.best_score is None for s in summaries.values()):
+                    raise SystemExit(
+                        f"archive_vs_isolated: seed {seed}: no attempt of either campaign was "
+                        f"graded (every evaluate failed); `labrxiv demo --task {args.task}` "
+                        "shows the tools' errors; nothing recorded"
+                    )
+                for mode, summary in summaries.items():
                     curves[mode].append(summary.best_per_paper)
                     primary = bundle.card.subtask(bundle.card.primary)
                     # A campaign that graded nothing is at the baseline, not at 0.0
