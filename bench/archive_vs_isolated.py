@@ -5,7 +5,7 @@ a built-in task (embedded system, real experiments graded by the task's grader) 
 prints the best normalized score after each paper index, as mean ± standard deviation
 over the seeds, and the mean per-seed difference (archive − isolated) with its spread.
 
-    python bench/archive_vs_isolated.py --task ts-saliency --seeds 10 --papers 3 --attempts 6
+    python bench/archive_vs_isolated.py --task ts-saliency --seeds 10 --papers 4 --attempts 8
 
 It ends with two paired comparisons over the seeds, each with on how many seeds the
 archive campaign was ahead, one-sided sign and Wilcoxon signed-rank tests and the mean
@@ -48,8 +48,8 @@ def main() -> None:
     parser.add_argument("--task", default="continual-digits")
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--labs", type=int, default=3)
-    parser.add_argument("--papers", type=int, default=3)
-    parser.add_argument("--attempts", type=int, default=6)
+    parser.add_argument("--papers", type=int, default=4)
+    parser.add_argument("--attempts", type=int, default=8)
     parser.add_argument(
         "--record",
         action="store_true",
