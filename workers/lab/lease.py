@@ -68,7 +68,6 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.pool import QueuePool
 from sqlalchemy.sql.expression import BindParameter, Executable
 
@@ -80,6 +79,7 @@ from events.ids import utcnow
 from events.schema import create_tables, schema_transaction
 from events.upsert import upsert
 from workers.errors import WorkerError
+from workers.retry import is_transient
 
 log = logging.getLogger(__name__)
 
@@ -443,7 +443,7 @@ class Leases:
 
     def _end(self, stream: str, token: str, how: str | None) -> None:
         """End `token`'s take, if it still holds the lease: given back (`how` None) or
-        marked `IDLE`. Best effort: the database away, the lease runs out instead (a later
+        marked `IDLE`. Best effort: the database away (`is_transient`), the lease runs out (a later
         take of the step waits for that); any other failure is a defect and is raised."""
         try:
             with writing(self.engine) as conn:
@@ -451,7 +451,9 @@ class Leases:
                     conn.execute(_GIVE_BACK, {"run": stream, "token": token})
                 else:
                     conn.execute(_MARK, {"run": stream, "token": token, "how": how})
-        except (OperationalError, InterfaceError, OSError) as exc:  # the database away
+        except Exception as exc:
+            if not is_transient(exc):
+                raise
             log.warning("%s: the step's lease was not ended (%s)", stream, exc)
 
     def _ensure_table(self) -> None:
