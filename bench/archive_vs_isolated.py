@@ -43,13 +43,24 @@ from workers.errors import BundleError  # noqa: E402
 from workers.lab.campaign import CampaignPlan  # noqa: E402
 
 
+def _at_least_one(text: str) -> int:
+    """A count given on the command line: a whole number of 1 or more."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of 1 or more")
+    return value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--task", default="continual-digits")
-    parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument("--labs", type=int, default=3)
-    parser.add_argument("--papers", type=int, default=4)
-    parser.add_argument("--attempts", type=int, default=8)
+    parser.add_argument("--seeds", type=_at_least_one, default=10)
+    parser.add_argument("--labs", type=_at_least_one, default=3)
+    parser.add_argument("--papers", type=_at_least_one, default=4)
+    parser.add_argument("--attempts", type=_at_least_one, default=8)
     parser.add_argument(
         "--record",
         action="store_true",
@@ -73,6 +84,7 @@ def main() -> None:
                     bundle = system.ctx.labs.bundle(args.task)
                 except BundleError as exc:
                     raise SystemExit(f"archive_vs_isolated: {exc}") from None
+                primary = bundle.card.subtask(bundle.card.primary)
                 plans = [
                     CampaignPlan(
                         task=args.task,
@@ -99,7 +111,6 @@ def main() -> None:
                     )
                 for mode, summary in summaries.items():
                     curves[mode].append(summary.best_per_paper)
-                    primary = bundle.card.subtask(bundle.card.primary)
                     # A campaign that graded nothing is at the baseline, not at 0.0
                     # (the best value of a minimized metric).
                     raw[mode].append(
@@ -115,7 +126,6 @@ def main() -> None:
             flush=True,
         )
     elapsed = time.perf_counter() - started
-    primary = bundle.card.subtask(bundle.card.primary)
     effect = ArchiveEffect(
         task=args.task,
         seeds=args.seeds,

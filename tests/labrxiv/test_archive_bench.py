@@ -60,3 +60,16 @@ def test_an_unknown_task_is_one_line(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert done.stderr.startswith("archive_vs_isolated: ") and "no-such-task" in done.stderr
+
+
+@pytest.mark.parametrize("option", ["--seeds", "--labs", "--papers", "--attempts"])
+def test_a_count_below_one_is_refused_before_any_campaign(tmp_path: Path, option: str) -> None:
+    (tmp_path / "gym").mkdir()
+    done = _bench(tmp_path, option, "0")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .endswith(f"argument {option}: '0' is not a whole number of 1 or more")
+    ), done.stderr
+    assert "Traceback" not in done.stderr
