@@ -28,12 +28,16 @@ def mark_finished(folder: Path, head: int) -> None:
     (folder / MARK).write_text(f"{head}\n")
 
 
-MADE = frozenset(
-    {LOG, *(f"{LOG}-{end}" for end in ("wal", "shm", "journal", "writer")), MARK}
-    | {"workspaces", "inflight"}
-)
-"""What a demo leaves in its folder (`labrxiv.wiring`'s embedded system): a folder with
-anything else in it (a plot or report written there) is not deleted."""
+MADE = frozenset({LOG, MARK, "workspaces", "inflight"})
+"""What a demo leaves in its folder (`labrxiv.wiring`'s embedded system), besides the
+files beside its log (`_beside_log`): a folder with anything else in it (a plot or
+report written there) is not deleted."""
+
+
+def _beside_log(name: str) -> bool:
+    """A file SQLite or the embedded system keeps beside the log, named after it
+    (`labrxiv.db-wal`, the writers' and the reactor's lock files, the leases' database)."""
+    return name.startswith(f"{LOG}-")
 
 
 def make_room(folder: Path) -> Path | None:
@@ -63,7 +67,7 @@ def _untouched_demo(folder: Path) -> bool:
     ended."""
     if not folder.is_dir() or folder.is_symlink():
         return False
-    if any(entry.name not in MADE for entry in folder.iterdir()):
+    if any(e.name not in MADE and not _beside_log(e.name) for e in folder.iterdir()):
         return False
     try:
         marked = int((folder / MARK).read_text().strip())

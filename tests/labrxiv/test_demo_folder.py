@@ -2,14 +2,17 @@
 since (a campaign or fork run with LABRXIV_DATA_DIR on it, as `make demo` suggests) or a
 demo stopped before its end is moved aside, not deleted."""
 
+import os
 import sqlite3
 from contextlib import closing
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from events import EventStore
 from events.ids import new_id, utcnow
+from labrxiv.cli import app
 from labrxiv.demo_folder import LOG, MARK, make_room, mark_finished
 from tests.simulated import simulated_run
 
@@ -95,3 +98,19 @@ def test_a_folder_whose_name_needs_escaping_in_a_uri_is_read(tmp_path: Path) -> 
         conn.executemany("INSERT INTO events VALUES (?)", [(1,), (2,), (3,)])
     mark_finished(folder, 3)
     assert make_room(folder) is None and not folder.exists()
+
+
+@pytest.mark.slow
+def test_a_second_demo_deletes_the_folder_the_first_left(tmp_path: Path) -> None:
+    """What a real demo leaves (its log, the leases' and the reactor's files beside it)
+    is all the demo's: the next demo deletes the folder instead of moving it aside."""
+    env = {k: None for k in os.environ if k.startswith("LABRXIV_")}
+    env |= {"LABRXIV_DATA_DIR": str(tmp_path / "data"), "COLUMNS": "200"}
+    args = ["demo", "--labs", "2", "--papers", "1", "--attempts", "2", "--deterministic"]
+    outputs = []
+    for name in ("one", "two"):
+        result = CliRunner().invoke(app, [*args, "--report", str(tmp_path / name)], env=env)
+        assert result.exit_code == 0, result.output
+        outputs.append(result.output)
+    assert "moved to" not in outputs[1], outputs[1]
+    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["demo"]
