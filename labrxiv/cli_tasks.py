@@ -44,7 +44,7 @@ def tasks_list(gym_path: GymPath = None) -> None:
     table.add_column("policies", overflow="fold")
     for task_id, folder in _folders(gym_path).items():
         try:
-            card = load_bundle(folder).card
+            card = load_bundle(folder, policy_needs()).card
         except BundleError:
             invalid = f"[red]invalid: labrxiv tasks validate {escape(str(folder))}[/]"
             table.add_row(task_id, invalid, "", "")
@@ -63,7 +63,7 @@ def tasks_show(
     """One task's card in full, with its folder and the command that reproduces its numbers."""
     _folders(gym_path)  # task folders that cannot be read: exit 2, as `tasks list` says
     try:
-        bundle = find_bundle(task_id, _extra_dirs(gym_path))
+        bundle = find_bundle(task_id, _extra_dirs(gym_path), policy_needs())
     except BundleError as exc:
         console.print(f"[red]{escape(str(exc))}[/]", soft_wrap=True)
         raise typer.Exit(1) from None

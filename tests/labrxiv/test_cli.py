@@ -441,7 +441,8 @@ def test_a_policy_is_named_against_the_registry_and_the_task(
     card = card.replace('id = "continual-digits"', 'id = "bare"')
     (gym / "bare" / "task.toml").write_text(card[: card.index("[search_space]")])
     code, out = invoke("campaign", "--task", "bare", LABRXIV_GYM_PATH=f'["{gym}"]')
-    assert code == 2 and "task bare: policy 'search' needs a search_space" in said(out), out
+    line = "task.toml: policies: 'search' needs a search_space (the parameters it may set)"
+    assert code == 2 and line in said(out), out  # as `tasks validate` says it
 
 
 def test_worker_without_redis(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from events.payloads import LlmConfig
@@ -73,6 +74,28 @@ def test_tasks_validate_names_a_policy_no_worker_has(tmp_path: Path) -> None:
     assert "no policy 'oracle' (known: agent, llm, search)" in result.output
     good = _bundle(tmp_path / "good", 'policies = ["search", "llm"]')
     assert CliRunner().invoke(app, ["tasks", "validate", str(good)]).output.strip() == "ok"
+
+
+@pytest.mark.parametrize("name", ["gpt-agent", "oracle"])
+def test_a_campaign_on_a_card_naming_a_policy_no_worker_has_says_what_validate_says(
+    tmp_path: Path, name: str
+) -> None:
+    """One rule for a card's policies: the campaign refuses the card before anything is
+    written, with the line `tasks validate` prints (a name the registry lacks, whatever
+    its spelling)."""
+    folder = _bundle(tmp_path / "gym", f'policies = ["search", "{name}"]')
+    env = {"LABRXIV_DATA_DIR": str(tmp_path / "data"), "COLUMNS": "300"}
+    validated = CliRunner().invoke(app, ["tasks", "validate", str(folder)], env=env)
+    line = f"task.toml: policies: no policy {name!r} (known: agent, llm, search)"
+    assert validated.exit_code == 1 and f"- {line}" in validated.output, validated.output
+    result = CliRunner().invoke(
+        app,
+        ["campaign", "--task", "scripted-digits", "--gym-path", str(folder.parent), "--labs", "1"],
+        env=env,
+    )
+    assert result.exit_code == 2, result.output
+    assert f"- {line}" in result.output, result.output
+    assert not (tmp_path / "data").exists() or not any((tmp_path / "data").rglob("*.db"))
 
 
 def test_a_policy_says_whether_its_labs_use_a_model(extra_policies: None) -> None:

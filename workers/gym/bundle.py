@@ -7,6 +7,7 @@ subprocesses, and `Bundle` only says how to start them.
 import json
 import shlex
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,10 +57,12 @@ class Bundle:
         return json.loads((self.workspace_dir / CONFIG_FILE).read_text())
 
 
-def load_bundle(path: Path) -> Bundle:
-    """The bundle at `path`; raises `BundleError` listing every problem if it is not valid."""
+def load_bundle(path: Path, policies: Collection[str] = ()) -> Bundle:
+    """The bundle at `path`; raises `BundleError` listing every problem if it is not valid
+    (`policies`: the policies that exist, as `validate_bundle` takes them, to check the
+    card's against)."""
     path = Path(path).resolve()
-    problems = validate_bundle(path)
+    problems = validate_bundle(path, policies)
     if problems:
         listed = "\n".join(f"- {problem}" for problem in problems)
         raise BundleError(f"{path} is not a valid task bundle:\n{listed}")

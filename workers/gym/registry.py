@@ -5,7 +5,7 @@ the environment. A task's id is its folder's name, so one id in two places is an
 not a silent override.
 """
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import workers
@@ -43,10 +43,13 @@ def bundle_dirs(extra_dirs: Sequence[Path] = ()) -> dict[str, Path]:
     return dict(sorted(found.items()))
 
 
-def find_bundle(task_id: str, extra_dirs: Sequence[Path] = ()) -> Bundle:
-    """The valid bundle of `task_id`; raises `BundleError` if it is unknown or broken."""
+def find_bundle(
+    task_id: str, extra_dirs: Sequence[Path] = (), policies: Collection[str] = ()
+) -> Bundle:
+    """The valid bundle of `task_id`; raises `BundleError` if it is unknown or broken
+    (`policies`: those that exist, to check the card's against, `load_bundle`)."""
     folders = bundle_dirs(extra_dirs)
     if task_id not in folders:
         known = ", ".join(folders) or "none"
         raise BundleError(f"no task {task_id!r} (known tasks: {known})")
-    return load_bundle(folders[task_id])
+    return load_bundle(folders[task_id], policies)

@@ -50,7 +50,7 @@ class LabServices:
         """The bundle of `task` (cached)."""
         if task not in self._bundles:
             try:
-                bundle = find_bundle(task, self.gym_dirs)
+                bundle = find_bundle(task, self.gym_dirs, self.policy_needs())
             except BundleError as exc:
                 # A distributed worker finds bundles by its own settings, not the command's.
                 folders = ", ".join(map(str, self.gym_dirs))
@@ -58,11 +58,13 @@ class LabServices:
                     f"{exc}; this worker's task folders: {folders} (every steps worker "
                     "needs the campaign's bundles in its LABRXIV_GYM_PATH)"
                 ) from None
-            unknown = sorted(set(bundle.card.policies) - set(self.policies))
-            if unknown:
-                raise WorkerError(f"task {task} names policies no worker has: {unknown}")
             self._bundles[task] = bundle
         return self._bundles[task]
+
+    def policy_needs(self) -> dict[str, tuple[str, ...]]:
+        """This worker's policies, by name, with the card sections each needs (what a
+        card is checked against: `workers.gym.validate`)."""
+        return {name: tuple(getattr(p, "card_needs", ())) for name, p in self.policies.items()}
 
     def gateway(self, config: LlmConfig | None) -> Gateway:
         """The gateway an `llm` run's calls go through, pricing by the prices the run
