@@ -81,6 +81,22 @@ def _reported(detail: RunDetail) -> str:
     return f" (and {detail.reported} the agent reported)" if detail.reported else ""
 
 
+def _fork_point(run: RunView) -> list[Text]:
+    """For a fork: where it branched, and that its best is its trajectory's."""
+    if run.forked_from is None:
+        return []
+    return [
+        Text(
+            f"forked from {run.forked_from} at step {run.fork_step}: its best counts the"
+            f" attempts it stands on; the tables below are its own"
+        )
+    ]
+
+
+def _inherited(run: RunView) -> str:
+    return f" (and {run.inherited_attempts} inherited)" if run.forked_from is not None else ""
+
+
 def run_view(run: RunView, mode: str | None, detail: RunDetail) -> RenderableType:
     """One run: where it belongs, how it ended, its events by type, attempts and papers."""
     finish = f": {detail.finish_detail}" if detail.finish_detail else ""
@@ -90,9 +106,10 @@ def run_view(run: RunView, mode: str | None, detail: RunDetail) -> RenderableTyp
             f"campaign {run.campaign or '-'} ({mode or 'mode unknown'}) · task {run.task or '-'}"
             f" · lab {run.lab or '-'} · policy {run.policy or '-'}"
         ),
+        *_fork_point(run),
         Text(f"{_status(run)}{finish}"),
         Text(
-            f"best {_score(run.best_score)} · {run.attempts} scored attempts"
+            f"best {_score(run.best_score)} · {run.attempts} scored attempts{_inherited(run)}"
             f" · {run.steps} tool calls{_reported(detail)} · {run.papers} papers"
             f" · {run.elapsed_seconds:.1f}s from first to last event"
         ),

@@ -76,6 +76,9 @@ def test_a_fork_goes_on_from_step_k_with_its_own_settings(
     assert (view.attempts, view.inherited_attempts) == (4, 2)
     assert (view.papers, view.inherited_papers) == (1, 0)
     assert "6/6" in said.out and "4/6" not in said.out
+    shown_run = cli("runs", "show", fork, LABRXIV_DATA_DIR=str(data), COLUMNS="300")
+    assert f"forked from {run} at step 4" in shown_run.out, shown_run.out
+    assert "4 scored attempts (and 2 inherited)" in shown_run.out, shown_run.out
     replayed = cli("replay", fork, "--json", LABRXIV_DATA_DIR=str(data))
     shown = json.loads(replayed.stdout)
     assert [s["stream"] for s in shown["steps"][:5]] == [run] * 5
