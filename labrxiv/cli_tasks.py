@@ -1,5 +1,6 @@
 """`labrxiv tasks`: list, show and validate research task bundles (`gym/<id>/`)."""
 
+import shlex
 from pathlib import Path
 from typing import Annotated
 
@@ -15,6 +16,7 @@ from workers.errors import BundleError
 from workers.gym.bundle import Bundle, load_bundle, validate_bundle
 from workers.gym.card import Budgets
 from workers.gym.conditions import when
+from workers.gym.layout import with_interpreter
 from workers.gym.registry import bundle_dirs, find_bundle
 from workers.lab.policies import policy_needs
 
@@ -94,9 +96,10 @@ def _print_card(bundle: Bundle) -> None:
         f"primary subtask: {card.primary}",
         f"experiment: python {escape(card.entrypoint)} (in a copy of workspace/)",
         f"budgets per run: {_budgets(card.budgets)} (unless the command sets its own)",
-        f"grader: {escape(' '.join(card.grader.command))} <workspace>"
+        f"grader: {escape(shlex.join(with_interpreter(card.grader.command)))} <workspace>"
         f" (timeout {card.grader.timeout_seconds:g} s)",
-        f"reproduce: cd {escape(str(bundle.path))} && {escape(card.reproduce.baselines)}",
+        f"reproduce: cd {escape(shlex.quote(str(bundle.path)))}"
+        f" && {escape(shlex.join(bundle.reproduce_argv()))}",
     ]
     for line in lines:
         console.print(line, soft_wrap=True)

@@ -2,6 +2,7 @@
 
 import json
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -59,6 +60,11 @@ def test_show_finds_a_task_given_by_gym_path(
     result = runner.invoke(app, ["tasks", "show", "my-task", "--gym-path", str(tmp_path / "gym")])
     assert result.exit_code == 0, result.output
     assert f"folder: {copy.resolve()}" in result.output
+    # The commands shown run as printed: `python` is the interpreter labrxiv runs them with
+    # (a user's shell may have no `python`, or one without numpy).
+    shown = said(result.output)
+    assert f"reproduce: cd {copy.resolve()} && {sys.executable} baselines/reproduce.py" in shown
+    assert f"grader: {sys.executable} grader/grade.py <workspace>" in shown
     assert runner.invoke(app, ["tasks", "show", "my-task"]).exit_code == 1
 
 
@@ -88,8 +94,8 @@ def test_show_prints_the_card_in_full(runner: CliRunner) -> None:
     assert bundle.card.title in out
     assert "policies supported: search, llm" in out
     assert "primary subtask: final_accuracy" in out
-    assert f"reproduce: cd {bundle.path} && python baselines/reproduce.py" in out
-    assert "grader: python grader/grade.py <workspace>" in out
+    assert f"reproduce: cd {bundle.path} && {sys.executable} baselines/reproduce.py" in out
+    assert f"grader: {sys.executable} grader/grade.py <workspace>" in out
     assert "budgets per run: 20 attempts, 900 s (unless the command sets its own)" in out
     assert said(bundle.card.goal) in out
     for subtask in bundle.card.subtasks:

@@ -54,7 +54,7 @@ def test_a_campaign_finds_a_bundle_by_gym_path(workdir: Path, cli: Cli) -> None:
     # Found: its card is read (and refused for what it lacks, before any run starts).
     said = cli("campaign", "--task", "bare", "--gym-path", str(gym))
     assert said.code == 2, said.out
-    assert "task bare: policy 'search' needs a search_space" in said.text, said.out
+    assert "task.toml: policies: 'search' needs a search_space" in said.text, said.out
 
 
 def test_a_distributed_campaign_says_its_gym_path_is_not_the_workers(
