@@ -197,7 +197,7 @@ def progress_table(runs: list[RunView], plan: CampaignPlan, title: str) -> Table
     used (as its wall-time limit counts it: stops left out, a fork's going on from its
     parent's), status."""
     table = Table(title=title)
-    for name in ("lab", "tool calls", "attempts", "papers", "best score", "time", "status"):
+    for name in ("lab", "tool calls", "attempts", "papers", "best (normalized)", "time", "status"):
         table.add_column(name, overflow="fold")  # a narrow terminal folds cells, never "…"
     limit = plan.budget()[0].attempts
     for run in runs:

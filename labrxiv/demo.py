@@ -331,7 +331,7 @@ def write_report(
         lines.append(f"| best normalized after paper {index + 1} | {cells[0]} | {cells[1]} |")
     for label, key in (
         ("mean over the labs of each lab's best normalized score", "mean_lab_best"),
-        ("improvement over baseline (fraction of gap to reference)", "over_baseline"),
+        ("improvement over baseline (fraction of the gap to the SOTA)", "over_baseline"),
         ("wall seconds per paper", "seconds_per_paper"),
         ("compute seconds per paper", "compute_per_paper"),
     ):

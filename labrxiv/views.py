@@ -109,7 +109,8 @@ def run_view(run: RunView, mode: str | None, detail: RunDetail) -> RenderableTyp
         *_fork_point(run),
         Text(f"{_status(run)}{finish}"),
         Text(
-            f"best {_score(run.best_score)} · {run.attempts} scored attempts{_inherited(run)}"
+            f"best normalized {_score(run.best_score)} · {run.attempts} scored attempts"
+            f"{_inherited(run)}"
             f" · {run.steps} tool calls{_reported(detail)} · {run.papers} papers"
             f" · {run.elapsed_seconds:.1f}s from first to last event"
         ),

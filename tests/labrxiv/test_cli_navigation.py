@@ -51,7 +51,7 @@ def test_runs_show_one_run(two_campaigns: EventStore, cli: Cli) -> None:
     assert "finished (done): 1 paper written" in said.text
     assert has_row(said.out, "tool.invoked", 1) and has_row(said.out, "paper.submitted", 1)
     assert has_row(said.out, HERDING, "2026-03-01 09:00:05", "Herding exemplars")
-    assert "best 0.790" in said.text and f"campaign {ISOLATED} (isolated)" in said.text
+    assert "best normalized 0.790" in said.text and f"campaign {ISOLATED} (isolated)" in said.text
     said = cli("runs", "show", f"{ARCHIVE}-0", "--json")  # `run-` may be left out
     assert said.code == 0, said.out
     shown = json.loads(said.stdout)

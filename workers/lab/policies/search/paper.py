@@ -54,7 +54,7 @@ def write_paper(
         abstract = (
             f"We searched the task's configuration space with {len(state.attempts)} graded "
             f"attempts. Our best configuration reaches {primary.name} = {value:.4f} "
-            f"(baseline {primary.baseline}, reference {primary.sota})."
+            f"(baseline {primary.baseline}, SOTA {primary.sota})."
             + (f" It starts from {', '.join(cited)}." if cited else "")
         )
         claims = _claims(best, card.subtasks)
