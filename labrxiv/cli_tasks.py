@@ -16,7 +16,6 @@ from workers.errors import BundleError
 from workers.gym.bundle import Bundle, load_bundle, validate_bundle
 from workers.gym.card import Budgets
 from workers.gym.conditions import when
-from workers.gym.layout import with_interpreter
 from workers.gym.registry import bundle_dirs, find_bundle
 from workers.lab.policies import policy_needs
 
@@ -94,10 +93,10 @@ def _print_card(bundle: Bundle) -> None:
         f"folder: {escape(str(bundle.path))}",
         f"policies supported: {', '.join(card.policies)}",
         f"primary subtask: {card.primary}",
-        f"experiment: python {escape(card.entrypoint)} (in a copy of workspace/)",
+        f"experiment: {escape(shlex.join(bundle.solution_argv()))} (in a copy of workspace/)",
         f"budgets per run: {_budgets(card.budgets)} (unless the command sets its own)",
-        f"grader: {escape(shlex.join(with_interpreter(card.grader.command)))} <workspace>"
-        f" (timeout {card.grader.timeout_seconds:g} s)",
+        f"grader: {escape(shlex.join(bundle.grader_command()))} <workspace>"
+        f" (from the folder, timeout {card.grader.timeout_seconds:g} s)",
         f"reproduce: cd {escape(shlex.quote(str(bundle.path)))}"
         f" && {escape(shlex.join(bundle.reproduce_argv()))}",
     ]

@@ -34,10 +34,20 @@ files beside its log (`_beside_log`): a folder with anything else in it (a plot 
 report written there) is not deleted."""
 
 
-def _beside_log(name: str) -> bool:
-    """A file SQLite or the embedded system keeps beside the log, named after it
-    (`labrxiv.db-wal`, the writers' and the reactor's lock files, the leases' database)."""
-    return name.startswith(f"{LOG}-")
+def _beside_log(entry: Path) -> bool:
+    """A file SQLite or the embedded system keeps beside the log, named after it: SQLite's
+    of the log and of the leases' database (`labrxiv.db-leases`), the writers' lock files
+    and the reactors' (`labrxiv.db-reactor-reactions`, `events.engines.turn`)."""
+    suffix = entry.name.removeprefix(f"{LOG}-")
+    if suffix == entry.name or not entry.is_file() or entry.is_symlink():
+        return False
+    return suffix in _BESIDE or suffix.startswith("reactor-")
+
+
+_SQLITE = ("wal", "shm", "journal", "writer")
+"""What SQLite (and the writers' lock, `events.engines._Writer`) keeps beside a database."""
+_BESIDE = frozenset({*_SQLITE, "leases", *(f"leases-{end}" for end in _SQLITE)})
+"""The names, after `labrxiv.db-`, of the files beside the log (but the reactors')."""
 
 
 def make_room(folder: Path) -> Path | None:
@@ -67,7 +77,7 @@ def _untouched_demo(folder: Path) -> bool:
     ended."""
     if not folder.is_dir() or folder.is_symlink():
         return False
-    if any(e.name not in MADE and not _beside_log(e.name) for e in folder.iterdir()):
+    if any(e.name not in MADE and not _beside_log(e) for e in folder.iterdir()):
         return False
     try:
         marked = int((folder / MARK).read_text().strip())

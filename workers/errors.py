@@ -9,6 +9,10 @@ class BundleError(WorkerError):
     """A task bundle cannot be found or is broken; the message names every problem."""
 
 
+class UnknownTask(BundleError):
+    """No task folder of that id where bundles are looked for."""
+
+
 class RetryLater(WorkerError):
     """A message cannot be handled yet; the bus runs it again later (a handler raising
     this takes `final`: on the last try it must handle the message without raising)."""

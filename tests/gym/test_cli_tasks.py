@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -66,6 +67,10 @@ def test_show_finds_a_task_given_by_gym_path(
     assert f"reproduce: cd {copy.resolve()} && {sys.executable} baselines/reproduce.py" in shown
     assert f"grader: {sys.executable} grader/grade.py <workspace>" in shown
     assert runner.invoke(app, ["tasks", "show", "my-task"]).exit_code == 1
+    # A folder a shell must have quoted is shown quoted.
+    spaced = shutil.copytree(copy, tmp_path / "my tasks" / "my-task")
+    result = runner.invoke(app, ["tasks", "show", "my-task", "--gym-path", str(spaced.parent)])
+    assert f"reproduce: cd '{spaced.resolve()}' && " in said(result.output), result.output
 
 
 def test_a_gym_path_that_is_not_a_json_list_is_a_bad_setting(runner: CliRunner) -> None:
@@ -95,7 +100,8 @@ def test_show_prints_the_card_in_full(runner: CliRunner) -> None:
     assert "policies supported: search, llm" in out
     assert "primary subtask: final_accuracy" in out
     assert f"reproduce: cd {bundle.path} && {sys.executable} baselines/reproduce.py" in out
-    assert f"grader: {sys.executable} grader/grade.py <workspace>" in out
+    assert f"grader: {sys.executable} grader/grade.py <workspace> (from the folder" in out
+    assert f"experiment: {sys.executable} solution.py (in a copy of workspace/)" in out
     assert "budgets per run: 20 attempts, 900 s (unless the command sets its own)" in out
     assert said(bundle.card.goal) in out
     for subtask in bundle.card.subtasks:

@@ -42,7 +42,11 @@ class Bundle:
 
     def grader_argv(self, workspace: Path) -> list[str]:
         """Argv of the trusted grader for `workspace`; run it with cwd = `self.path`."""
-        return [*with_interpreter(self.card.grader.command), str(Path(workspace).resolve())]
+        return [*self.grader_command(), str(Path(workspace).resolve())]
+
+    def grader_command(self) -> list[str]:
+        """The grader's argv before the workspace: the card's, `python` the interpreter."""
+        return with_interpreter(self.card.grader.command)
 
     def solution_argv(self) -> list[str]:
         """Argv of one experiment; run it with cwd = the run's workspace."""

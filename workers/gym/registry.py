@@ -9,7 +9,7 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import workers
-from workers.errors import BundleError
+from workers.errors import BundleError, UnknownTask
 from workers.gym.bundle import Bundle, load_bundle
 from workers.gym.layout import CARD_FILE
 
@@ -51,5 +51,5 @@ def find_bundle(
     folders = bundle_dirs(extra_dirs)
     if task_id not in folders:
         known = ", ".join(folders) or "none"
-        raise BundleError(f"no task {task_id!r} (known tasks: {known})")
+        raise UnknownTask(f"no task {task_id!r} (known tasks: {known})")
     return load_bundle(folders[task_id], policies)

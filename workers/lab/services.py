@@ -8,12 +8,12 @@ from pathlib import Path
 from events import EventStore
 from events.payloads import LlmConfig, Price
 from runstate import RunState
-from workers.errors import BundleError, WorkerError
+from workers.errors import BundleError, UnknownTask, WorkerError
 from workers.gym.bundle import Bundle
 from workers.gym.grading import protected_digests
 from workers.gym.registry import find_bundle
 from workers.lab.fork import restore
-from workers.lab.policies import Policy, new_policies
+from workers.lab.policies import Policy, needs_of, new_policies
 from workers.llm import Gateway
 from workers.llm.prices import PriceTable
 from workers.sandbox.backends import AUTO, new_sandbox
@@ -50,8 +50,8 @@ class LabServices:
         """The bundle of `task` (cached)."""
         if task not in self._bundles:
             try:
-                bundle = find_bundle(task, self.gym_dirs, self.policy_needs())
-            except BundleError as exc:
+                bundle = find_bundle(task, self.gym_dirs, needs_of(self.policies))
+            except UnknownTask as exc:
                 # A distributed worker finds bundles by its own settings, not the command's.
                 folders = ", ".join(map(str, self.gym_dirs))
                 raise BundleError(
@@ -60,11 +60,6 @@ class LabServices:
                 ) from None
             self._bundles[task] = bundle
         return self._bundles[task]
-
-    def policy_needs(self) -> dict[str, tuple[str, ...]]:
-        """This worker's policies, by name, with the card sections each needs (what a
-        card is checked against: `workers.gym.validate`)."""
-        return {name: tuple(getattr(p, "card_needs", ())) for name, p in self.policies.items()}
 
     def gateway(self, config: LlmConfig | None) -> Gateway:
         """The gateway an `llm` run's calls go through, pricing by the prices the run

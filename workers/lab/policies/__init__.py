@@ -6,6 +6,7 @@ keep per-worker caches). `labrxiv tasks validate` checks a card's `policies` aga
 the names found here.
 """
 
+from collections.abc import Mapping
 from functools import cache
 
 from workers.discovery import discover
@@ -35,7 +36,13 @@ def policy_names() -> list[str]:
 
 def policy_needs() -> dict[str, tuple[str, ...]]:
     """Every policy found, by name, with the task card sections it needs (`card_needs`)."""
-    return {name: tuple(getattr(cls, "card_needs", ())) for name, cls in _classes().items()}
+    return needs_of(_classes())
+
+
+def needs_of(policies: Mapping[str, object]) -> dict[str, tuple[str, ...]]:
+    """Policies (classes or instances) by name, with the card sections each needs: what a
+    card's `policies` are checked against (`workers.gym.validate`)."""
+    return {name: tuple(getattr(p, "card_needs", ())) for name, p in policies.items()}
 
 
 def model_settings(name: str) -> frozenset[str]:
