@@ -135,7 +135,7 @@ def tasks_validate(
         typer.Option(
             "--run",
             help="Also run the starter solution and the grader once in the sandbox and "
-            "check the grader's output against the card (needs root, like the labs).",
+            "check the grader's output against the card (in the sandbox the labs would use here).",
         ),
     ] = False,
 ) -> None:

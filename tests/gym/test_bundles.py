@@ -315,7 +315,7 @@ def test_a_sota_that_is_not_better_than_the_baseline_is_named(bundle_copy: MakeC
 
     assert problems == [
         "task.toml: subtasks.0: subtask final_accuracy: its sota equals its baseline "
-        "(0.1944): every score would normalize to 0",
+        "(0.1944): there is no gap from baseline to SOTA to measure progress in",
         "task.toml: subtasks.1: subtask average_forgetting: its sota 0.995 is not better than "
         "its baseline 0.9908 (minimize: lower is better)",
     ]

@@ -2,6 +2,7 @@
 that does not apply, never tries one configuration twice, and its papers list only the
 settings that apply (a kNN/ridge task had it vary `alpha` for kNN and repeat scores)."""
 
+import itertools
 import re
 from pathlib import Path
 from typing import Any
@@ -100,3 +101,37 @@ def test_a_lab_of_one_paper_says_so_in_words(tmp_path: Path) -> None:
         system.close()
     finished = [e.payload for e in events if e.type == "run.finished"]
     assert finished and finished[0].detail.startswith("run finished: 1 paper; best "), finished
+
+
+def test_a_lab_that_has_tried_every_configuration_finishes_instead_of_repeating_one(
+    tmp_path: Path,
+) -> None:
+    """With more attempts than the space has configurations, the lab tries each once and
+    then finishes, saying why (it re-ran old configurations once the space was used up)."""
+    gym = tmp_path / "gym"
+    card = load_bundle(conditional_bundle(gym)).card
+    names = list(card.search_space)
+    every = (
+        dict(zip(names, values, strict=True))
+        for values in itertools.product(*card.search_space.values())
+    )
+    distinct = {tuple(sorted(card.settings(STARTER | config).items())) for config in every}
+    system = open_embedded(load_settings(data_dir=tmp_path / "data", gym_path=[gym]), threads=1)
+    try:
+        plan = CampaignPlan(
+            task="pick-a-model", labs=1, papers=2, mode="isolated", seed=3, attempts=200
+        )
+        _campaign_id, (run,) = start_campaign(system.bus, plan)
+        system.bus.join()
+        assert not system.bus.failures
+        events = system.store.read_stream(run)
+    finally:
+        system.close()
+    state = fold(events)
+    tried = [tuple(sorted(card.settings(a.config).items())) for a in state.attempts]
+    assert len(tried) == len(set(tried)), "a configuration was tried twice"
+    assert set(tried) == distinct
+    assert len(state.papers) >= 1
+    finished = events[-1].payload
+    assert events[-1].type == "run.finished" and finished.reason == "done", finished
+    assert "every configuration of the search space tried" in finished.detail, finished.detail

@@ -45,12 +45,13 @@ class Subtask(_Strict):
 
     @model_validator(mode="after")
     def _sota_beats_baseline(self) -> "Subtask":
-        # Normalization runs from the baseline to the SOTA (docs/tasks.md): with no gap
-        # every score is 0, and with the SOTA on the wrong side better scores rank lower.
+        # Progress is measured as a fraction of the gap from the baseline to the SOTA
+        # (docs/tasks.md): with no gap there is none to measure, and with the SOTA on the
+        # wrong side better scores rank lower.
         if self.sota == self.baseline:
             raise ValueError(
                 f"subtask {self.name}: its sota equals its baseline ({self.sota:g}): "
-                "every score would normalize to 0"
+                "there is no gap from baseline to SOTA to measure progress in"
             )
         from workers.gym.scoring import better  # here: scoring imports this module
 

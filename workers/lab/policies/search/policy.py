@@ -101,10 +101,7 @@ class SearchPolicy:
         target = state.started.papers
         revising = review_round(state, archive) if len(state.papers) >= target else None
         if len(state.papers) >= target and not isinstance(revising, Revise):
-            best = _best_attempt(state, bundle.card.subtask(bundle.card.primary))
-            shown = "none" if best is None else f"{best:.4g}"  # not 0.8611111111111112
-            summary = f"{counted(len(state.papers), 'paper')}; best {bundle.card.primary} = {shown}"
-            return Action("finish", {"summary": summary})
+            return _finish(state, bundle)
         if state.pending_tool == "write_file":
             return Action("evaluate")
         done = state.attempts_since_paper()
@@ -115,9 +112,11 @@ class SearchPolicy:
                 query = f"{bundle.card.title} {bundle.card.primary} best configuration"
                 return Action("search_archive", {"query": query, "k": 20})
             config = self._next_config(state, bundle, archive)
-            return Action(
-                "write_file", {"path": "config.json", "content": json.dumps(config, sort_keys=True)}
-            )
+            if config is not None:
+                content = json.dumps(config, sort_keys=True)
+                return Action("write_file", {"path": "config.json", "content": content})
+            if not done:  # the space is used up: nothing new to write a paper on
+                return _finish(state, bundle, "every configuration of the search space tried")
         paper = write_paper(
             state, bundle, _published(state, archive), revising=isinstance(revising, Revise)
         )
@@ -125,7 +124,9 @@ class SearchPolicy:
             paper = revision(paper, revising, state, bundle)
         return Action("submit_paper", paper)
 
-    def _next_config(self, state: RunState, bundle: Bundle, archive: Archive) -> dict[str, Any]:
+    def _next_config(
+        self, state: RunState, bundle: Bundle, archive: Archive
+    ) -> dict[str, Any] | None:
         primary = bundle.card.subtask(bundle.card.primary)
         space = Space(bundle.card, dict(bundle.starter_config()))
         with self._memories.of(state, primary, space) as memory:
@@ -138,10 +139,11 @@ def _next_config(
     primary: Subtask,
     space: Space,
     published: list[dict[str, Any]],
-) -> dict[str, Any]:
+) -> dict[str, Any] | None:
     """The next configuration to try; a parameter that does not apply in it is never
     varied (it keeps the starter's value, `space.py`), and one that applies alike to a
-    configuration tried before is not taken."""
+    configuration tried before (by the run, or by a verified experiment it read) is not
+    taken. None when every configuration of the space has been tried."""
     starter = space.starter
     read = _read(published, memory, primary, space)
     if not memory.own and not read:
@@ -192,10 +194,22 @@ def _next_config(
             candidate = space.settle(rng, candidate, best.config, moved, weights)
         if not tried(candidate) and not advice.refuted(best.config, candidate):
             return candidate
-    return space.canonical(
+    drawn = space.canonical(
         {key: rng.choice(values) for key, values in space.values.items()}
         | {k: v for k, v in starter.items() if k not in space.values}
     )
+    if tried(drawn) and space.enumerable:
+        return space.first_untried(tried)  # None: the space is used up
+    return drawn
+
+
+def _finish(state: RunState, bundle: Bundle, why: str = "") -> Action:
+    """Finish the run, saying its papers and best score (and `why`, when it ends before
+    its papers are written)."""
+    best = _best_attempt(state, bundle.card.subtask(bundle.card.primary))
+    shown = "none" if best is None else f"{best:.4g}"  # not 0.8611111111111112
+    summary = f"{counted(len(state.papers), 'paper')}; best {bundle.card.primary} = {shown}"
+    return Action("finish", {"summary": f"{why}: {summary}" if why else summary})
 
 
 def _novel(

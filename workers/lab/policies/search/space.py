@@ -10,8 +10,10 @@ conditions leaves every configuration as it is, so its decisions are those of a 
 without the notion.
 """
 
+import itertools
+import math
 import random
-from collections.abc import Collection, Hashable
+from collections.abc import Callable, Collection, Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,3 +78,25 @@ class Space:
                 candidate[key] = rng.choices(self.values[key], weights[key])[0]
             drawn.update(new)
         return self.canonical(candidate)
+
+    def first_untried(self, tried: Callable[[dict[str, Any]], bool]) -> dict[str, Any] | None:
+        """The first configuration of the space, in the order of its values, that `tried`
+        says was not tried; None when every one was. Only for a space of at most
+        `ENUMERABLE` combinations of values (`enumerable`)."""
+        names = self.names
+        rest = {k: v for k, v in self.starter.items() if k not in self.values}
+        for values in itertools.product(*(self.values[name] for name in names)):
+            config = self.canonical(dict(zip(names, values, strict=True)) | rest)
+            if not tried(config):
+                return config
+        return None
+
+    @property
+    def enumerable(self) -> bool:
+        """Whether the space is small enough to look through whole (`first_untried`)."""
+        return math.prod(len(values) for values in self.values.values()) <= ENUMERABLE
+
+
+ENUMERABLE = 20_000
+"""The most combinations of values the search looks through for one it has not tried, when
+its draws found none (a space that large is not used up by a lab's attempts)."""
