@@ -142,7 +142,9 @@ def test_tasks_show_and_a_labs_brief_say_when_each_parameter_applies(
         if line[:1] in ("│", "┃")
     }
     assert "applies when" in rows["parameter"]
-    assert "n_neighbors is one of 5, 15, 30" in rows["weights"] and "always" in rows["scale"]
+    # A chain of conditions is said whole: weights needs n_neighbors, which needs knn.
+    assert "model is knn and n_neighbors is one of 5, 15, 30" in rows["weights"]
+    assert "always" in rows["scale"]
     told = brief(load_bundle(folder).card)
     assert "- alpha: [0.01, 0.1, 1.0, 10.0] (applies only when model is ridge;" in told
     assert "- scale: [True, False]\n" in told

@@ -36,14 +36,20 @@ def applicable(
 
 
 def when(conditions: Conditions, name: str) -> str:
-    """When `name` applies, in words ("model is knn and n_neighbors is one of 5, 15");
-    "" when it always applies."""
-    return " and ".join(
-        f"{other} is {values[0]}"
-        if len(values) == 1
-        else f"{other} is one of {', '.join(map(str, values))}"
-        for other, values in conditions.get(name, {}).items()
-    )
+    """When `name` applies, in words, with what the parameters it depends on need in turn
+    ("model is knn and n_neighbors is one of 5, 15"); "" when it always applies."""
+    return " and ".join(dict.fromkeys(_needs(conditions, name)))
+
+
+def _needs(conditions: Conditions, name: str) -> list[str]:
+    """What `name`'s conditions say, those of the parameters they read first (a card's
+    conditions have no cycle: `problems`)."""
+    said = []
+    for other, values in conditions.get(name, {}).items():
+        said += _needs(conditions, other)
+        shown = values[0] if len(values) == 1 else f"one of {', '.join(map(str, values))}"
+        said.append(f"{other} is {shown}")
+    return said
 
 
 def among(value: Any, values: Sequence[Any]) -> bool:
