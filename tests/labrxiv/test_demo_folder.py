@@ -116,14 +116,20 @@ def test_a_second_demo_deletes_the_folder_the_first_left(tmp_path: Path) -> None
     assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["demo"]
 
 
-@pytest.mark.parametrize("name", ["labrxiv.db-backup", "labrxiv.db-leases-old", "labrxiv.db-"])
-def test_a_file_named_after_the_log_that_no_demo_makes_is_kept(tmp_path: Path, name: str) -> None:
-    """Only the files SQLite and the embedded system keep beside the log are the demo's:
-    a copy of the log the user made beside it is not deleted."""
+def _finished_demo(tmp_path: Path) -> Path:
+    """A folder as a finished demo leaves it: its log of one run, marked."""
     folder = tmp_path / "demo"
     store = _log(folder, runs=1)
     mark_finished(folder, store.max_position())
     store.engine.dispose()
+    return folder
+
+
+@pytest.mark.parametrize("name", ["labrxiv.db-backup", "labrxiv.db-leases-old", "labrxiv.db-"])
+def test_a_file_named_after_the_log_that_no_demo_makes_is_kept(tmp_path: Path, name: str) -> None:
+    """Only the files SQLite and the embedded system keep beside the log are the demo's:
+    a copy of the log the user made beside it is not deleted."""
+    folder = _finished_demo(tmp_path)
     for made in ("labrxiv.db-leases", "labrxiv.db-leases-wal", "labrxiv.db-reactor-reactions"):
         (folder / made).write_bytes(b"")
     (folder / name).write_bytes(b"mine")
@@ -132,10 +138,7 @@ def test_a_file_named_after_the_log_that_no_demo_makes_is_kept(tmp_path: Path, n
 
 
 def test_a_folder_named_after_a_file_beside_the_log_is_kept(tmp_path: Path) -> None:
-    folder = tmp_path / "demo"
-    store = _log(folder, runs=1)
-    mark_finished(folder, store.max_position())
-    store.engine.dispose()
+    folder = _finished_demo(tmp_path)
     (folder / "labrxiv.db-wal").mkdir()
     (folder / "labrxiv.db-wal" / "notes.txt").write_text("mine")
     kept = make_room(folder)
@@ -143,10 +146,7 @@ def test_a_folder_named_after_a_file_beside_the_log_is_kept(tmp_path: Path) -> N
 
 
 def test_what_the_embedded_system_keeps_beside_the_log_is_the_demos(tmp_path: Path) -> None:
-    folder = tmp_path / "demo"
-    store = _log(folder, runs=1)
-    mark_finished(folder, store.max_position())
-    store.engine.dispose()
+    folder = _finished_demo(tmp_path)
     for made in ("labrxiv.db-wal", "labrxiv.db-leases", "labrxiv.db-leases-writer"):
         (folder / made).write_bytes(b"")
     (folder / "labrxiv.db-reactor-reactions").write_bytes(b"")
