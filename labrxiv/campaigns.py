@@ -27,7 +27,7 @@ from projections.runs import CampaignRuns, RunsProjector, RunView
 from workers.bus.base import Bus
 from workers.lab.campaign import CampaignPlan, start_campaign
 from workers.lab.lease import Leases
-from workers.lab.reaper import reap
+from workers.lab.reaper import Reaper
 from workers.reactor import Reactor
 from workers.retry import is_transient
 
@@ -136,6 +136,7 @@ def watch_campaign(
     end = CampaignEnd(store, campaign)
     finished = False
     last_reap = started
+    reaper = Reaper(bus, store, timedelta(seconds=stall_seconds), leases)
     title = title or f"campaign {campaign} ({plan.mode})"
     rows = CampaignRuns(campaign)
     views: list[RunView] = []
@@ -154,7 +155,7 @@ def watch_campaign(
                 if finished or time.monotonic() - started >= timeout:
                     break
                 if time.monotonic() - last_reap > stall_seconds / 3:
-                    reap(bus, store, runs, timedelta(seconds=stall_seconds), leases)
+                    reaper.reap(runs)
                     last_reap = time.monotonic()
             except Exception as exc:
                 # A dropped database connection (or the broker away) costs a tick, never

@@ -404,7 +404,7 @@ def reap_command(
     """Send the next step again for every unfinished run that has stalled (lost messages)."""
     from labrxiv.reading import find_log, open_log
     from labrxiv.wiring import open_bus
-    from workers.lab.reaper import reap, unfinished_runs
+    from workers.lab.reaper import Reaper, unfinished_runs
 
     settings = settings_or_exit()
     quiet = stall_seconds or settings.stall_seconds
@@ -417,7 +417,7 @@ def reap_command(
     bus = open_bus(settings)
     try:
         leases = Leases(store, ttl=settings.stall_seconds)
-        sent = reap(bus, store, unfinished_runs(store), timedelta(seconds=quiet), leases)
+        sent = Reaper(bus, store, timedelta(seconds=quiet), leases).reap(unfinished_runs(store))
     finally:
         bus.close()
     console.print(f"sent {counted(sent, 'lost step')} again")

@@ -16,7 +16,7 @@ from labrxiv.settings import Settings
 from labrxiv.wiring import open_bus, open_store, reactions
 from workers.bus.base import Bus
 from workers.lab.lease import Leases
-from workers.lab.reaper import reap
+from workers.lab.reaper import Reaper
 from workers.reactor import Reactor, run_reactor
 
 log = logging.getLogger(__name__)
@@ -35,6 +35,11 @@ class Reacting:
     """Runs started and not finished, as far as `_seen` (followed incrementally)."""
     _seen: int = 0
     _last_reap: float = 0.0
+    _reaper: Reaper = field(init=False)
+
+    def __post_init__(self) -> None:
+        quiet = timedelta(seconds=self.stall_seconds)
+        self._reaper = Reaper(self.bus, self.store, quiet, self.leases)
 
     def reap(self) -> int:
         """Send again the step of every stalled open run; returns how many."""
@@ -44,8 +49,7 @@ class Reacting:
             else:
                 self.open_runs.discard(record.stream)
             self._seen = record.position
-        quiet = timedelta(seconds=self.stall_seconds)
-        return reap(self.bus, self.store, sorted(self.open_runs), quiet, self.leases)
+        return self._reaper.reap(sorted(self.open_runs))
 
     def tick(self) -> None:
         """Reap every third of the stall bound."""

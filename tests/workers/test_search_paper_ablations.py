@@ -1,10 +1,13 @@
 """A search lab's paper presents its best configuration's ablations: the graded attempts
 that changed one parameter of it, in the body and among the structured experiments."""
 
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from runstate import Attempt
+from tests.conditional_bundle import STARTER, conditional_bundle
+from workers.gym.bundle import load_bundle
 from workers.gym.card import Subtask
 from workers.lab.policies.search.paper import write_paper
 
@@ -59,3 +62,25 @@ def test_the_structured_experiments_carry_the_ablations_of_earlier_rounds() -> N
 def test_a_best_with_no_single_change_says_so() -> None:
     body = _paper([Attempt(1, dict(BEST), {"acc": 0.9})], this_round=1)["body"]
     assert "No graded attempt differs from the best configuration in one parameter." in body
+
+
+def test_a_change_that_makes_settings_apply_names_them(tmp_path: Path) -> None:
+    """`model: ridge → knn` alone would hide which kNN the attempt ran: the row names the
+    settings the change brings in (and none that it leaves behind)."""
+    bundle = load_bundle(conditional_bundle(tmp_path))
+    ridge = STARTER | {"model": "ridge", "alpha": 0.1}  # kNN's settings: the starter's
+    attempts = [
+        Attempt(1, ridge, {"score": 0.9}),
+        Attempt(2, ridge | {"model": "knn"}, {"score": 0.8}),  # alpha no longer applies
+        Attempt(3, ridge | {"alpha": 10.0}, {"score": 0.7}),
+    ]
+    state = SimpleNamespace(
+        attempts=attempts,
+        attempts_since_paper=lambda: attempts,
+        papers=[],
+        lab="lab-0",
+    )
+    body = write_paper(state, bundle, [])["body"]  # type: ignore[arg-type]
+    ablations = body.split("## Ablations", 1)[1]
+    assert "| 2 | model: ridge → knn (with n_neighbors=5, weights=uniform) |" in ablations
+    assert "| 3 | alpha: 0.1 → 10.0 |" in ablations

@@ -5,11 +5,13 @@ window between BRPOP and the unacked record; a worker killed mid-step). The log 
 says which runs are not finished and when they last moved; sending their next step
 again is safe, because a step is addressed by the version it follows. A run whose step
 is being taken holds a lease (`workers.lab.lease`) and is left alone, however long
-the step takes.
+the step takes; a step sent again and still not taken is sent again after a wait that
+doubles (`Reaper`), so a backlog is not made longer by copies of what it holds.
 """
 
 import logging
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from events import EventStore
@@ -47,22 +49,49 @@ def stalled_runs(
     return stalled
 
 
-def reap(
-    bus: Bus,
-    store: EventStore,
-    streams: Iterable[str],
-    quiet_for: timedelta,
-    leases: Leases | None = None,
-) -> int:
-    """Send the next step of every stalled run among `streams`; returns how many."""
-    stalled = stalled_runs(store, streams, quiet_for, leases=leases)
-    for stream, version in stalled:
-        log.warning(
-            "%s: no event for %s; sending its step after v%d again", stream, quiet_for, version
-        )
-        bus.send(LAB_STEP_TASK, stream, version)
-        count_reaped(1)
-    return len(stalled)
+@dataclass
+class Reaper:
+    """Sends the next step of stalled runs again, each stalled version once a wait: the
+    first time after `quiet_for` with no event, again only after twice as long since the
+    last resend, and so on up to `MAX_BACKOFF` times `quiet_for`. A step queued behind a
+    backlog (slow graders, more labs than workers) is not lost; sending it again at every
+    tick only lengthens the queue it waits in."""
+
+    bus: Bus
+    store: EventStore
+    quiet_for: timedelta
+    leases: Leases | None = None
+    _sent: dict[str, tuple[int, datetime, int]] = field(default_factory=dict)
+    """Per stream: the version whose step was sent again, when, and how many times."""
+
+    def reap(self, streams: Iterable[str], now: datetime | None = None) -> int:
+        """Send the next step of every stalled run among `streams` that is due; returns
+        how many."""
+        now = now or utcnow()
+        sent = 0
+        for stream, version in stalled_runs(self.store, streams, self.quiet_for, now, self.leases):
+            last = self._sent.get(stream)
+            times = 0
+            if last is not None and last[0] == version:
+                _, at, times = last
+                if now - at < self.quiet_for * min(2**times, MAX_BACKOFF):
+                    continue
+            log.warning(
+                "%s: no event for %s; sending its step after v%d again%s",
+                stream,
+                self.quiet_for,
+                version,
+                f" (resend {times + 1})" if times else "",
+            )
+            self.bus.send(LAB_STEP_TASK, stream, version)
+            self._sent[stream] = (version, now, times + 1)
+            sent += 1
+        count_reaped(sent)
+        return sent
+
+
+MAX_BACKOFF = 8
+"""The longest wait between two resends of one step, in multiples of the stall bound."""
 
 
 def unfinished_runs(store: EventStore, campaign: str | None = None) -> list[str]:

@@ -257,14 +257,16 @@ def _body(
     ]
     if best is not None:
         parts += ["## Best configuration", f"Attempt {best.number}: {_shown(best.config, card)}"]
-        parts += ["## Ablations", _ablations_table(best, scored, subtasks)]
+        parts += ["## Ablations", _ablations_table(best, scored, card)]
     parts += [f"Scored attempts in the whole run: {len(scored)}."]
     return "\n\n".join(parts)
 
 
-def _ablations_table(best: Attempt, scored: list[Attempt], subtasks: list[Subtask]) -> str:
+def _ablations_table(best: Attempt, scored: list[Attempt], card: TaskCard) -> str:
     """The best configuration's ablations: per graded attempt that changed one of its
-    parameters, the change and each score with its difference from the best's."""
+    parameters, the change (with the settings it makes apply: `model: logreg → knn (with
+    n_neighbors=15)`) and each score with its difference from the best's."""
+    subtasks = card.subtasks
     found = ablations(best, scored)
     if not found:
         return "No graded attempt differs from the best configuration in one parameter."
@@ -274,6 +276,12 @@ def _ablations_table(best: Attempt, scored: list[Attempt], subtasks: list[Subtas
     for attempt in found:
         (key,) = differences(best.config, attempt.config)
         change = f"{key}: {best.config.get(key)} → {attempt.config.get(key)}"
+        before = card.settings(best.config)
+        brought = {
+            k: v for k, v in sorted(card.settings(attempt.config).items()) if k not in before
+        }
+        if brought:
+            change += " (with " + ", ".join(f"{k}={v}" for k, v in brought.items()) + ")"
         cells = [
             f"{attempt.scores[s.name]:.4f} ({attempt.scores[s.name] - best.scores[s.name]:+.4f})"  # type: ignore[index]
             for s in subtasks
