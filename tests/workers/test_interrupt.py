@@ -6,27 +6,14 @@ from pathlib import Path
 
 from events import Event, EventStore
 from events.ids import new_id, utcnow
-from events.payloads import Budget, RunStarted, ToolInvoked
+from events.payloads import ToolInvoked
+from tests.run_events import run_started
 from workers.bus.memory import MemoryBus
 from workers.lab.interrupt import record_interrupted, unfinished_by_campaign
 from workers.reactions import REACTIONS
 from workers.reactor import Reactor
 
 CAMPAIGN = "c0ffee"
-
-
-def _started(stream: str) -> Event:
-    return Event(
-        id=new_id(),
-        stream=stream,
-        version=0,
-        occurred_at=utcnow(),
-        correlation_id=CAMPAIGN,
-        actor="lab-0",
-        payload=RunStarted(
-            task="continual-digits", lab="lab-0", policy="search", budget=Budget(), papers=1
-        ),
-    )
 
 
 def _interruptions(store: EventStore) -> int:
@@ -40,7 +27,7 @@ def _stops(store: EventStore, run: str) -> int:
 def test_interrupting_twice_writes_one_event(tmp_path: Path) -> None:
     store = EventStore.from_url(f"sqlite:///{tmp_path / 'log.db'}")
     runs = [f"run-{CAMPAIGN}-0", f"run-{CAMPAIGN}-1"]
-    store.append([_started(run) for run in runs])
+    store.append([run_started(run, CAMPAIGN) for run in runs])
     assert unfinished_by_campaign(store) == {CAMPAIGN: runs}
 
     assert record_interrupted(store, CAMPAIGN, runs, "Ctrl-C in labrxiv campaign")
@@ -66,7 +53,7 @@ def test_interrupting_twice_writes_one_event(tmp_path: Path) -> None:
 def test_each_run_stopped_records_its_stop_in_its_own_stream(tmp_path: Path) -> None:
     store = EventStore.from_url(f"sqlite:///{tmp_path / 'log.db'}")
     runs = [f"run-{CAMPAIGN}-0", f"run-{CAMPAIGN}-1"]
-    store.append([_started(run) for run in runs])
+    store.append([run_started(run, CAMPAIGN) for run in runs])
     assert record_interrupted(store, CAMPAIGN, runs, "Ctrl-C in labrxiv campaign")
     for run in runs:
         last = store.last_record(run)
@@ -79,7 +66,7 @@ def test_a_stopped_run_waits_for_its_resume(tmp_path: Path) -> None:
     when resumed (`labrxiv resume`), not when some process next reads the log."""
     store = EventStore.from_url(f"sqlite:///{tmp_path / 'log.db'}")
     runs = [f"run-{CAMPAIGN}-0", f"run-{CAMPAIGN}-1"]
-    store.append([_started(run) for run in runs])
+    store.append([run_started(run, CAMPAIGN) for run in runs])
     reactor = Reactor(store, MemoryBus(), REACTIONS)
     reactor.catch_up()
     bus = MemoryBus()
