@@ -37,6 +37,12 @@ def export_inspect(
     model usage, best score and verdict (open it with `inspect view`)."""
     from projections.exports.inspect_log import write_eval
 
+    if out.suffix != ".eval":  # Inspect reads a `.json` log as JSON, and opens no other
+        raise typer.BadParameter(
+            f"{out.name}: Inspect opens a log by its ending and this one is written in "
+            f"the .eval format: name the file {out.stem or 'logs'}.eval",
+            param_hint="'--out'",
+        )
     runner, name, runs = _runs(run, campaign)
     with written(out):
         write_eval(out, name, runs, runner.store.get_blob)

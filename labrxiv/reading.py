@@ -7,6 +7,8 @@ is an error naming the path, and a data folder that holds no log falls back to t
 demo's data beside it, saying so.
 """
 
+import sqlite3
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,7 +69,11 @@ def find_log(settings: Settings) -> Found:
 
 def open_log(settings: Settings) -> EventStore:
     """The store on an existing log, its tables untouched; `NoLog` for a database with no
-    log in it, `Unreachable` for a server that does not answer."""
+    log in it (an SQLite file is looked into read-only first: opening it for the store
+    would set its journal mode), `Unreachable` for a server that does not answer."""
+    path = sqlite_path(settings)
+    if path is not None and path.is_file() and _holds_no_log(path):
+        raise NoLog(f"no log in {shown_url(settings.store_url)} (no events table): {to_do()}")
     store = EventStore.from_url(settings.store_url, create=False)
     try:
         has_log = inspect(store.engine).has_table("events")
@@ -78,6 +84,35 @@ def open_log(settings: Settings) -> EventStore:
         store.engine.dispose()
         raise NoLog(f"no log in {shown_url(settings.store_url)} (no events table): {to_do()}")
     return store
+
+
+def _holds_no_log(path: Path) -> bool:
+    """Whether the SQLite file at `path` is a database without an events table, found
+    without writing: an empty file is one; a database in rollback-journal mode is looked
+    into read-only. False for a database in WAL mode (as every log is: opening it changes
+    nothing, and a read-only look would leave `-wal` and `-shm` files of this user's
+    beside it) and for what is no database (the store's own open says why)."""
+    try:
+        with path.open("rb") as file:
+            header = file.read(100)
+    except OSError:
+        return False
+    if not header:
+        return True
+    if not header.startswith(b"SQLite format 3\x00") or header[18] == WAL_FORMAT:
+        return False
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            found = db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'events'"
+            ).fetchone()
+    except sqlite3.Error:
+        return False
+    return found is None
+
+
+WAL_FORMAT = 2
+"""The file format version (header byte 18) of an SQLite database in WAL mode."""
 
 
 def database_unreachable(url: str, exc: DBAPIError) -> Unreachable:

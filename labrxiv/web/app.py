@@ -9,6 +9,7 @@ from fastapi.staticfiles import StaticFiles
 import labrxiv
 from events import EventStore
 from labrxiv.web import archive, campaigns, errors, runs
+from labrxiv.web.head import HeadAsGet
 from labrxiv.web.templates import FOLDER
 
 Next = Callable[[Request], Awaitable[Response]]
@@ -33,9 +34,11 @@ def create_app(store: EventStore) -> FastAPI:
     )
     app.state.store = store
     errors.install(app)
+    app.openapi = lambda: errors.openapi_without_422(app)  # type: ignore[method-assign]
+    app.add_middleware(HeadAsGet)
     app.mount("/static", StaticFiles(directory=FOLDER.parent / "static"), name="static")
     for module in (archive, campaigns, runs):
-        app.include_router(module.api)
+        app.include_router(module.api, responses=errors.ERRORS)
         app.include_router(module.pages)
 
     @app.middleware("http")

@@ -90,6 +90,7 @@ def curve_image(store: Store, conn: Conn, paging: Page, campaign: str, axis: str
         raise NotFound(f"no curve against {axis} (one of {', '.join(AXES)})")
     name = resolve_campaign(store, conn, campaign)
     assert name is not None
+    paging.check(count_runs(conn, name))
     shown = runs_of(conn, campaign=name, offset=paging.offset, limit=paging.per_page)
     svg = curve_svg(curve_points(conn, campaign=name, runs=[r.stream for r in shown]), axis)
     headers = {"Cache-Control": "no-store"}

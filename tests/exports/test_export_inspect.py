@@ -194,3 +194,14 @@ def test_a_file_that_cannot_be_written_is_named(logged: Logged, tmp_path: Path) 
     code, said = export(logged, out, "--run", logged.llm_run)
     told = f"cannot write {out}: {tmp_path / 'afile'} is not a folder"
     assert code == 1 and told in " ".join(said.split()), said
+
+
+@pytest.mark.parametrize("name", ["x.json", "x", "x.eval.zip"])
+def test_a_file_inspect_would_not_read_as_this_format_is_refused(
+    logged: Logged, tmp_path: Path, name: str
+) -> None:
+    """Inspect reads a log by its name's ending: a `.json` one must be JSON, and the
+    export writes the `.eval` format (a zip), so any other name would not open."""
+    code, said = export(logged, tmp_path / name, "--run", logged.llm_run)
+    assert code == 2 and "name the file" in " ".join(said.split()) and ".eval" in said, said
+    assert not (tmp_path / name).exists()

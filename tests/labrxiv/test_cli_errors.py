@@ -90,6 +90,22 @@ def test_a_file_that_is_not_a_log_is_named_as_such(
     assert (data / "labrxiv.db").read_bytes() == junk
 
 
+@pytest.mark.parametrize("command", [*READ_COMMANDS, ["serve", "--port", "1"]], ids=" ".join)
+def test_an_empty_file_where_the_log_should_be_is_no_log_and_stays_empty(
+    workdir: Path, cli: Cli, command: list[str]
+) -> None:
+    """A read command only reads: an empty file named as the log is said to hold no log,
+    and is not turned into a database (SQLite's WAL mode set on it, a `-wal` beside it)."""
+    data = workdir / "data"
+    data.mkdir()
+    (data / "labrxiv.db").touch()
+    said = cli(*command, LABRXIV_DATA_DIR="data")
+    assert said.code == 1, said.out
+    assert "no log in" in one_line(said), said.out
+    assert [p.name for p in data.iterdir()] == ["labrxiv.db"]
+    assert (data / "labrxiv.db").stat().st_size == 0
+
+
 @pytest.mark.parametrize("command", READ_COMMANDS, ids=" ".join)
 def test_an_unreachable_postgresql_is_one_line(
     cli: Cli, closed_port: int, command: list[str]

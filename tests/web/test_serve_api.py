@@ -143,10 +143,45 @@ def test_the_openapi_schema_lists_the_api(client: TestClient) -> None:
     assert all(path.startswith("/api/v1/") for path in paths), "pages are not in the API"
 
 
-def test_nothing_answers_a_write(client: TestClient) -> None:
+def test_a_curve_of_a_page_past_the_last_is_an_error_as_the_page_is(client: TestClient) -> None:
+    answer = client.get(f"/campaigns/{ISOLATED}/curves/time.svg?page=2")
+    assert answer.status_code == 400
+    assert "page 2 is past the last page (1)" in answer.text
+
+
+def test_the_schema_names_the_errors_the_api_answers(client: TestClient) -> None:
+    """400 and 404 with `{"error", "status"}`, as the API answers them; not FastAPI's 422
+    with its `detail` list, which no request is answered with."""
+    schema = client.get("/openapi.json").json()
+    for path, operations in schema["paths"].items():
+        answers = operations["get"]["responses"]
+        assert "422" not in answers, path
+        for status in ("400", "404"):
+            shape = answers[status]["content"]["application/json"]["schema"]
+            assert shape == {"$ref": "#/components/schemas/Error"}, (path, status)
+    error = schema["components"]["schemas"]["Error"]
+    assert set(error["properties"]) == {"error", "status"}
+    assert "HTTPValidationError" not in schema["components"]["schemas"]
+
+
+def test_nothing_answers_a_write_and_the_answer_says_what_would(client: TestClient) -> None:
     for url in ("/api/v1/papers", f"/api/v1/papers/{HERDING}", "/papers"):
-        assert client.post(url).status_code == 405
-        assert client.delete(url).status_code == 405
+        for answer in (client.post(url), client.delete(url)):
+            assert answer.status_code == 405
+            assert answer.headers["allow"] == "GET, HEAD", url
+
+
+@pytest.mark.parametrize(
+    "url", ["/", "/api/v1/papers", f"/api/v1/papers/{HERDING}", f"/campaigns/{ISOLATED}"]
+)
+def test_head_is_answered_wherever_get_is(client: TestClient, url: str) -> None:
+    """Uptime checks and `curl -I` ask HEAD: the GET's status and headers, no body."""
+    got, head = client.get(url), client.head(url)
+    assert head.status_code == got.status_code == 200
+    assert head.content == b""
+    assert head.headers["content-type"] == got.headers["content-type"]
+    assert head.headers["content-length"] == got.headers["content-length"]
+    assert client.head("/api/v1/papers/p-ffff").status_code == 404
 
 
 @pytest.mark.postgres
