@@ -176,6 +176,9 @@ def campaign(
             f"[red]--archive-reads must be all or accepted, not {escape(repr(archive_reads))}[/]"
         )
         raise typer.Exit(2)
+    if archive_reads == "accepted" and mode == "isolated":
+        say_error("--archive-reads accepted: isolated labs read no archive (--mode archive)")
+        raise typer.Exit(2)
     if archive_reads == "accepted" and review is None:
         console.print("[red]--archive-reads accepted needs --review (no paper is ever accepted)[/]")
         raise typer.Exit(2)

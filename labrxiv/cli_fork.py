@@ -29,7 +29,7 @@ from labrxiv.lookup import pick_prefixed
 from labrxiv.service_start import require_shared_database
 from workers.bus.base import Bus
 from workers.lab.campaign import CampaignPlan
-from workers.lab.fork import ForkError, fork_budget, fork_point, start_fork
+from workers.lab.fork import ForkError, fork_budget, fork_point, start_fork, used_up_at
 from workers.lab.policies import model_settings, uses_model
 from workers.llm.prices import PriceTable, with_prices
 
@@ -78,6 +78,19 @@ def fork(
         attempts=attempts, tokens=tokens, dollars=dollars, steps=steps, wall_seconds=wall_seconds
     )
     budget, source = fork_budget(parent, given)
+    spent = used_up_at(store, point, budget)
+    if spent is not None:
+        name = spent.budget.replace("_", " ")
+        limit = (
+            f"--{spent.budget.replace('_', '-')} {spent.limit:g}"
+            if getattr(given, spent.budget) is not None
+            else f"the run's {name} limit, {spent.limit:g},"
+        )
+        say_error(
+            f"{limit}: the fork inherits {spent.used:g} {name} by step {at}; "
+            "give a larger limit or an earlier step"
+        )
+        raise typer.Exit(2)
     started = store.read_records(types=["campaign.started"], correlation=_campaign(store, stream))
     mode = started[0].payload["mode"] if started else "isolated"
     sandbox = require_sandbox(settings) if settings.embedded else None

@@ -70,6 +70,11 @@ def _chosen(store: EventStore, campaign: str | None, names: list[str]) -> dict[s
     """The unfinished runs to resume, by campaign; `NotFound` when there is none."""
     left = unfinished_by_campaign(store)
     if campaign is not None:
+        if not any(name.startswith(campaign) for name in left) and campaign.strip():
+            started = store.iter_records(types=["campaign.started"])
+            if not any((r.correlation_id or "").startswith(campaign) for r in started):
+                raise NotFound(f"no campaign {campaign} (`labrxiv campaigns` lists them)")
+            raise NotFound(f"no unfinished run in campaign {campaign}: every run has finished")
         chosen = pick("campaign with unfinished runs", campaign, left)
         left = {chosen: left[chosen]}
     if names:

@@ -10,6 +10,9 @@ import pytest
 from cli_support import ARCHIVE, ISOLATED, TASK, Cli, Said
 
 from events import EventStore
+from labrxiv.settings import load_settings
+from labrxiv.wiring import open_embedded
+from workers.lab.campaign import CampaignPlan, start_campaign
 
 READ_COMMANDS = [
     ["status"],
@@ -273,3 +276,41 @@ def test_events_tail_after_the_head_is_an_empty_poll_not_an_error(
     assert said.code == 0 and f"no event after position {head} yet" in said.text
     said = cli("events", "tail", "--after", str(head), "--json")
     assert said.code == 0 and said.stdout.strip() == "[]"
+
+
+def test_an_archive_setting_for_isolated_labs_is_refused(workdir: Path, cli: Cli) -> None:
+    """Isolated labs read no archive: which papers they would read means nothing (it
+    ran, and did nothing of what was asked)."""
+    said = cli(
+        "campaign",
+        "--task",
+        "noisy-digits",
+        "--mode",
+        "isolated",
+        "--archive-reads",
+        "accepted",
+        "--review",
+        "grounded",
+        LABRXIV_DATA_DIR="data",
+    )
+    assert said.code == 2, said.out
+    assert "isolated labs read no archive" in one_line(said)
+    assert not (workdir / "data").exists()
+
+
+def test_resuming_a_campaign_the_log_does_not_hold_says_so(workdir: Path, cli: Cli) -> None:
+    """Not "no campaign with unfinished runs nosuch", which reads as if it had some."""
+    data = workdir / "data"
+    system = open_embedded(load_settings(data_dir=data), threads=1)
+    try:
+        plan = CampaignPlan(task=TASK, labs=1, papers=1, mode="isolated", seed=0, attempts=1)
+        campaign, _ = start_campaign(system.bus, plan)
+        system.settle()
+    finally:
+        system.close()
+    said = cli("resume", "--campaign", "nosuch", LABRXIV_DATA_DIR="data")
+    assert said.code == 1 and "no campaign nosuch (`labrxiv campaigns` lists them)" in one_line(
+        said
+    ), said.out
+    said = cli("resume", "--campaign", campaign[:6], LABRXIV_DATA_DIR="data")
+    assert said.code == 1 and "every run has finished" in one_line(said), said.out

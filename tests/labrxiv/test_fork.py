@@ -132,6 +132,11 @@ def test_what_cannot_be_forked_is_one_line(parent: tuple[str, Path], cli: Cli) -
             "--model is required for --policy llm",
         ),
         (("fork", run, "--at", "2", "--policy", "llm"), "a run that had no model needs --model"),
+        (  # it started, made no attempt and ended `budget: attempts limit`
+            ("fork", run, "--at", "4", "--attempts", "2"),
+            "--attempts 2: the fork inherits 2 attempts by step 4; give a larger limit or an "
+            "earlier step",
+        ),
         (
             ("fork", run, "--at", "2", "--temperature", "-3", "--base-url", "http://h/v1"),
             "--base-url, --temperature: for llm labs only, and this fork is a --policy search run",

@@ -15,10 +15,12 @@ from pathlib import Path, PurePosixPath
 from events import EventStore
 from events.ids import utcnow
 from events.payloads import Budget, CampaignStarted, ForkPoint, LlmConfig, RunStarted
-from events.payloads.integrity import BudgetName
+from events.payloads.integrity import BudgetExceeded, BudgetName
 from events.payloads.run import BudgetSource
 from events.streams import lab_run_stream
 from runstate import loader
+from runstate.budget import exceeded, run_used
+from runstate.fork import fold_standing
 from runstate.trajectory import Step, steps
 from workers.bus.base import Bus, publish
 from workers.errors import WorkerError
@@ -59,6 +61,20 @@ def fork_point(store: EventStore, run: str, step: int) -> tuple[ForkPoint, RunSt
     if missing:
         raise ForkError(f"cannot rebuild the workspace of {run} at step {step}: {missing}")
     return point, events[0].payload, taken
+
+
+def used_up_at(store: EventStore, point: ForkPoint, budget: Budget) -> BudgetExceeded | None:
+    """The first of `budget`'s limits that what a fork at `point` inherits has used up
+    (such a fork would end at once, `budget`), by the rule the lab applies; None when
+    every limit leaves room."""
+    load = loader(store)
+    state = fold_standing(load(point.run, point.version), load)
+    used = run_used(state, state.last_at)
+    for name in BUDGET_NAMES:
+        spent = exceeded(name, getattr(budget, name), used[name])
+        if spent is not None:
+            return spent
+    return None
 
 
 def fork_budget(parent: RunStarted, given: Budget) -> tuple[Budget, dict[BudgetName, BudgetSource]]:
