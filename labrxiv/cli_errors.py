@@ -40,6 +40,18 @@ def unreadable(exc: DBAPIError) -> str | None:
     return None
 
 
+def read_only(database: str, reason: str) -> str | None:
+    """The line for SQLite's `reason` when it is a log this user cannot write, or None:
+    read commands write too (their read models live in the log's database)."""
+    if "readonly database" not in reason:
+        return None
+    return (
+        f"cannot use the database {database}: it is read-only here ({reason}), and even a "
+        "read command writes its read models into the log's database: copy the folder "
+        "somewhere you can write and set LABRXIV_DATA_DIR to the copy"
+    )
+
+
 def explain(exc: BaseException) -> str | None:
     """The one line that tells a person what went wrong, or None for a bug."""
     if isinstance(exc, ShellError):
@@ -50,6 +62,8 @@ def explain(exc: BaseException) -> str | None:
     # read-only); a programming or integrity error is a bug and keeps its traceback.
     if isinstance(exc, OperationalError | InterfaceError):
         reason = str(exc.orig or exc).strip().splitlines()[0]
+        if (told := read_only(_database(), reason)) is not None:
+            return told
         reached = not (exc.connection_invalidated or _is_connect(exc))
         return f"cannot {'use' if reached else 'reach'} the database {_database()}: {reason}"
     if (  # a data folder that cannot be made where it is asked for (/proc/x): ENOENT

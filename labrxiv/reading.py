@@ -17,7 +17,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
 from events import EventStore
-from labrxiv.cli_errors import unreadable
+from labrxiv.cli_errors import read_only, unreadable
 from labrxiv.errors import NoLog, Unreachable
 from labrxiv.settings import Settings
 from labrxiv.urls import shown_url
@@ -122,7 +122,7 @@ def database_unreachable(url: str, exc: DBAPIError) -> Unreachable:
     if (why := unreadable(exc)) is not None:
         return Unreachable(f"cannot read the database {shown}: {why}")
     reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
-    return Unreachable(f"cannot reach the database {shown}: {reason}")
+    return Unreachable(read_only(shown, reason) or f"cannot reach the database {shown}: {reason}")
 
 
 def _has_events(settings: Settings) -> bool:

@@ -2,14 +2,20 @@
 line naming the problem, a non-zero exit, never a traceback, and nothing created."""
 
 import os
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 from cli_support import ARCHIVE, ISOLATED, TASK, Cli, Said
+from sqlalchemy import create_engine, text
+from sqlalchemy.exc import OperationalError
 
 from events import EventStore
+from labrxiv.cli_errors import explain
+from labrxiv.reading import database_unreachable
 from labrxiv.settings import load_settings
 from labrxiv.wiring import open_embedded
 from workers.lab.campaign import CampaignPlan, start_campaign
@@ -314,3 +320,20 @@ def test_resuming_a_campaign_the_log_does_not_hold_says_so(workdir: Path, cli: C
     ), said.out
     said = cli("resume", "--campaign", campaign[:6], LABRXIV_DATA_DIR="data")
     assert said.code == 1 and "every run has finished" in one_line(said), said.out
+
+
+def test_a_log_that_cannot_be_written_here_is_said_to_be_read_only(tmp_path: Path) -> None:
+    """Read commands keep their read models in the log's database: SQLite's error for a
+    log in a folder the user cannot write (here a file opened read-only: root ignores
+    permission bits) is told as read-only, with what to do, not as a database "out of
+    reach"."""
+    log = tmp_path / "labrxiv.db"
+    with closing(sqlite3.connect(log)) as db:
+        db.execute("CREATE TABLE t (x)")
+    engine = create_engine(f"sqlite:///file:{log}?mode=ro&uri=true")
+    with pytest.raises(OperationalError) as caught, engine.begin() as conn:
+        conn.execute(text("INSERT INTO t VALUES (1)"))
+    opened = str(database_unreachable(f"sqlite:///{log}", caught.value))  # at open
+    for line in (explain(caught.value), opened):
+        assert line is not None and "read-only" in line and "copy" in line, line
+        assert "cannot reach" not in line, line
