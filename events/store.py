@@ -118,6 +118,31 @@ def _heads_pg() -> Any:
 _HEADS_PG = _heads_pg()
 
 
+_DAMAGED = (
+    select(EVENTS.c.position, EVENTS.c.stream, EVENTS.c.type)
+    .where(func.json_valid(EVENTS.c.payload) == 0)
+    .order_by(EVENTS.c.position)
+    .limit(1)
+)
+"""SQLite: the first event whose payload is not JSON (`first_damaged`)."""
+
+
+@dataclass(frozen=True)
+class Damaged:
+    """An event the log holds whose payload cannot be read."""
+
+    position: int
+    stream: str
+    type: str
+
+    def __str__(self) -> str:
+        return (
+            f"the log's event at position {self.position} ({self.stream}, {self.type}) is "
+            "damaged: its payload is not JSON, and every command that reads it fails until "
+            "it is mended or removed"
+        )
+
+
 @dataclass(frozen=True)
 class StreamHead:
     """A stream's last event, as far as its envelope says: what the reaper and a watcher
@@ -368,6 +393,16 @@ class EventStore:
         """The highest position stored, 0 for an empty log."""
         with self.engine.connect() as conn:
             return int(conn.execute(_MAX_POSITION).scalar() or 0)
+
+    def first_damaged(self) -> "Damaged | None":
+        """The first event whose stored payload is not JSON (a hand edit, a damaged disk),
+        None when there is none. Only SQLite can hold one: PostgreSQL's `jsonb` column
+        takes nothing else. A scan of the whole log (~1 µs an event)."""
+        if self.engine.dialect.name != "sqlite":
+            return None
+        with self.engine.connect() as conn:
+            row = conn.execute(_DAMAGED).first()
+        return None if row is None else Damaged(int(row[0]), str(row[1]), str(row[2]))
 
     def count(self) -> int:
         """How many events the log holds."""

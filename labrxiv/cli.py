@@ -327,7 +327,12 @@ def rebuild(
 
     # The log there is (a rebuild never starts a new, empty one); not `read_runner`, which
     # would first replay a stale read model that the rebuild then drops and replays again.
-    runner = ProjectionRunner(read_store(), all_projectors())
+    store = read_store()
+    damaged = store.first_damaged()  # found before any read model is dropped
+    if damaged is not None:
+        say_error(f"{damaged}: nothing rebuilt")
+        raise typer.Exit(1)
+    runner = ProjectionRunner(store, all_projectors())
     started = time.perf_counter()
     try:
         rebuilt = runner.rebuild(jobs)

@@ -8,7 +8,9 @@ bug and keeps its traceback.
 """
 
 import errno
+import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.markup import escape
@@ -17,6 +19,9 @@ from sqlalchemy.exc import DatabaseError, DBAPIError, InterfaceError, Operationa
 from labrxiv.cli_group import OneLineHelpGroup
 from labrxiv.console import make_console
 from labrxiv.errors import ShellError
+
+if TYPE_CHECKING:
+    from events.store import Damaged
 
 err = make_console(stderr=True, soft_wrap=True)
 """Where errors, notes and log lines go: stdout stays a table or JSON, whole."""
@@ -79,6 +84,8 @@ def explain(exc: BaseException) -> str | None:
         if _in_data_dir(str(exc.filename)):
             return f"{told}; set LABRXIV_DATA_DIR to a folder you can write"
         return told  # a path the command was given (--out): the option names it
+    if isinstance(exc, json.JSONDecodeError) and (damaged := _damaged()) is not None:
+        return str(damaged)
     if _is_broker(exc):
         return f"cannot reach Redis at {_redis()}: {exc}"
     return None
@@ -126,6 +133,24 @@ def _in_data_dir(path: str) -> bool:
         return True
     found = Path(path).resolve()
     return found == data or data in found.parents or found in data.parents
+
+
+def _damaged() -> "Damaged | None":
+    """The first damaged event of the log the read commands read (a payload that failed
+    to decode names no event), or None when that cannot be told."""
+    from labrxiv.reading import find_log, open_log
+    from labrxiv.settings import load_settings
+
+    try:
+        store = open_log(find_log(load_settings()).settings)
+    except Exception:  # noqa: BLE001 - only a better line is at stake; the error stands
+        return None
+    try:
+        return store.first_damaged()
+    except Exception:  # noqa: BLE001
+        return None
+    finally:
+        store.engine.dispose()
 
 
 def _database() -> str:

@@ -337,3 +337,31 @@ def test_a_log_that_cannot_be_written_here_is_said_to_be_read_only(tmp_path: Pat
     for line in (explain(caught.value), opened):
         assert line is not None and "read-only" in line and "copy" in line, line
         assert "cannot reach" not in line, line
+
+
+def test_a_damaged_event_is_named_in_one_line_and_rebuild_keeps_the_read_models(
+    workdir: Path, cli: Cli, two_campaigns: EventStore
+) -> None:
+    """An event whose stored payload is no longer JSON (a hand edit, a damaged disk): the
+    commands that read it say which one it is, in one line; `rebuild`, which would drop
+    the read models and then fail on it (leaving every read command dead), refuses first."""
+    log = workdir / ".labrxiv" / "labrxiv.db"
+    with closing(sqlite3.connect(log)) as db:
+        position, stream = db.execute(
+            "SELECT position, stream FROM events WHERE type = 'experiment.scored' "
+            "ORDER BY position LIMIT 1"
+        ).fetchone()
+        db.execute("UPDATE events SET payload = '{not json' WHERE position = ?", (position,))
+        db.commit()
+    told = f"the log's event at position {position} ({stream}, experiment.scored) is damaged"
+    for command in (["runs", "show", stream], ["replay", stream], ["events", "tail", "-n", "500"]):
+        said = cli(*command)
+        assert said.code == 1, (command, said.out)
+        line = one_line(said)
+        assert told in line and "not JSON" in line, (command, line)
+    listed = cli("runs")
+    assert listed.code == 0, listed.out
+    said = cli("rebuild")
+    assert said.code == 1 and told in one_line(said), said.out
+    after = cli("runs")
+    assert after.code == 0 and stream in after.out, after.out
