@@ -19,6 +19,7 @@ from sqlalchemy.exc import DatabaseError, DBAPIError, InterfaceError, Operationa
 from labrxiv.cli_group import OneLineHelpGroup
 from labrxiv.console import make_console
 from labrxiv.errors import ShellError
+from labrxiv.exit_codes import EXIT_INTERRUPTED
 
 if TYPE_CHECKING:
     from events.store import Damaged
@@ -98,6 +99,12 @@ class ShellGroup(OneLineHelpGroup):
     def invoke(self, ctx: typer.Context) -> object:  # type: ignore[override]
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:  # before the command's own Ctrl-C handling was set up
+            say_error(
+                "interrupted (Ctrl-C) before the command could stop cleanly: "
+                "`labrxiv runs` lists any run it began, and `labrxiv resume` goes on with it"
+            )
+            raise typer.Exit(EXIT_INTERRUPTED) from None
         except Exception as exc:
             message = explain(exc)
             if message is None:

@@ -11,7 +11,10 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+import typer
+from typer.testing import CliRunner
 
+from labrxiv.cli_errors import ShellGroup
 from labrxiv.entry import EXIT_INTERRUPTED, main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,3 +88,23 @@ def test_an_exit_code_a_command_gives_is_the_scripts() -> None:
     )
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_ctrl_c_before_the_command_handles_it_is_one_line_and_exit_130() -> None:
+    """A Ctrl-C after the import but before the command set up its own handling (the
+    campaign's checks, say): typer turned it into exit 130 with nothing said."""
+    app = typer.Typer(cls=ShellGroup)
+
+    @app.command()
+    def starting() -> None:
+        raise KeyboardInterrupt
+
+    @app.command()
+    def other() -> None:
+        """A second command, so the first is named as a subcommand."""
+
+    said = CliRunner().invoke(app, ["starting"])
+    assert said.exit_code == 130, said.output
+    lines = said.output.strip().splitlines()
+    assert len(lines) == 1 and "interrupted (Ctrl-C)" in lines[0], said.output
+    assert "labrxiv resume" in lines[0]
