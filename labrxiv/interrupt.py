@@ -89,7 +89,10 @@ def stop_embedded(system: Embedded, detail: str, campaign: str | None = None) ->
     """Stop the embedded system's work and record what it left, per campaign (only
     `campaign`'s, if given: the one a timed-out watch was on): in embedded mode this
     process is the only worker, so no unfinished run of its log goes on."""
-    system.bus.abandon()
+    try:
+        system.bus.abandon()
+    except KeyboardInterrupt:  # Ctrl-C again: quit now, what is left recorded first
+        system.bus.quit()
     left = []
     unfinished = unfinished_by_campaign(system.store, campaign)
     for stopped, runs in sorted(unfinished.items()):

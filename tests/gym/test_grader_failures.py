@@ -6,6 +6,7 @@ traceback, a signal, a timeout, garbage on stdout, a subtask missing, a number t
 not finite — is a broken grader: a bug of the bundle that no lab can fix.
 """
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -98,3 +99,15 @@ def test_a_grader_that_rejects_missing_outputs_is_a_rejection(tmp_path: Path) ->
     message = str(caught.value)
     assert message.startswith("the grader rejected the outputs (exit 2)")
     assert "predictions_after_task_1.npy" in message
+
+
+def test_the_grader_runs_in_a_session_of_its_own(bundle_copy: MakeCopy, tmp_path: Path) -> None:
+    """A Ctrl-C in the terminal goes to the whole foreground process group: a grader in
+    the worker's own group died of it, and the step recorded the task's grader as broken
+    (`run.finished` error) while the command was only being stopped."""
+    source = "import os, sys\nprint(f'session {os.getsid(0)}', file=sys.stderr)\nsys.exit(1)\n"
+    folder = with_grader(bundle_copy, source)
+    with pytest.raises(GradingFailed) as failed:
+        grade_empty_workspace(folder, tmp_path)
+    session = int(str(failed.value).rsplit("session ", 1)[1].split()[0])
+    assert session != os.getsid(0)

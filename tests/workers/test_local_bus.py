@@ -17,6 +17,7 @@ from labrxiv.interrupt import stop_embedded
 from labrxiv.settings import load_settings
 from labrxiv.wiring import open_embedded, open_store, worker_context
 from runstate import RunState
+from tests.run_events import run_started
 from workers.bus.base import BusStopped
 from workers.bus.local import LocalBus
 from workers.context import WorkerContext
@@ -128,6 +129,29 @@ def test_a_stopped_embedded_system_leaves_no_lease_on_its_runs(tmp_path: Path) -
         assert [item.runs for item in left] == [["run-left-0"]]
         assert leases.live(["run-left-0"]) == {}
     finally:
+        system.close()
+
+
+def test_a_second_ctrl_c_while_steps_end_still_records_what_was_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """"Ctrl-C again to quit now" came while the steps being taken were let end: nothing
+    was recorded, and `campaigns` and `runs` showed the stopped runs running."""
+    system = open_embedded(load_settings(data_dir=tmp_path / "data"), threads=1)
+    try:
+        system.store.append([run_started("run-c-again-0", "c-again")])
+
+        def interrupted() -> int:
+            raise KeyboardInterrupt  # the second Ctrl-C, while the steps end
+
+        monkeypatch.setattr(system.bus, "abandon", interrupted)
+        left = stop_embedded(system, "Ctrl-C in a test")
+        assert [item.runs for item in left] == [["run-c-again-0"]]
+        recorded = system.store.read_records(types=["campaign.interrupted"])
+        assert [r.payload["runs"] for r in recorded] == [["run-c-again-0"]]
+        assert system.bus.stopped  # and quit: closing it waits for no step
+    finally:
+        monkeypatch.undo()
         system.close()
 
 

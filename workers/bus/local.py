@@ -89,6 +89,13 @@ class LocalBus:
             thread.join()
         self._threads.clear()
 
+    def quit(self) -> None:
+        """Stop without waiting for the tasks being run (Ctrl-C again, after `abandon`
+        began): their threads, daemons, end with the process, and what their steps had
+        not recorded is taken again from the log on resume."""
+        self._abandoned.set()
+        self._threads.clear()
+
     def abandon(self) -> int:
         """Stop at once (Ctrl-C): queued tasks are dropped unrun, and a running task that
         sends gets `BusStopped` and ends there; the tasks being run are let finish, and

@@ -307,6 +307,15 @@ class Fleet:
         self.close()
         return dropped
 
+    def quit(self) -> None:
+        """Stop without waiting for the tasks being run (Ctrl-C again): the children are
+        terminated; what their steps had not recorded is taken again on resume."""
+        self._counts.flags[0] = 1
+        self._here.quit()
+        self._closed = True
+        for process in self._processes:
+            process.terminate()
+
     def close(self) -> None:
         """Let the children run what they were sent, then end them."""
         if self._closed:

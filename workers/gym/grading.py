@@ -185,6 +185,9 @@ def grader_process(
             timeout=card.grader.timeout_seconds,
             env=grader_env(card),
             check=False,
+            # Not in the worker's process group: a Ctrl-C at the terminal stops labrxiv
+            # (which lets the step end), not the grader under it.
+            start_new_session=True,
         )
     except subprocess.TimeoutExpired:
         timeout = card.grader.timeout_seconds
