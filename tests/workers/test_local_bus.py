@@ -135,7 +135,7 @@ def test_a_stopped_embedded_system_leaves_no_lease_on_its_runs(tmp_path: Path) -
 def test_a_second_ctrl_c_while_steps_end_still_records_what_was_left(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """"Ctrl-C again to quit now" came while the steps being taken were let end: nothing
+    """ "Ctrl-C again to quit now" came while the steps being taken were let end: nothing
     was recorded, and `campaigns` and `runs` showed the stopped runs running."""
     system = open_embedded(load_settings(data_dir=tmp_path / "data"), threads=1)
     try:
