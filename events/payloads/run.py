@@ -18,7 +18,7 @@ started the run (an option given to `campaign`, `demo`, `fork`…)."""
 class Budget(BaseModel):
     """Limits a run may not cross; `None` means no limit of that kind."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     attempts: int | None = Field(default=None, ge=1)
     """Scored experiments the lab may make."""
