@@ -19,6 +19,7 @@ Imported by bare name from tests/llm (pytest puts that folder on the path), or a
 import json
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -38,6 +39,8 @@ class Scripted:
     """Wait this long before answering (latency)."""
     hang: bool = False
     """Never answer: hold the connection until the client gives up or the server stops."""
+    trickle_s: float = 0.0
+    """Send the body a byte at a time, this long apart (headers at once)."""
 
 
 @dataclass(frozen=True)
@@ -333,7 +336,12 @@ def _handler_for(server: FakeServer) -> type[BaseHTTPRequestHandler]:
                 for name, value in reply.headers.items():
                     self.send_header(name, value)
                 self.end_headers()
-                self.wfile.write(data)
+                for byte in data if reply.trickle_s else ():
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(reply.trickle_s)
+                if not reply.trickle_s:
+                    self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client timed out and left
 

@@ -1,5 +1,6 @@
 """The gateway with the real openai client over HTTP against the scripted local server."""
 
+import itertools
 import socket
 from collections.abc import Callable
 from decimal import Decimal
@@ -213,6 +214,21 @@ def test_a_hang_past_the_timeout_is_a_timeout_failure(
     assert len(server.completions()) == 1  # it did reach the server
 
 
+def test_an_answer_trickling_in_past_the_timeout_is_a_timeout_failure(
+    server: FakeServer, make_gateway: MakeGateway
+) -> None:
+    """The client's timeout bounds each wait for bytes: a server sending a byte every
+    0.1 s held a call with a 0.5 s timeout for as long as its body took (found from
+    outside: 740 s recorded as a success). The timeout bounds the whole call."""
+    server.queue(Scripted(body=completion(text="x" * 200).body, trickle_s=0.1))
+    gateway = make_gateway(timeout=0.5, max_attempts=1)
+    outcome = gateway.send(gateway.prepare(ask()))
+    event = outcome.event
+    assert isinstance(event, ModelFailed), event
+    assert (event.error, event.will_retry) == ("timeout", False)
+    assert event.latency_s < 3  # the body takes 30 s or more
+
+
 def test_a_timeout_is_retried(
     server: FakeServer, make_gateway: MakeGateway, sleeps: Sleeps
 ) -> None:
@@ -357,7 +373,7 @@ def test_prepare_is_pure_and_a_recorded_call_can_be_restored(make_gateway: MakeG
 
 def test_latency_is_measured_per_call(server: FakeServer, make_gateway: MakeGateway) -> None:
     server.queue(completion(text="slow", delay_s=0.2))
-    ticks = iter([100.0, 100.75])
+    ticks = itertools.chain([100.0], itertools.repeat(100.75))  # the start, then any read
     gateway = make_gateway(clock=lambda: next(ticks))
     event = gateway.send(gateway.prepare(ask())).event
     assert isinstance(event, ModelResponded) and event.latency_s == 0.75

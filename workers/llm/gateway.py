@@ -126,9 +126,15 @@ class Gateway:
             # of a steps worker's CPU with fifty labs, bench/llm_concurrency.py).
             with self._clients.one() as client:
                 response = client.post(
-                    "/chat/completions", content=prepared.content, cast_to=httpx2.Response
+                    "/chat/completions",
+                    content=prepared.content,
+                    cast_to=httpx2.Response,
+                    stream=True,  # the body read here, within the call's time
                 )
-                body = response.content
+                try:
+                    body = self._body_within(response, started + self.timeout)
+                finally:
+                    response.close()
         except (openai.OpenAIError, httpx2.HTTPError, ValueError) as exc:
             return self._failed(prepared, classify(exc, self._secrets), self._clock() - started)
         latency = self._clock() - started
@@ -139,6 +145,19 @@ class Gateway:
             detail = scrub(f"MalformedResponse: {exc}", self._secrets)[:DETAIL]
             return self._failed(prepared, Failure("other", True, detail, 200), latency)
         return self._responded(prepared, completion, reply, usage, body, latency)
+
+    def _body_within(self, response: httpx2.Response, deadline: float) -> bytes:
+        """The answer's body, read by `deadline` (the clock's): the client's timeout bounds
+        each wait for bytes, so a server sending one byte a second would hold a call for
+        as long as it liked. Past it, the SDK's timeout error: a timeout, retried."""
+        import openai
+
+        chunks = []
+        for chunk in response.iter_bytes():
+            chunks.append(chunk)
+            if self._clock() > deadline:
+                raise openai.APITimeoutError(request=response.request)
+        return b"".join(chunks)
 
     def retry_wait(self, attempt: int, retry_after_s: float | None, call_id: str) -> float:
         """Seconds to wait after attempt `attempt` (call `call_id`) failed: the provider's
