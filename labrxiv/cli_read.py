@@ -173,8 +173,9 @@ def papers_top(
     as_json: AsJson = False,
     gym_path: GymPath = None,
 ) -> None:
-    """The task's papers with the best claimed value, each marked verified or not (the
-    claim is the grader's score of the attempt it names, recorded before the paper)."""
+    """The task's papers with the best results, each marked verified or not (the claim
+    is the grader's score of the attempt it names, recorded before the paper): shown and
+    ranked by the grader's value where verified, by the claimed number where not."""
     runner = read_runner()
     with runner.store.engine.connect() as conn:
         campaign = resolve_campaign(runner.store, conn, campaign)
