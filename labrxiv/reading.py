@@ -17,7 +17,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
 from events import EventStore
-from labrxiv.cli_errors import read_only, unreadable
+from labrxiv.database_errors import read_only, unreadable
 from labrxiv.errors import NoLog, Unreachable
 from labrxiv.settings import Settings
 from labrxiv.urls import shown_url
